@@ -1,0 +1,44 @@
+// Errors of the domain, told apart by class. `services/connect-errors.ts` is the
+// one place that turns them into ConnectError codes.
+
+export class BadRequestError extends Error {
+  override name = "BadRequestError";
+}
+
+export class NotFoundError extends Error {
+  override name = "NotFoundError";
+}
+
+/** A resource that is known to be deleted (a tombstone still exists). */
+export class DeletedError extends Error {
+  override name = "DeletedError";
+  constructor(
+    message: string,
+    readonly tag: string,
+  ) {
+    super(message);
+  }
+}
+
+/** If-Match did not hold. */
+export class PreconditionFailedError extends Error {
+  override name = "PreconditionFailedError";
+}
+
+/** The operation is not allowed on what is there, e.g. a resource named like a directory. */
+export class ForbiddenError extends Error {
+  override name = "ForbiddenError";
+}
+
+export class AlreadyExistsError extends Error {
+  override name = "AlreadyExistsError";
+}
+
+export class TooLargeError extends Error {
+  override name = "TooLargeError";
+}
+
+/** The storage backend cannot be reached. */
+export class UnavailableError extends Error {
+  override name = "UnavailableError";
+}

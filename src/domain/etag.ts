@@ -1,0 +1,42 @@
+// Entity tags: how they are made, and how If-Match / If-None-Match compare.
+// Tags are stored unquoted; the ETag header carries them quoted (strong).
+
+import { randomBytes } from "node:crypto";
+import { BadRequestError } from "./errors.js";
+
+export function newTag(): string {
+  return randomBytes(9).toString("base64url");
+}
+
+export function quoteTag(tag: string): string {
+  return `"${tag}"`;
+}
+
+/**
+ * Parses an If-Match / If-None-Match header value: a comma-separated list of
+ * quoted or unquoted tags (a W/ prefix is accepted and ignored), or "*".
+ */
+export function parseTagList(header: string): string[] {
+  const out: string[] = [];
+  for (const raw of header.split(",")) {
+    let t = raw.trim();
+    if (t === "") continue;
+    if (t.startsWith("W/")) t = t.slice(2);
+    if (t.startsWith('"')) {
+      if (t.length < 2 || !t.endsWith('"')) throw new BadRequestError(`malformed entity tag ${raw.trim()}`);
+      t = t.slice(1, -1);
+    }
+    if (t.includes('"') || /[\s\u0000-\u001f]/.test(t)) {
+      throw new BadRequestError(`malformed entity tag ${raw.trim()}`);
+    }
+    out.push(t);
+  }
+  if (out.length === 0) throw new BadRequestError("empty entity tag list");
+  return out;
+}
+
+/** True when a stored tag (or its absence) satisfies a list of tags; "*" matches any existing one. */
+export function tagMatches(list: readonly string[], tag: string | undefined): boolean {
+  if (tag === undefined) return false;
+  return list.some((t) => t === "*" || t === tag);
+}

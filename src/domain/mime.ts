@@ -1,0 +1,49 @@
+// The MIME type a resource gets when its writer names none: from the extension.
+
+const BY_EXTENSION: Record<string, string> = {
+  json: "application/json",
+  xml: "application/xml",
+  txt: "text/plain",
+  md: "text/markdown",
+  html: "text/html",
+  htm: "text/html",
+  css: "text/css",
+  js: "text/javascript",
+  csv: "text/csv",
+  svg: "image/svg+xml",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  pdf: "application/pdf",
+  zip: "application/zip",
+  ttf: "font/ttf",
+  otf: "font/otf",
+  woff: "font/woff",
+  woff2: "font/woff2",
+  // Design resources (see docs/resources.md).
+  template: "application/vnd.trove.template+json",
+  block: "application/vnd.trove.content-block+json",
+  plugin: "application/vnd.trove.pluggable-object+json",
+  datamodel: "application/vnd.trove.data-model+json",
+  theme: "application/vnd.trove.theme+json",
+};
+
+export const DEFAULT_TYPE = "application/octet-stream";
+
+export function typeFromName(name: string): string {
+  const dot = name.lastIndexOf(".");
+  if (dot <= 0) return DEFAULT_TYPE;
+  return BY_EXTENSION[name.slice(dot + 1).toLowerCase()] ?? DEFAULT_TYPE;
+}
+
+// RFC 9110 media-type: token "/" token *( OWS ";" OWS parameter ).
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const MEDIA_TYPE = new RegExp(
+  `^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"([^"\\\\]|\\\\.)*"))*$`,
+);
+
+export function isMediaType(value: string): boolean {
+  return value.length <= 255 && MEDIA_TYPE.test(value);
+}

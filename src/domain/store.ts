@@ -1,0 +1,98 @@
+// Store configuration rules: types, the features they give, and settings.
+
+import { BadRequestError } from "./errors.js";
+import { validateStoreName } from "./path.js";
+
+export type StoreType = "recursive" | "snapshot";
+export const STORE_TYPES: readonly StoreType[] = ["recursive", "snapshot"];
+
+export function featuresOf(type: StoreType): string[] {
+  return type === "recursive" ? ["sync", "sync-recursive"] : ["sync", "sync-snapshot"];
+}
+
+/** Settings a client may set; every other setting in a listing is reported by the server. */
+export const WRITABLE_SETTINGS = ["keep-deleted"] as const;
+export const DEFAULT_KEEP_DELETED = "7d";
+
+/** Settings that describe the deployment; listed, never changed per store. */
+export const REPORTED_SETTINGS = [
+  "filesystem-location",
+  "filesystem-temp",
+  "database-lock-timeout",
+  "database-transaction-retries",
+  "database-connection-pool-size",
+  "database-driver",
+  "database-dialect",
+  "database-connection-url",
+  "database-username",
+  "database-password",
+] as const;
+
+export interface StoreConfig {
+  name: string;
+  type: StoreType;
+  /** Writable settings only, by name. */
+  settings: Record<string, string>;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses a duration: a number of seconds, or a number followed by ms, s, m, h or d. */
+export function parseDuration(text: string): number {
+  const m = /^(\d{1,12})(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) {
+    throw new BadRequestError(
+      `invalid duration ${JSON.stringify(text)}: use a whole number of seconds or a number with ms, s, m, h or d (e.g. 7d)`,
+    );
+  }
+  return Number(m[1]) * (UNITS[m[2] ?? "s"] ?? 1000);
+}
+
+export function keepDeletedMillis(config: StoreConfig): number {
+  return parseDuration(config.settings["keep-deleted"] ?? DEFAULT_KEEP_DELETED);
+}
+
+export interface StoreInput {
+  name: string;
+  type?: string;
+  settings?: ReadonlyArray<{ name: string; value: string }>;
+}
+
+/**
+ * Validates a store configuration as given by a client and merges it over the
+ * current one (for an update). Reported settings are accepted only unchanged
+ * (a client may send back a listing it read), never with a new value.
+ */
+export function resolveStoreConfig(
+  input: StoreInput,
+  current: StoreConfig | undefined,
+  reported: Readonly<Record<string, string>>,
+): StoreConfig {
+  const name = validateStoreName(input.name);
+  let type: StoreType = current?.type ?? "recursive";
+  if (input.type !== undefined && input.type !== "") {
+    if (!STORE_TYPES.includes(input.type as StoreType)) {
+      throw new BadRequestError(
+        `unknown store type ${JSON.stringify(input.type)}: use one of ${STORE_TYPES.join(", ")}`,
+      );
+    }
+    type = input.type as StoreType;
+  }
+  const settings: Record<string, string> = { ...(current?.settings ?? { "keep-deleted": DEFAULT_KEEP_DELETED }) };
+  const seen = new Set<string>();
+  for (const { name: key, value } of input.settings ?? []) {
+    if (seen.has(key)) throw new BadRequestError(`setting ${JSON.stringify(key)} given twice`);
+    seen.add(key);
+    if ((WRITABLE_SETTINGS as readonly string[]).includes(key)) {
+      if (key === "keep-deleted") parseDuration(value);
+      settings[key] = value.trim();
+    } else if ((REPORTED_SETTINGS as readonly string[]).includes(key)) {
+      if (reported[key] !== undefined && reported[key] !== value) {
+        throw new BadRequestError(`setting ${JSON.stringify(key)} is managed by the server and cannot be changed`);
+      }
+    } else {
+      throw new BadRequestError(`unknown setting ${JSON.stringify(key)}`);
+    }
+  }
+  return { name, type, settings };
+}
