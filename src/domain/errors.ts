@@ -42,3 +42,8 @@ export class TooLargeError extends Error {
 export class UnavailableError extends Error {
   override name = "UnavailableError";
 }
+
+/** The caller is known but may not do this. */
+export class PermissionDeniedError extends Error {
+  override name = "PermissionDeniedError";
+}

@@ -40,9 +40,7 @@ export function typeFromName(name: string): string {
 
 // RFC 9110 media-type: token "/" token *( OWS ";" OWS parameter ).
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const MEDIA_TYPE = new RegExp(
-  `^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"([^"\\\\]|\\\\.)*"))*$`,
-);
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"([^"\\\\]|\\\\.)*"))*$`);
 
 export function isMediaType(value: string): boolean {
   return value.length <= 255 && MEDIA_TYPE.test(value);

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trove/resources/v2/resources.proto.
  */
 export const file_trove_resources_v2_resources: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIihQIKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIQCgRzaXplGAggASgDQgIwAhILCgNtZDUYCSABKAkSDAoEYmxvYhgKIAEoCRIaCg5jcmVhdGVkX21pbGxpcxgLIAEoA0ICMAISIAoUbGFzdF9tb2RpZmllZF9taWxsaXMYDCABKANCAjACEhQKCGV2ZW50X2lkGA0gASgDQgIwAhIOCgZhY2Nlc3MYDiADKAkiKgoLU3RhdFJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCSI+CgxTdGF0UmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2UiQQoLUmVhZFJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIVCg1pZl9ub25lX21hdGNoGAMgAygJImMKDFJlYWRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIUCgxub3RfbW9kaWZpZWQYAiABKAgSDQoFY2h1bmsYAyABKAwigwEKC1dyaXRlSGVhZGVyEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEAoIaWZfbWF0Y2gYAyADKAkSFAoMY29udGVudF90eXBlGAQgASgJEhMKC2NvbnRlbnRfbWQ1GAUgASgJEhoKDmNvbnRlbnRfbGVuZ3RoGAYgASgDQgIwAiJaCgxXcml0ZVJlcXVlc3QSMQoGaGVhZGVyGAEgASgLMh8udHJvdmUucmVzb3VyY2VzLnYyLldyaXRlSGVhZGVySAASDwoFY2h1bmsYAiABKAxIAEIGCgRwYXJ0IlAKDVdyaXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJFChRNYWtlRGlyZWN0b3J5UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJIlgKFU1ha2VEaXJlY3RvcnlSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIPCgdjcmVhdGVkGAIgASgIIj4KDURlbGV0ZVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCSJbCg5EZWxldGVSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIZCg1kZWxldGVkX2NvdW50GAIgASgDQgIwAiKFAQoLTGlzdFJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIRCglyZWN1cnNpdmUYAyABKAgSFwoPaW5jbHVkZV9kZWxldGVkGAQgASgIEhYKDmluY2x1ZGVfYWNjZXNzGAUgASgIEhUKDWlmX25vbmVfbWF0Y2gYBiADKAkihAEKDExpc3RSZXNwb25zZRIvCglkaXJlY3RvcnkYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEi0KB2VudHJpZXMYAyADKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2Uy/QMKD1Jlc291cmNlU2VydmljZRJJCgRTdGF0Eh8udHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXNwb25zZRJLCgRSZWFkEh8udHJvdmUucmVzb3VyY2VzLnYyLlJlYWRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlJlYWRSZXNwb25zZTABEk4KBVdyaXRlEiAudHJvdmUucmVzb3VyY2VzLnYyLldyaXRlUmVxdWVzdBohLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZVJlc3BvbnNlKAESZAoNTWFrZURpcmVjdG9yeRIoLnRyb3ZlLnJlc291cmNlcy52Mi5NYWtlRGlyZWN0b3J5UmVxdWVzdBopLnRyb3ZlLnJlc291cmNlcy52Mi5NYWtlRGlyZWN0b3J5UmVzcG9uc2USTwoGRGVsZXRlEiEudHJvdmUucmVzb3VyY2VzLnYyLkRlbGV0ZVJlcXVlc3QaIi50cm92ZS5yZXNvdXJjZXMudjIuRGVsZXRlUmVzcG9uc2USSwoETGlzdBIfLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0UmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0UmVzcG9uc2UwAWIGcHJvdG8z");
+  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJBCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkiYwoMUmVhZFJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEhQKDG5vdF9tb2RpZmllZBgCIAEoCBINCgVjaHVuaxgDIAEoDCKXAQoLV3JpdGVIZWFkZXISDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSEwoLY29udGVudF9tZDUYBSABKAkSGwoOY29udGVudF9sZW5ndGgYBiABKANIAIgBAUIRCg9fY29udGVudF9sZW5ndGgiWgoMV3JpdGVSZXF1ZXN0EjEKBmhlYWRlchgBIAEoCzIfLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZUhlYWRlckgAEg8KBWNodW5rGAIgASgMSABCBgoEcGFydCJQCg1Xcml0ZVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEg8KB2NyZWF0ZWQYAiABKAgiRQoUTWFrZURpcmVjdG9yeVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCSJYChVNYWtlRGlyZWN0b3J5UmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCI+Cg1EZWxldGVSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEAoIaWZfbWF0Y2gYAyADKAkiVwoORGVsZXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFQoNZGVsZXRlZF9jb3VudBgCIAEoAyKFAQoLTGlzdFJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIRCglyZWN1cnNpdmUYAyABKAgSFwoPaW5jbHVkZV9kZWxldGVkGAQgASgIEhYKDmluY2x1ZGVfYWNjZXNzGAUgASgIEhUKDWlmX25vbmVfbWF0Y2gYBiADKAkihAEKDExpc3RSZXNwb25zZRIvCglkaXJlY3RvcnkYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEi0KB2VudHJpZXMYAyADKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2Uy/QMKD1Jlc291cmNlU2VydmljZRJJCgRTdGF0Eh8udHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXNwb25zZRJLCgRSZWFkEh8udHJvdmUucmVzb3VyY2VzLnYyLlJlYWRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlJlYWRSZXNwb25zZTABEk4KBVdyaXRlEiAudHJvdmUucmVzb3VyY2VzLnYyLldyaXRlUmVxdWVzdBohLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZVJlc3BvbnNlKAESZAoNTWFrZURpcmVjdG9yeRIoLnRyb3ZlLnJlc291cmNlcy52Mi5NYWtlRGlyZWN0b3J5UmVxdWVzdBopLnRyb3ZlLnJlc291cmNlcy52Mi5NYWtlRGlyZWN0b3J5UmVzcG9uc2USTwoGRGVsZXRlEiEudHJvdmUucmVzb3VyY2VzLnYyLkRlbGV0ZVJlcXVlc3QaIi50cm92ZS5yZXNvdXJjZXMudjIuRGVsZXRlUmVzcG9uc2USSwoETGlzdBIfLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0UmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0UmVzcG9uc2UwAWIGcHJvdG8z");
 
 /**
  * A resource (file) or directory of a store, or its tombstone.
@@ -72,7 +72,7 @@ export type Resource = Message<"trove.resources.v2.Resource"> & {
   /**
    * Size in bytes of a file; 0 for a directory.
    *
-   * @generated from field: int64 size = 8 [jstype = JS_NUMBER];
+   * @generated from field: int64 size = 8;
    */
   size: bigint;
 
@@ -93,21 +93,21 @@ export type Resource = Message<"trove.resources.v2.Resource"> & {
   /**
    * Creation time, Unix milliseconds.
    *
-   * @generated from field: int64 created_millis = 11 [jstype = JS_NUMBER];
+   * @generated from field: int64 created_millis = 11;
    */
   createdMillis: bigint;
 
   /**
    * Time the resource was last touched (or deleted), Unix milliseconds.
    *
-   * @generated from field: int64 last_modified_millis = 12 [jstype = JS_NUMBER];
+   * @generated from field: int64 last_modified_millis = 12;
    */
   lastModifiedMillis: bigint;
 
   /**
    * Id of the change event that produced this state.
    *
-   * @generated from field: int64 event_id = 13 [jstype = JS_NUMBER];
+   * @generated from field: int64 event_id = 13;
    */
   eventId: bigint;
 
@@ -264,11 +264,11 @@ export type WriteHeader = Message<"trove.resources.v2.WriteHeader"> & {
   contentMd5: string;
 
   /**
-   * Declared size in bytes, or -1 when unknown; verified when given.
+   * Declared size in bytes; verified when given.
    *
-   * @generated from field: int64 content_length = 6 [jstype = JS_NUMBER];
+   * @generated from field: optional int64 content_length = 6;
    */
-  contentLength: bigint;
+  contentLength?: bigint | undefined;
 };
 
 /**
@@ -419,7 +419,7 @@ export type DeleteResponse = Message<"trove.resources.v2.DeleteResponse"> & {
   /**
    * How many resources and directories were deleted, the named one included.
    *
-   * @generated from field: int64 deleted_count = 2 [jstype = JS_NUMBER];
+   * @generated from field: int64 deleted_count = 2;
    */
   deletedCount: bigint;
 };

@@ -1,0 +1,45 @@
+// The `trove` command.
+
+import { parseServeArgs, SERVE_HELP } from "./server/config.js";
+import { serve } from "./server/main.js";
+
+const HELP = `Usage: trove <command> [options]
+
+Commands:
+  serve     run the Trove server (trove serve --help)
+
+Run "trove <command> --help" for a command's options.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(HELP);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === "serve") {
+    const config = parseServeArgs(args, process.env);
+    if (config === "help") {
+      process.stdout.write(SERVE_HELP);
+      return 0;
+    }
+    const server = await serve(config);
+    await new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+    await server.close();
+    return 0;
+  }
+  process.stderr.write(`trove: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`trove: ${err.message}\n`);
+    process.exit(1);
+  },
+);

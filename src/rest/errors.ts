@@ -1,0 +1,50 @@
+// The one table from ConnectError codes to REST statuses, and the error response.
+
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { quoteTag } from "../domain/etag.js";
+import { DELETED_TAG_KEY, toConnectError } from "../services/connect-errors.js";
+import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
+
+const STATUS: Partial<Record<Code, number>> = {
+  [Code.InvalidArgument]: 400,
+  [Code.OutOfRange]: 400,
+  [Code.Unauthenticated]: 401,
+  // The resource server answers 401 for "not authorized" as well (spec, Authentication).
+  [Code.PermissionDenied]: 401,
+  [Code.AlreadyExists]: 403,
+  [Code.NotFound]: 404,
+  [Code.FailedPrecondition]: 412,
+  [Code.ResourceExhausted]: 413,
+  [Code.Canceled]: 499,
+  [Code.Unimplemented]: 501,
+  [Code.Unavailable]: 503,
+  [Code.DeadlineExceeded]: 504,
+};
+
+export function statusOf(err: ConnectError): number {
+  return STATUS[err.code] ?? 500;
+}
+
+/** Answers an error in the spec's shape: a text/plain reason, or `deleted` with the ETag. */
+export function sendError(req: RestRequest, res: RestResponse, error: unknown): void {
+  const err = toConnectError(error);
+  if ((res as { headersSent: boolean }).headersSent) {
+    // Too late for a status: cut the response so the client sees it incomplete.
+    (res as { destroy(e?: Error): void }).destroy(err);
+    return;
+  }
+  const headers: Record<string, string> = {};
+  // An unread request body: do not make the client send the rest of it (HTTP/1.1).
+  if (!req.complete && req.httpVersionMajor === 1) headers.Connection = "close";
+  if (err.code === Code.Unauthenticated) headers["WWW-Authenticate"] = 'Bearer realm="trove"';
+  const deletedTag = err.metadata.get(DELETED_TAG_KEY);
+  if (deletedTag !== null) {
+    headers.ETag = quoteTag(deletedTag);
+    if (req.method === "HEAD") send(res, 404, headers);
+    else send(res, 404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }, "deleted");
+    return;
+  }
+  const status = statusOf(err);
+  if (req.method === "HEAD") send(res, status, headers);
+  else sendText(res, status, status === 500 ? "internal error" : err.rawMessage, headers);
+}

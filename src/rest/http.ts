@@ -1,0 +1,103 @@
+// What the REST layer needs of a request and a response, over HTTP/1.1 and
+// HTTP/2 alike, and the helpers that write the spec's responses.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { type ContextValues, createContextValues } from "@connectrpc/connect";
+import { anonymousCaller, callerKey } from "../auth/caller.js";
+
+export type RestRequest = IncomingMessage | Http2ServerRequest;
+export type RestResponse = ServerResponse | Http2ServerResponse;
+
+export const SERVER_HEADER = "resources/1.0";
+
+/** Writes a complete response; `Server` is set on every response the REST layer sends. */
+export function send(
+  res: RestResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  body?: string | Uint8Array,
+): void {
+  const r = res as ServerResponse;
+  r.statusCode = status;
+  r.setHeader("Server", SERVER_HEADER);
+  for (const [name, value] of Object.entries(headers)) r.setHeader(name, value);
+  if (body === undefined) {
+    r.end();
+    return;
+  }
+  const bytes = typeof body === "string" ? Buffer.from(body) : body;
+  r.setHeader("Content-Length", bytes.byteLength);
+  r.end(bytes);
+}
+
+export function sendText(res: RestResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  send(res, status, { "Content-Type": "text/plain; charset=utf-8", ...headers }, `${text}\n`);
+}
+
+/** Starts a streamed response: status and headers now, the body through `write`. */
+export function start(res: RestResponse, status: number, headers: Record<string, string | number>): void {
+  const r = res as ServerResponse;
+  r.statusCode = status;
+  r.setHeader("Server", SERVER_HEADER);
+  for (const [name, value] of Object.entries(headers)) r.setHeader(name, value);
+}
+
+/** Writes a chunk, waiting while the client is slower than the server. */
+export async function write(res: RestResponse, chunk: string | Uint8Array): Promise<void> {
+  const r = res as ServerResponse;
+  if (r.destroyed) throw new Error("client went away");
+  if (!r.write(chunk)) {
+    await new Promise<void>((resolve, reject) => {
+      const done = () => {
+        r.off("drain", done);
+        r.off("close", closed);
+        resolve();
+      };
+      const closed = () => {
+        r.off("drain", done);
+        reject(new Error("client went away"));
+      };
+      r.once("drain", done);
+      r.once("close", closed);
+    });
+  }
+}
+
+export function header(req: RestRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+/** Context values of a REST call; the caller is filled by authentication. */
+export function restContextValues(req: RestRequest): ContextValues {
+  const values = createContextValues();
+  const caller = (req as { trove?: { caller?: typeof anonymousCaller } }).trove?.caller;
+  values.set(callerKey, caller ?? anonymousCaller);
+  return values;
+}
+
+/** An AbortSignal that fires when the client goes away before the response is complete. */
+export function requestSignal(res: RestResponse): AbortSignal {
+  const controller = new AbortController();
+  (res as ServerResponse).once("close", () => {
+    if (!(res as ServerResponse).writableFinished) controller.abort(new Error("client went away"));
+  });
+  return controller.signal;
+}
+
+export function httpDate(millis: number): string {
+  return new Date(millis).toUTCString();
+}
+
+/** Path and query of a request target, split without normalizing: "." and ".." stay for the path rules to refuse. */
+export interface RequestUrl {
+  pathname: string;
+  /** "" or "?..." */
+  search: string;
+}
+
+export function splitUrl(target: string): RequestUrl {
+  const q = target.indexOf("?");
+  return q < 0 ? { pathname: target, search: "" } : { pathname: target.slice(0, q), search: target.slice(q) };
+}

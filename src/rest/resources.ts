@@ -1,0 +1,287 @@
+// REST v2 resources: /resources/v2/data/{store}/{path}. Each route parses the
+// request, calls ResourceCore, and renders the spec's response.
+
+import { create } from "@bufbuild/protobuf";
+import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { BadRequestError } from "../domain/errors.js";
+import { parseTagList, quoteTag } from "../domain/etag.js";
+import { isMediaType } from "../domain/mime.js";
+import { joinPath, validateStoreName } from "../domain/path.js";
+import {
+  DeleteRequestSchema,
+  ListRequestSchema,
+  MakeDirectoryRequestSchema,
+  ReadRequestSchema,
+  type Resource,
+  ResourceService,
+  StatRequestSchema,
+  type WriteRequest,
+  WriteRequestSchema,
+} from "../gen/trove/resources/v2/resources_pb.js";
+import type { ResourceCore } from "../services/resource-service.js";
+import {
+  header,
+  httpDate,
+  type RequestUrl,
+  type RestRequest,
+  type RestResponse,
+  requestSignal,
+  restContextValues,
+  send,
+  start,
+  write,
+} from "./http.js";
+import { resourceElement, XML_DECLARATION, XML_TYPE } from "./xml.js";
+
+export const DATA_PREFIX = "/resources/v2/data/";
+
+interface Target {
+  store: string;
+  path: string;
+  /** The URL path ended with "/": it names a directory. */
+  directory: boolean;
+}
+
+/** Splits the raw URL path into store and resource path, percent-decoding each segment once. */
+export function parseTarget(rawPath: string): Target {
+  const rest = rawPath.slice(DATA_PREFIX.length);
+  const segments = rest.split("/").map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      throw new BadRequestError(`malformed percent-encoding in ${JSON.stringify(s)}`);
+    }
+  });
+  const store = validateStoreName(segments.shift() ?? "");
+  const directory = segments.length === 0 || segments.at(-1) === "";
+  if (segments.at(-1) === "") segments.pop();
+  return { store, path: joinPath(segments), directory };
+}
+
+const FLAGS = ["recursive", "include-access", "include-blob-uuid", "include-deleted"] as const;
+type Flag = (typeof FLAGS)[number];
+
+interface Query {
+  flags: Record<Flag, boolean>;
+  overrideMime?: string;
+}
+
+export function parseQuery(search: string): Query {
+  const flags = { recursive: false, "include-access": false, "include-blob-uuid": false, "include-deleted": false };
+  const q: Query = { flags };
+  const seen = new Set<string>();
+  for (const [name, value] of new URLSearchParams(search)) {
+    if (seen.has(name)) throw new BadRequestError(`query parameter ${name} given twice`);
+    seen.add(name);
+    if ((FLAGS as readonly string[]).includes(name)) {
+      if (value !== "true" && value !== "false")
+        throw new BadRequestError(`query parameter ${name} must be true or false`);
+      flags[name as Flag] = value === "true";
+    } else if (name === "override-mime") {
+      if (!isMediaType(value)) throw new BadRequestError(`override-mime ${JSON.stringify(value)} is not a media type`);
+      q.overrideMime = value;
+    } else {
+      throw new BadRequestError(`unknown query parameter ${name}`);
+    }
+  }
+  return q;
+}
+
+function tagList(req: RestRequest, name: string): string[] {
+  const v = header(req, name);
+  return v === undefined ? [] : parseTagList(v);
+}
+
+function metadataHeaders(r: Resource): Record<string, string> {
+  const h: Record<string, string> = {
+    ETag: quoteTag(r.tag),
+    "Last-Modified": httpDate(Number(r.lastModifiedMillis)),
+    "Last-Modified-Millis": String(r.lastModifiedMillis),
+  };
+  if (!r.directory) h["Content-MD5"] = r.md5;
+  return h;
+}
+
+export class ResourceRoutes {
+  constructor(private readonly core: ResourceCore) {}
+
+  async handle(req: RestRequest, res: RestResponse, url: RequestUrl): Promise<void> {
+    const target = parseTarget(url.pathname);
+    switch (req.method) {
+      case "GET":
+      case "HEAD":
+        return this.get(req, res, url, target);
+      case "PUT":
+        return this.put(req, res, target);
+      case "DELETE":
+        return this.delete(req, res, target);
+      default:
+        send(
+          res,
+          405,
+          { Allow: "GET, HEAD, PUT, DELETE", "Content-Type": "text/plain; charset=utf-8" },
+          `method ${req.method} not allowed\n`,
+        );
+    }
+  }
+
+  private context(
+    req: RestRequest,
+    res: RestResponse,
+    method: (typeof ResourceService.method)[keyof typeof ResourceService.method],
+  ): HandlerContext {
+    return createHandlerContext({
+      service: ResourceService,
+      method,
+      protocolName: "rest",
+      requestMethod: req.method ?? "GET",
+      url: req.url ?? "",
+      requestSignal: requestSignal(res),
+      contextValues: restContextValues(req),
+    });
+  }
+
+  private async get(req: RestRequest, res: RestResponse, url: RequestUrl, t: Target): Promise<void> {
+    const query = parseQuery(url.search);
+    const ifNoneMatch = tagList(req, "if-none-match");
+    if (t.directory) return this.list(req, res, t, query, ifNoneMatch);
+    const head = req.method === "HEAD";
+    const responses = head
+      ? this.statAsRead(req, res, t)
+      : this.core.read(
+          create(ReadRequestSchema, { store: t.store, path: t.path, ifNoneMatch }),
+          this.context(req, res, ResourceService.method.read),
+        );
+    const iterator = responses[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    const resource = first.done ? undefined : first.value.resource;
+    if (!resource) throw new Error("read answered without a resource");
+    if (resource.directory) {
+      send(res, 303, { Location: `${url.pathname}/${url.search}`, "Content-Length": 0 });
+      return;
+    }
+    const notModified = head
+      ? ifNoneMatch.length > 0 && ifNoneMatch.some((x) => x === "*" || x === resource.tag)
+      : first.value?.notModified;
+    if (notModified) {
+      send(res, 304, { ETag: quoteTag(resource.tag) });
+      return;
+    }
+    start(res, 200, {
+      ...metadataHeaders(resource),
+      "Content-Type": query.overrideMime ?? resource.type,
+      "Content-Length": String(resource.size),
+    });
+    if (head) {
+      (res as { end(): void }).end();
+      return;
+    }
+    if (first.value?.chunk && first.value.chunk.byteLength > 0) await write(res, first.value.chunk);
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) await write(res, next.value.chunk);
+    (res as { end(): void }).end();
+  }
+
+  private async *statAsRead(req: RestRequest, res: RestResponse, t: Target) {
+    const { resource } = await this.core.stat(
+      create(StatRequestSchema, { store: t.store, path: t.path }),
+      this.context(req, res, ResourceService.method.stat),
+    );
+    yield { resource, notModified: false, chunk: new Uint8Array(0) };
+  }
+
+  private async list(
+    req: RestRequest,
+    res: RestResponse,
+    t: Target,
+    query: Query,
+    ifNoneMatch: string[],
+  ): Promise<void> {
+    const request = create(ListRequestSchema, {
+      store: t.store,
+      path: t.path,
+      recursive: query.flags.recursive,
+      includeDeleted: query.flags["include-deleted"],
+      includeAccess: query.flags["include-access"],
+      ifNoneMatch,
+    });
+    const iterator = this.core
+      .list(request, this.context(req, res, ResourceService.method.list))
+      [Symbol.asyncIterator]();
+    const first = await iterator.next();
+    const dir = first.done ? undefined : first.value.directory;
+    if (!dir) throw new Error("list answered without the directory");
+    if (first.value?.notModified) {
+      send(res, 304, { ETag: quoteTag(dir.tag) });
+      return;
+    }
+    start(res, 200, { ...metadataHeaders(dir), "Content-Type": query.overrideMime ?? XML_TYPE });
+    if (req.method === "HEAD") {
+      (res as { end(): void }).end();
+      return;
+    }
+    const options = {
+      base: t.path,
+      includeAccess: query.flags["include-access"],
+      includeBlob: query.flags["include-blob-uuid"],
+    };
+    await write(res, `${XML_DECLARATION}<resources>`);
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      await write(res, next.value.entries.map((e) => resourceElement(e, options)).join(""));
+    }
+    await write(res, "</resources>\n");
+    (res as { end(): void }).end();
+  }
+
+  private async put(req: RestRequest, res: RestResponse, t: Target): Promise<void> {
+    const ifMatch = tagList(req, "if-match");
+    if (t.directory) {
+      const length = header(req, "content-length");
+      if ((length !== undefined && length !== "0") || header(req, "transfer-encoding") !== undefined) {
+        throw new BadRequestError("a directory PUT takes no body");
+      }
+      const out = await this.core.makeDirectory(
+        create(MakeDirectoryRequestSchema, { store: t.store, path: t.path, ifMatch }),
+        this.context(req, res, ResourceService.method.makeDirectory),
+      );
+      const r = out.resource as Resource;
+      send(res, out.created ? 201 : 200, {
+        ...metadataHeaders(r),
+        ...(out.created ? { Location: req.url ?? "" } : {}),
+      });
+      return;
+    }
+    const lengthHeader = header(req, "content-length");
+    if (lengthHeader !== undefined && !/^\d{1,19}$/.test(lengthHeader))
+      throw new BadRequestError("invalid Content-Length");
+    const head = create(WriteRequestSchema, {
+      part: {
+        case: "header",
+        value: {
+          store: t.store,
+          path: t.path,
+          ifMatch,
+          contentType: header(req, "content-type") ?? "",
+          contentMd5: header(req, "content-md5") ?? "",
+          contentLength: lengthHeader === undefined ? undefined : BigInt(lengthHeader),
+        },
+      },
+    });
+    const out = await this.core.write(bodyMessages(head, req), this.context(req, res, ResourceService.method.write));
+    const r = out.resource as Resource;
+    send(res, out.created ? 201 : 200, { ...metadataHeaders(r), ...(out.created ? { Location: req.url ?? "" } : {}) });
+  }
+
+  private async delete(req: RestRequest, res: RestResponse, t: Target): Promise<void> {
+    const ifMatch = tagList(req, "if-match");
+    await this.core.delete(
+      create(DeleteRequestSchema, { store: t.store, path: t.path, ifMatch }),
+      this.context(req, res, ResourceService.method.delete),
+    );
+    send(res, 200, {});
+  }
+}
+
+async function* bodyMessages(head: WriteRequest, body: AsyncIterable<Uint8Array>): AsyncIterable<WriteRequest> {
+  yield head;
+  for await (const chunk of body) yield create(WriteRequestSchema, { part: { case: "chunk", value: chunk } });
+}

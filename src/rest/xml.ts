@@ -1,0 +1,140 @@
+// The spec's XML formats: directory listings, store listings, and the store
+// configuration a client sends (in the listing's own shape).
+
+import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
+import { BadRequestError } from "../domain/errors.js";
+import type { Resource } from "../gen/trove/resources/v2/resources_pb.js";
+import type { Store } from "../gen/trove/resources/v2/stores_pb.js";
+
+export const XML_TYPE = "application/xml; charset=utf-8";
+export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+
+const builder = new XMLBuilder({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@",
+  suppressEmptyNode: true,
+  suppressBooleanAttributes: false,
+  format: false,
+});
+
+export interface ListingOptions {
+  /** Path of the listed directory: entry names are relative to it. */
+  base: string;
+  includeAccess: boolean;
+  includeBlob: boolean;
+}
+
+/** One `resource` element of a directory listing. */
+export function resourceElement(r: Resource, options: ListingOptions): string {
+  const name = options.base === "" ? r.path : r.path.slice(options.base.length + 1);
+  const a: Record<string, string> = { "@name": name, "@tag": r.tag, "@type": r.directory ? "" : r.type };
+  if (options.includeAccess) a["@access"] = r.access.join(",");
+  if (r.deleted) a["@deleted"] = "true";
+  if (r.directory) a["@directory"] = "true";
+  if (!r.directory) a["@size"] = String(r.size);
+  a["@last-modified"] = new Date(Number(r.lastModifiedMillis)).toISOString();
+  a["@md5"] = r.directory ? "" : r.md5;
+  if (options.includeBlob && !r.directory && r.blob !== "") a["@blob"] = r.blob;
+  return builder.build({ resource: a }) as string;
+}
+
+export function storeElement(s: Store): string {
+  const element = {
+    "@name": s.name,
+    "@type": s.type,
+    "@tag": s.tag,
+    ...(s.deleted ? { "@deleted": "true" } : {}),
+    "@directory": "true",
+    "database-settings": "",
+    "store-features": { feature: s.features },
+    "store-settings": { setting: s.settings.map((x) => ({ name: x.name, value: x.value })) },
+  };
+  // suppressEmptyNode would drop empty values; keep <value></value> for them.
+  return (builder.build({ store: element }) as string).replace(/<value\/>/g, "<value></value>");
+}
+
+export function storesDocument(stores: readonly Store[]): string {
+  return `${XML_DECLARATION}<stores>${stores.map(storeElement).join("")}</stores>\n`;
+}
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@",
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: true,
+  isArray: (name) => name === "setting" || name === "feature" || name === "store",
+});
+
+export interface StoreBody {
+  name?: string;
+  type?: string;
+  settings: Array<{ name: string; value: string }>;
+}
+
+type XmlNode = Record<string, unknown>;
+
+function text(v: unknown, what: string): string {
+  if (v === undefined || v === "") return "";
+  if (typeof v === "string") return v;
+  throw new BadRequestError(`${what} must be text`);
+}
+
+/** Parses a store configuration sent as XML: a `store` element, alone or inside `stores`. */
+export function parseStoreXml(body: string): StoreBody {
+  const valid = XMLValidator.validate(body);
+  if (valid !== true) {
+    throw new BadRequestError(`malformed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`);
+  }
+  const doc = parser.parse(body) as XmlNode;
+  let stores = doc.store as XmlNode[] | undefined;
+  if (!stores && doc.stores && typeof doc.stores === "object") stores = (doc.stores as XmlNode).store as XmlNode[];
+  if (stores?.length !== 1 || typeof stores[0] !== "object") {
+    throw new BadRequestError("the XML body must hold exactly one store element");
+  }
+  const store = stores[0] as XmlNode;
+  const settingsNode = store["store-settings"];
+  const settings: StoreBody["settings"] = [];
+  if (settingsNode && typeof settingsNode === "object") {
+    for (const s of ((settingsNode as XmlNode).setting as XmlNode[] | undefined) ?? []) {
+      if (typeof s !== "object" || s === null) throw new BadRequestError("a setting needs a name and a value element");
+      const name = text(s.name, "setting name");
+      if (name === "") throw new BadRequestError("a setting needs a name element");
+      settings.push({ name, value: text(s.value, `value of setting ${name}`) });
+    }
+  }
+  return { name: text(store["@name"], "store@name"), type: text(store["@type"], "store@type"), settings };
+}
+
+/** Parses a store configuration sent as JSON: {"name", "type", "settings": {name: value} | [{name, value}]}. */
+export function parseStoreJson(body: string): StoreBody {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (err) {
+    throw new BadRequestError(`malformed JSON: ${(err as Error).message}`);
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new BadRequestError("the JSON body must be an object");
+  const o = doc as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!["name", "type", "settings"].includes(key)) throw new BadRequestError(`unknown field ${JSON.stringify(key)}`);
+  }
+  const str = (v: unknown, what: string) => {
+    if (v === undefined) return undefined;
+    if (typeof v !== "string") throw new BadRequestError(`${what} must be a string`);
+    return v;
+  };
+  const settings: StoreBody["settings"] = [];
+  if (Array.isArray(o.settings)) {
+    for (const s of o.settings) {
+      const e = s as Record<string, unknown>;
+      settings.push({ name: str(e?.name, "setting name") ?? "", value: str(e?.value, "setting value") ?? "" });
+    }
+  } else if (o.settings !== undefined) {
+    if (typeof o.settings !== "object" || o.settings === null) throw new BadRequestError("settings must be an object");
+    for (const [name, value] of Object.entries(o.settings))
+      settings.push({ name, value: str(value, `setting ${name}`) ?? "" });
+  }
+  return { name: str(o.name, "name"), type: str(o.type, "type"), settings };
+}

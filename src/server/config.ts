@@ -1,0 +1,65 @@
+// Server configuration from flags, then environment variables, then defaults.
+
+import { parseArgs } from "node:util";
+
+export interface ServeConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  logLevel: string;
+  maxResourceSize: number;
+}
+
+export const SERVE_HELP = `Usage: trove serve [options]
+
+Runs the Trove server: REST v2, gRPC, Connect and gRPC-Web on one port.
+
+Options:
+  --host HOST               address to listen on      (TROVE_HOST, default 127.0.0.1)
+  --port PORT               port to listen on         (TROVE_PORT, default 13242)
+  --data DIR                data directory            (TROVE_DATA, default ./.trove-data)
+  --log-level LEVEL         fatal, error, warn, info, debug, trace or silent
+                                                      (TROVE_LOG_LEVEL, default info)
+  --max-resource-size BYTES largest resource accepted (TROVE_MAX_RESOURCE_SIZE, default 4294967296)
+  -h, --help                show this help
+`;
+
+function integer(text: string, what: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new Error(`${what} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeConfig | "help" {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      data: { type: "string" },
+      "log-level": { type: "string" },
+      "max-resource-size": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) return "help";
+  const level = values["log-level"] ?? env.TROVE_LOG_LEVEL ?? "info";
+  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
+    throw new Error(`unknown log level ${JSON.stringify(level)}`);
+  }
+  return {
+    host: values.host ?? env.TROVE_HOST ?? "127.0.0.1",
+    port: integer(values.port ?? env.TROVE_PORT ?? "13242", "port", 0, 65535),
+    dataDir: values.data ?? env.TROVE_DATA ?? ".trove-data",
+    logLevel: level,
+    maxResourceSize: integer(
+      values["max-resource-size"] ?? env.TROVE_MAX_RESOURCE_SIZE ?? "4294967296",
+      "max-resource-size",
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+  };
+}

@@ -1,0 +1,140 @@
+// One TCP listener for every face: the HTTP/2 preface goes to an http2 server
+// (gRPC, Connect, gRPC-Web, REST over h2c), anything else to an http server
+// (REST and Connect over HTTP/1.1). `createTroveServer` builds; only the entry
+// point and tests call `listen`.
+
+import { randomBytes } from "node:crypto";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import * as net from "node:net";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { type Logger, pino } from "pino";
+import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
+import type { RestRequest, RestResponse } from "../rest/http.js";
+import { ResourceRoutes } from "../rest/resources.js";
+import { handleRest, REST_PREFIX } from "../rest/router.js";
+import { StoreRoutes } from "../rest/stores.js";
+import { withConnectErrors } from "../services/connect-errors.js";
+import { ResourceCore } from "../services/resource-service.js";
+import { StoreCore } from "../services/store-service.js";
+import type { StoragePort } from "../storage/port.js";
+
+export interface TroveServerOptions {
+  storage: StoragePort;
+  logger?: Logger;
+  /** Largest resource accepted, in bytes (default 4 GiB). */
+  maxResourceSize?: number;
+  /** How often expired tombstones are purged, in milliseconds (default 60 s). */
+  purgeInterval?: number;
+  now?: () => number;
+}
+
+export interface TroveServer {
+  listen(port: number, host: string): Promise<AddressInfo>;
+  /** Stops accepting, closes every connection, then the storage. */
+  close(): Promise<void>;
+  readonly logger: Logger;
+}
+
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+export const DEFAULT_MAX_RESOURCE_SIZE = 4 * 1024 ** 3;
+
+export function createTroveServer(options: TroveServerOptions): TroveServer {
+  const logger = options.logger ?? pino({ level: "info" });
+  const now = options.now ?? Date.now;
+  const resources = new ResourceCore({
+    storage: options.storage,
+    maxResourceSize: options.maxResourceSize ?? DEFAULT_MAX_RESOURCE_SIZE,
+    now,
+  });
+  const stores = new StoreCore({ storage: options.storage, now });
+  const routes = (router: ConnectRouter) => {
+    router.service(ResourceService, withConnectErrors(resources));
+    router.service(StoreService, withConnectErrors(stores));
+  };
+  const connect = connectNodeAdapter({ routes });
+  const rest = {
+    resources: new ResourceRoutes(resources),
+    stores: new StoreRoutes(stores),
+    onServerError: (err: unknown) => logger.error({ err }, "request failed"),
+  };
+
+  const idPrefix = randomBytes(4).toString("hex");
+  let counter = 0;
+  const handler = (req: RestRequest, res: RestResponse) => {
+    const started = performance.now();
+    const id =
+      (req.headers["x-request-id"] as string | undefined)?.slice(0, 128) ?? `${idPrefix}-${(++counter).toString(36)}`;
+    (res as http.ServerResponse).setHeader("X-Request-Id", id);
+    (res as http.ServerResponse).once("finish", () => {
+      if (logger.isLevelEnabled("info")) {
+        logger.info(
+          {
+            req: id,
+            method: req.method,
+            url: req.url,
+            status: res.statusCode,
+            ms: Math.round((performance.now() - started) * 10) / 10,
+          },
+          "request",
+        );
+      }
+    });
+    if (req.url?.startsWith(REST_PREFIX)) void handleRest(rest, req, res);
+    else connect(req as http.IncomingMessage, res as http.ServerResponse);
+  };
+
+  const h1 = http.createServer({ requestTimeout: 0 }, handler);
+  const h2 = http2.createServer({}, handler);
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.once("data", (chunk: Buffer) => {
+      socket.pause();
+      socket.unshift(chunk);
+      const n = Math.min(chunk.length, H2_PREFACE.length);
+      if (n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    });
+  });
+
+  const purge = setInterval(() => {
+    options.storage.purgeExpired(now()).catch((err) => logger.error({ err }, "purge of expired tombstones failed"));
+  }, options.purgeInterval ?? 60_000);
+  purge.unref();
+
+  return {
+    logger,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        tcp.once("error", reject);
+        tcp.listen(port, host, () => {
+          tcp.off("error", reject);
+          resolve(tcp.address() as AddressInfo);
+        });
+      });
+    },
+    async close() {
+      clearInterval(purge);
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+      h1.closeAllConnections();
+      await closed;
+      await options.storage.close();
+    },
+  };
+}

@@ -1,0 +1,235 @@
+// ResourceService: the core every face calls for resources and directories.
+
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { accessOf, callerKey, type Operation } from "../auth/caller.js";
+import { BadRequestError, DeletedError, NotFoundError, TooLargeError } from "../domain/errors.js";
+import { tagMatches } from "../domain/etag.js";
+import { isMediaType, typeFromName } from "../domain/mime.js";
+import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
+import { isExpiredTombstone, planPutFile } from "../domain/rules.js";
+import type { StoreConfig } from "../domain/store.js";
+import {
+  type DeleteRequest,
+  type DeleteResponse,
+  DeleteResponseSchema,
+  type ListRequest,
+  type ListResponse,
+  ListResponseSchema,
+  type MakeDirectoryRequest,
+  type MakeDirectoryResponse,
+  MakeDirectoryResponseSchema,
+  type ReadRequest,
+  type ReadResponse,
+  ReadResponseSchema,
+  type Resource,
+  ResourceSchema,
+  type ResourceService,
+  type StatRequest,
+  type StatResponse,
+  StatResponseSchema,
+  type WriteHeader,
+  type WriteRequest,
+  type WriteResponse,
+  WriteResponseSchema,
+} from "../gen/trove/resources/v2/resources_pb.js";
+import type { NodeRecord, StoragePort } from "../storage/port.js";
+import { requireOperation } from "./access.js";
+
+export interface ResourceServiceOptions {
+  storage: StoragePort;
+  /** Largest resource accepted, in bytes. */
+  maxResourceSize: number;
+  now?: () => number;
+}
+
+export function toResource(node: NodeRecord, access?: readonly Operation[]): Resource {
+  return create(ResourceSchema, {
+    store: node.store,
+    path: node.path,
+    name: nameOf(node.path),
+    directory: node.directory,
+    deleted: node.deleted,
+    tag: node.tag,
+    type: node.type,
+    size: BigInt(node.size),
+    md5: node.md5,
+    blob: node.blob,
+    createdMillis: BigInt(node.created),
+    lastModifiedMillis: BigInt(node.modified),
+    eventId: BigInt(node.eventId),
+    access: access ? [...access] : [],
+  });
+}
+
+export class ResourceCore implements ServiceImpl<typeof ResourceService> {
+  private readonly storage: StoragePort;
+  private readonly maxResourceSize: number;
+  private readonly now: () => number;
+
+  constructor(options: ResourceServiceOptions) {
+    this.storage = options.storage;
+    this.maxResourceSize = options.maxResourceSize;
+    this.now = options.now ?? Date.now;
+  }
+
+  async stat(req: StatRequest, ctx: HandlerContext): Promise<StatResponse> {
+    const { store, path } = this.target(req);
+    requireOperation(ctx.values.get(callerKey), "read", store, path);
+    const { node } = await this.visible(store, path);
+    return create(StatResponseSchema, { resource: toResource(node) });
+  }
+
+  async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
+    const { store, path } = this.target(req);
+    requireOperation(ctx.values.get(callerKey), "read", store, path);
+    for (let attempt = 0; ; attempt++) {
+      const { node } = await this.visible(store, path);
+      const resource = toResource(node);
+      if (node.directory) {
+        yield create(ReadResponseSchema, { resource });
+        return;
+      }
+      if (req.ifNoneMatch.length > 0 && tagMatches(req.ifNoneMatch, node.tag)) {
+        yield create(ReadResponseSchema, { resource, notModified: true });
+        return;
+      }
+      if (node.inline) {
+        yield create(ReadResponseSchema, { resource, chunk: node.inline });
+        return;
+      }
+      const chunks = this.storage.readBlob(node)[Symbol.asyncIterator]();
+      let first: IteratorResult<Uint8Array>;
+      try {
+        first = await chunks.next();
+      } catch (err) {
+        // The blob was replaced between reading the metadata and opening it: read again.
+        if (err instanceof NotFoundError && attempt < 2) continue;
+        throw err;
+      }
+      yield create(ReadResponseSchema, { resource, chunk: first.done ? new Uint8Array(0) : first.value });
+      if (first.done) return;
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+        yield create(ReadResponseSchema, { chunk: next.value });
+      }
+      return;
+    }
+  }
+
+  async write(requests: AsyncIterable<WriteRequest>, ctx: HandlerContext): Promise<WriteResponse> {
+    const iterator = requests[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    if (first.done || first.value.part.case !== "header") {
+      throw new BadRequestError("the first message of a write must be its header");
+    }
+    const header: WriteHeader = first.value.part.value;
+    const { store, path } = this.target(header);
+    if (path === "") throw new BadRequestError("a resource needs a name; the root is a directory");
+    requireOperation(ctx.values.get(callerKey), "write", store, path);
+    const type = header.contentType === "" ? typeFromName(nameOf(path)) : header.contentType;
+    if (!isMediaType(type)) throw new BadRequestError(`invalid Content-Type ${JSON.stringify(type)}`);
+    if (header.contentMd5 !== "" && Buffer.from(header.contentMd5, "base64").length !== 16) {
+      throw new BadRequestError("Content-MD5 must be the base64 text of a 16-byte MD5 digest");
+    }
+    if (header.contentLength !== undefined && header.contentLength > BigInt(this.maxResourceSize)) {
+      throw new TooLargeError(
+        `contents of ${header.contentLength} bytes exceed the limit of ${this.maxResourceSize} bytes`,
+      );
+    }
+    await this.checkBeforeUpload(store, path, header.ifMatch);
+    const blob = await this.storage.writeBlob(chunksOf(iterator), { maxSize: this.maxResourceSize });
+    try {
+      if (header.contentLength !== undefined && BigInt(blob.size) !== header.contentLength) {
+        throw new BadRequestError(`received ${blob.size} bytes, but ${header.contentLength} were announced`);
+      }
+      if (header.contentMd5 !== "" && Buffer.from(header.contentMd5, "base64").toString("base64") !== blob.md5) {
+        throw new BadRequestError(`Content-MD5 mismatch: the contents have MD5 ${blob.md5}`);
+      }
+      const pre = header.ifMatch.length > 0 ? { ifMatch: header.ifMatch } : {};
+      const { node, created } = await this.storage.putFile(store, path, blob, type, pre, this.now());
+      return create(WriteResponseSchema, { resource: toResource(node), created });
+    } catch (err) {
+      await this.storage.discardBlob(blob);
+      throw err;
+    }
+  }
+
+  async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
+    const { store, path } = this.target(req);
+    requireOperation(ctx.values.get(callerKey), "write", store, path);
+    const pre = req.ifMatch.length > 0 ? { ifMatch: req.ifMatch } : {};
+    const { node, created } = await this.storage.makeDirectory(store, path, pre, this.now());
+    return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
+  }
+
+  async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
+    const { store, path } = this.target(req);
+    requireOperation(ctx.values.get(callerKey), "delete", store, path);
+    const pre = req.ifMatch.length > 0 ? { ifMatch: req.ifMatch } : {};
+    const { node, count } = await this.storage.deleteTree(store, path, pre, this.now());
+    return create(DeleteResponseSchema, { resource: toResource(node), deletedCount: BigInt(count) });
+  }
+
+  async *list(req: ListRequest, ctx: HandlerContext): AsyncIterable<ListResponse> {
+    const { store, path } = this.target(req);
+    const caller = ctx.values.get(callerKey);
+    requireOperation(caller, "read", store, path);
+    const { node, config } = await this.visible(store, path);
+    if (!node.directory) throw new NotFoundError(`/${path} is not a directory`);
+    const access = (p: string) => (req.includeAccess ? accessOf(caller, store, p) : undefined);
+    const directory = toResource(node, access(path));
+    if (req.ifNoneMatch.length > 0 && tagMatches(req.ifNoneMatch, node.tag)) {
+      yield create(ListResponseSchema, { directory, notModified: true });
+      return;
+    }
+    yield create(ListResponseSchema, { directory });
+    const now = this.now();
+    const options = { recursive: req.recursive, includeDeleted: req.includeDeleted };
+    for await (const batch of this.storage.listNodes(store, path, options)) {
+      const entries = batch
+        .filter((n) => !isExpiredTombstone(n, config, now) && caller.may("read", store, n.path))
+        .map((n) => toResource(n, access(n.path)));
+      if (entries.length > 0) yield create(ListResponseSchema, { entries });
+    }
+  }
+
+  private target(req: { store: string; path: string }): { store: string; path: string } {
+    return { store: validateStoreName(req.store), path: parsePath(req.path) };
+  }
+
+  /** The node at a path as a client may see it: expired tombstones are absent, live ones are DeletedError. */
+  private async visible(store: string, path: string): Promise<{ node: NodeRecord; config: StoreConfig }> {
+    const record = await this.storage.getStore(store);
+    if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
+    const node = await this.storage.getNode(store, path);
+    if (!node || isExpiredTombstone(node, record.config, this.now())) {
+      throw new NotFoundError(`/${path} not found in store ${store}`);
+    }
+    if (node.deleted) throw new DeletedError(`/${path} is deleted`, node.tag);
+    return { node, config: record.config };
+  }
+
+  /**
+   * Refuses an upload that is bound to fail before its body is received; the
+   * authoritative check is repeated atomically when the resource is stored.
+   */
+  private async checkBeforeUpload(store: string, path: string, ifMatch: readonly string[]): Promise<void> {
+    const record = await this.storage.getStore(store);
+    if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
+    const now = this.now();
+    const current = async (p: string) => {
+      const node = await this.storage.getNode(store, p);
+      return node && !isExpiredTombstone(node, record.config, now) ? node : undefined;
+    };
+    const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+    planPutFile(path, await current(path), await current(parent), ifMatch.length > 0 ? ifMatch : undefined);
+  }
+}
+
+async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<Uint8Array> {
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+    if (next.value.part.case !== "chunk")
+      throw new BadRequestError("only the first message of a write may be a header");
+    yield next.value.part.value;
+  }
+}

@@ -1,0 +1,99 @@
+// Blobs as immutable files under a directory, named by UUID: written to a
+// temporary file, fsynced, then renamed into place. Small contents stay in
+// memory and are returned inline, to be kept with the metadata.
+
+import { createHash, randomUUID } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, open, readdir, rename, rm, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { NotFoundError, TooLargeError } from "../../domain/errors.js";
+import type { BlobInfo, WriteBlobOptions } from "../port.js";
+
+export const INLINE_MAX = 64 * 1024;
+const READ_CHUNK = 64 * 1024;
+
+export class BlobFiles {
+  readonly blobDir: string;
+  readonly tempDir: string;
+
+  constructor(root: string) {
+    this.blobDir = join(root, "blobs");
+    this.tempDir = join(root, "tmp");
+  }
+
+  /** Creates the directories and removes temporary files left by a process that died mid-upload. */
+  async init(): Promise<void> {
+    await mkdir(this.blobDir, { recursive: true });
+    await rm(this.tempDir, { recursive: true, force: true });
+    await mkdir(this.tempDir, { recursive: true });
+  }
+
+  pathOf(blob: string): string {
+    return join(this.blobDir, blob.slice(0, 2), blob);
+  }
+
+  async write(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
+    const blob = randomUUID();
+    const hash = createHash("md5");
+    let size = 0;
+    let held: Buffer[] = [];
+    let file: Awaited<ReturnType<typeof open>> | undefined;
+    const temp = join(this.tempDir, blob);
+    try {
+      for await (const chunk of source) {
+        size += chunk.byteLength;
+        if (size > options.maxSize)
+          throw new TooLargeError(`contents larger than the limit of ${options.maxSize} bytes`);
+        hash.update(chunk);
+        if (file) {
+          await file.write(chunk);
+        } else {
+          held.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if (size > INLINE_MAX) {
+            file = await open(temp, "wx");
+            await file.write(Buffer.concat(held));
+            held = [];
+          }
+        }
+      }
+      const md5 = hash.digest("base64");
+      if (!file) return { blob, size, md5, inline: Buffer.concat(held) };
+      await file.sync();
+      await file.close();
+      file = undefined;
+      const final = this.pathOf(blob);
+      await mkdir(join(this.blobDir, blob.slice(0, 2)), { recursive: true });
+      await rename(temp, final);
+      return { blob, size, md5, inline: null };
+    } catch (err) {
+      await file?.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw err;
+    }
+  }
+
+  async *read(blob: string): AsyncIterable<Uint8Array> {
+    const stream = createReadStream(this.pathOf(blob), { highWaterMark: READ_CHUNK });
+    try {
+      for await (const chunk of stream) yield chunk as Buffer;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new NotFoundError(`blob ${blob} not found`);
+      throw err;
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  async remove(blob: string): Promise<void> {
+    await unlink(this.pathOf(blob)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOENT") throw err;
+    });
+  }
+
+  /** Every blob file present, for the sweep of unreferenced blobs. */
+  async *all(): AsyncIterable<string> {
+    for (const prefix of await readdir(this.blobDir)) {
+      for (const name of await readdir(join(this.blobDir, prefix))) yield name;
+    }
+  }
+}

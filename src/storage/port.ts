@@ -1,0 +1,122 @@
+// The storage port: everything the services need from a backend, in domain
+// terms. Each write is atomic on its own; no operation needs a multi-document
+// transaction (see docs/storage.md).
+
+import type { StoreConfig } from "../domain/store.js";
+
+/** A resource, a directory, or the tombstone of either. */
+export interface NodeRecord {
+  store: string;
+  /** Path without leading or trailing slash; "" for the root directory. */
+  path: string;
+  directory: boolean;
+  deleted: boolean;
+  tag: string;
+  /** Tag before the latest change; "" when the latest change created it. */
+  prevTag: string;
+  type: string;
+  size: number;
+  /** Base64 MD5 of the contents; "" for directories. */
+  md5: string;
+  /** Blob UUID; "" for directories and tombstones. */
+  blob: string;
+  created: number;
+  modified: number;
+  /** Id of the change event that produced this state. */
+  eventId: number;
+  /** Contents kept with the metadata, for small resources. */
+  inline: Uint8Array | null;
+}
+
+export interface StoreRecord {
+  config: StoreConfig;
+  deleted: boolean;
+  /** Id of the store's most recent change event. */
+  lastEventId: number;
+  /** Events up to this id may have been purged from history. */
+  purgedEventId: number;
+  created: number;
+  modified: number;
+  /** Tag of the root directory. */
+  rootTag: string;
+}
+
+/** Contents that have been received and stored, not yet referenced by any resource. */
+export interface BlobInfo {
+  blob: string;
+  size: number;
+  md5: string;
+  /** Present when the contents are small enough to live with the metadata. */
+  inline: Uint8Array | null;
+}
+
+export interface Preconditions {
+  /** Tags of which the stored one must be one ("*": any existing resource). */
+  ifMatch?: readonly string[];
+}
+
+export interface ListOptions {
+  recursive: boolean;
+  includeDeleted: boolean;
+  /** Entries per batch. */
+  batchSize?: number;
+}
+
+export interface WriteResult {
+  node: NodeRecord;
+  created: boolean;
+}
+
+export interface DeleteResult {
+  node: NodeRecord;
+  count: number;
+}
+
+export interface WriteBlobOptions {
+  /** Reject (TooLargeError) contents larger than this. */
+  maxSize: number;
+}
+
+export interface StoragePort {
+  /** Settings that describe the deployment, reported in every store listing. */
+  reportedSettings(): Record<string, string>;
+
+  listStores(): Promise<StoreRecord[]>;
+  /** The store, or its tombstone, or undefined. */
+  getStore(name: string): Promise<StoreRecord | undefined>;
+  /** Throws AlreadyExistsError when a live store of that name exists. */
+  createStore(config: StoreConfig, now: number): Promise<StoreRecord>;
+  /** Throws NotFoundError for an unknown store. */
+  updateStore(config: StoreConfig, now: number): Promise<StoreRecord>;
+  /** Deletes the store and all its resources; keeps a tombstone of the store. */
+  deleteStore(name: string, now: number): Promise<StoreRecord>;
+
+  /** The node at a path, tombstones included. */
+  getNode(store: string, path: string): Promise<NodeRecord | undefined>;
+  /** Children (or all descendants) of a directory in path order, in batches. */
+  listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]>;
+
+  /** Creates or replaces a file. The blob must come from writeBlob. */
+  putFile(
+    store: string,
+    path: string,
+    blob: BlobInfo,
+    type: string,
+    pre: Preconditions,
+    now: number,
+  ): Promise<WriteResult>;
+  makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult>;
+  /** Deletes a file, or a directory with everything below it, leaving tombstones. */
+  deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult>;
+
+  /** Receives contents, computing size and MD5 as they flow. */
+  writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo>;
+  /** The contents of a file node; throws NotFoundError when the blob is gone. */
+  readBlob(node: NodeRecord): AsyncIterable<Uint8Array>;
+  /** Removes a blob that no resource references (e.g. after a failed precondition). */
+  discardBlob(blob: BlobInfo): Promise<void>;
+
+  /** Removes tombstones older than their store's keep-deleted; returns how many. */
+  purgeExpired(now: number): Promise<number>;
+  close(): Promise<void>;
+}

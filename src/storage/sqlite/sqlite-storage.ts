@@ -1,0 +1,495 @@
+// The embedded default backend: metadata in SQLite (better-sqlite3, WAL),
+// small contents inline, larger ones as blob files under the data directory.
+
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { NotFoundError } from "../../domain/errors.js";
+import { newTag } from "../../domain/etag.js";
+import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
+import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
+import type { StoreConfig, StoreType } from "../../domain/store.js";
+import { BlobFiles } from "../local/blob-files.js";
+import type {
+  BlobInfo,
+  DeleteResult,
+  ListOptions,
+  NodeRecord,
+  Preconditions,
+  StoragePort,
+  StoreRecord,
+  WriteBlobOptions,
+  WriteResult,
+} from "../port.js";
+
+export interface SqliteStorageOptions {
+  /** Directory that holds trove.db and the blob files. */
+  dataDir: string;
+  /** How long a writer waits for the database lock, in milliseconds. */
+  busyTimeout?: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS stores (
+  name TEXT PRIMARY KEY,
+  type TEXT NOT NULL,
+  settings TEXT NOT NULL,
+  deleted INTEGER NOT NULL DEFAULT 0,
+  last_event_id INTEGER NOT NULL DEFAULT 0,
+  purged_event_id INTEGER NOT NULL DEFAULT 0,
+  created INTEGER NOT NULL,
+  modified INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nodes (
+  store TEXT NOT NULL,
+  path TEXT NOT NULL,
+  parent TEXT,
+  directory INTEGER NOT NULL,
+  deleted INTEGER NOT NULL DEFAULT 0,
+  tag TEXT NOT NULL,
+  prev_tag TEXT NOT NULL DEFAULT '',
+  type TEXT NOT NULL DEFAULT '',
+  size INTEGER NOT NULL DEFAULT 0,
+  md5 TEXT NOT NULL DEFAULT '',
+  blob TEXT NOT NULL DEFAULT '',
+  inline BLOB,
+  created INTEGER NOT NULL,
+  modified INTEGER NOT NULL,
+  event_id INTEGER NOT NULL,
+  UNIQUE (store, path)
+);
+CREATE INDEX IF NOT EXISTS nodes_children ON nodes (store, parent, path);
+CREATE INDEX IF NOT EXISTS nodes_events ON nodes (store, event_id);
+CREATE INDEX IF NOT EXISTS nodes_tombstones ON nodes (deleted, modified) WHERE deleted = 1;
+`;
+
+interface NodeRow {
+  store: string;
+  path: string;
+  directory: number;
+  deleted: number;
+  tag: string;
+  prev_tag: string;
+  type: string;
+  size: number;
+  md5: string;
+  blob: string;
+  inline: Buffer | null;
+  created: number;
+  modified: number;
+  event_id: number;
+}
+
+interface StoreRow {
+  name: string;
+  type: string;
+  settings: string;
+  deleted: number;
+  last_event_id: number;
+  purged_event_id: number;
+  created: number;
+  modified: number;
+  root_tag: string | null;
+}
+
+function toNode(row: NodeRow): NodeRecord {
+  return {
+    store: row.store,
+    path: row.path,
+    directory: row.directory === 1,
+    deleted: row.deleted === 1,
+    tag: row.tag,
+    prevTag: row.prev_tag,
+    type: row.type,
+    size: row.size,
+    md5: row.md5,
+    blob: row.blob,
+    inline: row.inline,
+    created: row.created,
+    modified: row.modified,
+    eventId: row.event_id,
+  };
+}
+
+function toStore(row: StoreRow): StoreRecord {
+  return {
+    config: { name: row.name, type: row.type as StoreType, settings: JSON.parse(row.settings) },
+    deleted: row.deleted === 1,
+    lastEventId: row.last_event_id,
+    purgedEventId: row.purged_event_id,
+    created: row.created,
+    modified: row.modified,
+    rootTag: row.root_tag ?? "",
+  };
+}
+
+export class SqliteStorage implements StoragePort {
+  private readonly db: Database.Database;
+  private readonly blobs: BlobFiles;
+  private readonly dbFile: string;
+  private readonly busyTimeout: number;
+  private readonly stmt;
+
+  private constructor(options: SqliteStorageOptions) {
+    const dir = resolve(options.dataDir);
+    mkdirSync(dir, { recursive: true });
+    this.dbFile = join(dir, "trove.db");
+    this.busyTimeout = options.busyTimeout ?? 5000;
+    this.db = new Database(this.dbFile, { timeout: this.busyTimeout });
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("synchronous = NORMAL");
+    this.db.exec(SCHEMA);
+    this.blobs = new BlobFiles(dir);
+    const db = this.db;
+    const storeColumns = `s.*, (SELECT tag FROM nodes WHERE store = s.name AND path = '') AS root_tag`;
+    this.stmt = {
+      getStore: db.prepare<[string], StoreRow>(`SELECT ${storeColumns} FROM stores s WHERE name = ?`),
+      listStores: db.prepare<[], StoreRow>(`SELECT ${storeColumns} FROM stores s WHERE deleted = 0 ORDER BY name`),
+      insertStore: db.prepare(
+        "INSERT INTO stores (name, type, settings, created, modified) VALUES (@name, @type, @settings, @now, @now)",
+      ),
+      reviveStore: db.prepare(
+        "UPDATE stores SET type = @type, settings = @settings, deleted = 0, purged_event_id = last_event_id, created = @now, modified = @now WHERE name = @name",
+      ),
+      updateStore: db.prepare(
+        "UPDATE stores SET type = @type, settings = @settings, modified = @now WHERE name = @name AND deleted = 0",
+      ),
+      buryStore: db.prepare(
+        "UPDATE stores SET deleted = 1, modified = @now, purged_event_id = last_event_id WHERE name = @name",
+      ),
+      nextEventId: db.prepare<[number, string], { last_event_id: number }>(
+        "UPDATE stores SET last_event_id = last_event_id + ? WHERE name = ? AND deleted = 0 RETURNING last_event_id",
+      ),
+      getNode: db.prepare<[string, string], NodeRow>("SELECT * FROM nodes WHERE store = ? AND path = ?"),
+      upsertNode: db.prepare(
+        `INSERT INTO nodes (store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id)
+         VALUES (@store, @path, @parent, @directory, @deleted, @tag, @prevTag, @type, @size, @md5, @blob, @inline, @created, @modified, @eventId)
+         ON CONFLICT (store, path) DO UPDATE SET directory = excluded.directory, deleted = excluded.deleted, tag = excluded.tag,
+           prev_tag = excluded.prev_tag, type = excluded.type, size = excluded.size, md5 = excluded.md5, blob = excluded.blob,
+           inline = excluded.inline, created = excluded.created, modified = excluded.modified, event_id = excluded.event_id`,
+      ),
+      retag: db.prepare(
+        "UPDATE nodes SET prev_tag = tag, tag = @tag, event_id = @eventId WHERE store = @store AND path = @path",
+      ),
+      children: db.prepare<[string, string, string, number], NodeRow>(
+        "SELECT * FROM nodes WHERE store = ? AND parent = ? AND path > ? ORDER BY path LIMIT ?",
+      ),
+      descendants: db.prepare<[string, string, string, number], NodeRow>(
+        "SELECT * FROM nodes WHERE store = ? AND path > ? AND path < ? ORDER BY path LIMIT ?",
+      ),
+      liveSubtree: db.prepare<[string, string, string, string], NodeRow>(
+        "SELECT * FROM nodes WHERE store = ? AND (path = ? OR (path >= ? AND path < ?)) AND deleted = 0 ORDER BY path",
+      ),
+      deleteStoreNodes: db.prepare<[string], { blob: string; inline: Buffer | null }>(
+        "DELETE FROM nodes WHERE store = ? RETURNING blob, inline",
+      ),
+      expiredTombstones: db.prepare<
+        [],
+        { store: string; path: string; modified: number; event_id: number; settings: string }
+      >(
+        `SELECT n.store, n.path, n.modified, n.event_id, s.settings FROM nodes n JOIN stores s ON s.name = n.store
+         WHERE n.deleted = 1 ORDER BY n.modified LIMIT 1000`,
+      ),
+      deleteNode: db.prepare("DELETE FROM nodes WHERE store = ? AND path = ? AND deleted = 1 AND event_id = ?"),
+      raisePurged: db.prepare("UPDATE stores SET purged_event_id = MAX(purged_event_id, ?) WHERE name = ?"),
+      blobInUse: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM nodes WHERE blob = ? LIMIT 1"),
+    };
+  }
+
+  static async open(options: SqliteStorageOptions): Promise<SqliteStorage> {
+    const storage = new SqliteStorage(options);
+    await storage.blobs.init();
+    return storage;
+  }
+
+  reportedSettings(): Record<string, string> {
+    return {
+      "filesystem-location": this.blobs.blobDir,
+      "filesystem-temp": this.blobs.tempDir,
+      "database-driver": "better-sqlite3",
+      "database-dialect": "sqlite",
+      "database-connection-url": `file:${this.dbFile}`,
+      "database-lock-timeout": String(this.busyTimeout),
+      "database-transaction-retries": "0",
+      "database-connection-pool-size": "1",
+    };
+  }
+
+  async listStores(): Promise<StoreRecord[]> {
+    return this.stmt.listStores.all().map(toStore);
+  }
+
+  async getStore(name: string): Promise<StoreRecord | undefined> {
+    const row = this.stmt.getStore.get(name);
+    return row && toStore(row);
+  }
+
+  async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    this.db
+      .transaction(() => {
+        const existing = this.stmt.getStore.get(config.name);
+        planCreateStore(existing && { deleted: existing.deleted === 1 }, config.name);
+        const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
+        if (existing) this.stmt.reviveStore.run(params);
+        else this.stmt.insertStore.run(params);
+        const eventId = this.allocate(config.name, 1);
+        this.stmt.upsertNode.run(
+          this.row({ store: config.name, path: "", directory: true, now, eventId, prevTag: "" }),
+        );
+      })
+      .immediate();
+    return this.mustGetStore(config.name);
+  }
+
+  async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
+    if (this.stmt.updateStore.run(params).changes === 0) throw new NotFoundError(`store ${config.name} not found`);
+    return this.mustGetStore(config.name);
+  }
+
+  async deleteStore(name: string, now: number): Promise<StoreRecord> {
+    const removed = this.db
+      .transaction(() => {
+        const existing = this.stmt.getStore.get(name);
+        if (!existing || existing.deleted === 1) throw new NotFoundError(`store ${name} not found`);
+        this.stmt.buryStore.run({ name, now });
+        return this.stmt.deleteStoreNodes.all(name);
+      })
+      .immediate();
+    await this.removeBlobs(removed);
+    return this.mustGetStore(name);
+  }
+
+  async getNode(store: string, path: string): Promise<NodeRecord | undefined> {
+    const row = this.stmt.getNode.get(store, path);
+    return row && toNode(row);
+  }
+
+  async *listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
+    const limit = options.batchSize ?? 1000;
+    const { low, high } = descendantRange(dir);
+    let after = options.recursive ? low : "";
+    for (;;) {
+      // Keyset pages: better-sqlite3 cannot keep a cursor open across awaits.
+      const rows = options.recursive
+        ? this.stmt.descendants.all(store, after, high, limit)
+        : this.stmt.children.all(store, dir, after, limit);
+      const last = rows.at(-1);
+      if (!last) return;
+      after = last.path;
+      const nodes = rows.map(toNode).filter((n) => options.includeDeleted || !n.deleted);
+      if (nodes.length > 0) yield nodes;
+      if (rows.length < limit) return;
+    }
+  }
+
+  async putFile(
+    store: string,
+    path: string,
+    blob: BlobInfo,
+    type: string,
+    pre: Preconditions,
+    now: number,
+  ): Promise<WriteResult> {
+    const { result, replaced } = this.db
+      .transaction(() => {
+        const config = this.liveStore(store, now);
+        const target = this.currentNode(store, path, config, now);
+        const parent = this.currentNode(store, parentOf(path) ?? "", config, now);
+        const { created } = planPutFile(path, target, parent, pre.ifMatch);
+        const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
+        this.stmt.upsertNode.run({
+          store,
+          path,
+          parent: parentOf(path),
+          directory: 0,
+          deleted: 0,
+          tag: newTag(),
+          prevTag: target && !target.deleted ? target.tag : "",
+          type,
+          size: blob.size,
+          md5: blob.md5,
+          blob: blob.blob,
+          inline: blob.inline,
+          created: created ? now : (target?.created ?? now),
+          modified: now,
+          eventId,
+        });
+        this.retagAncestors(config, path, eventId + 1);
+        return { result: { node: this.mustGetNode(store, path), created }, replaced: target };
+      })
+      .immediate();
+    if (replaced) await this.removeBlobs([replaced]);
+    return result;
+  }
+
+  async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
+    return this.db
+      .transaction(() => {
+        const config = this.liveStore(store, now);
+        const target = this.currentNode(store, path, config, now);
+        const parent = path === "" ? undefined : this.currentNode(store, parentOf(path) ?? "", config, now);
+        const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
+        if (created) {
+          const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
+          this.stmt.upsertNode.run(this.row({ store, path, directory: true, now, eventId, prevTag: "" }));
+          this.retagAncestors(config, path, eventId + 1);
+        }
+        return { node: this.mustGetNode(store, path), created };
+      })
+      .immediate();
+  }
+
+  async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
+    const { result, removed } = this.db
+      .transaction(() => {
+        const config = this.liveStore(store, now);
+        const target = this.currentNode(store, path, config, now);
+        planDelete(path, target, pre.ifMatch);
+        const { low, high } = descendantRange(path);
+        // The node itself sorts first ("a" < "a/..."); its delete event comes after those of its contents.
+        const doomed = target?.directory
+          ? this.stmt.liveSubtree.all(store, path, low, high)
+          : [this.stmt.getNode.get(store, path)];
+        const ordered = [...doomed.slice(1), doomed[0]].filter((r): r is NodeRow => r !== undefined);
+        let eventId = this.allocate(store, ordered.length + this.ancestorCount(config, path)) - 1;
+        for (const row of ordered) {
+          eventId += 1;
+          this.stmt.upsertNode.run({
+            ...toNode(row),
+            parent: parentOf(row.path),
+            directory: row.directory,
+            deleted: 1,
+            tag: newTag(),
+            prevTag: row.tag,
+            blob: "",
+            inline: null,
+            modified: now,
+            eventId,
+          });
+        }
+        this.retagAncestors(config, path, eventId + 1);
+        return { result: { node: this.mustGetNode(store, path), count: ordered.length }, removed: ordered };
+      })
+      .immediate();
+    await this.removeBlobs(removed);
+    return result;
+  }
+
+  writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
+    return this.blobs.write(source, options);
+  }
+
+  async *readBlob(node: NodeRecord): AsyncIterable<Uint8Array> {
+    if (node.inline) {
+      yield node.inline;
+      return;
+    }
+    if (node.size === 0) return;
+    yield* this.blobs.read(node.blob);
+  }
+
+  async discardBlob(blob: BlobInfo): Promise<void> {
+    if (!blob.inline) await this.blobs.remove(blob.blob);
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    let purged = 0;
+    for (;;) {
+      const rows = this.stmt.expiredTombstones.all();
+      const expired = rows.filter((r) =>
+        isExpiredTombstone(
+          { deleted: true, modified: r.modified },
+          { name: r.store, type: "recursive", settings: JSON.parse(r.settings) },
+          now,
+        ),
+      );
+      this.db.transaction(() => {
+        for (const r of expired) {
+          if (this.stmt.deleteNode.run(r.store, r.path, r.event_id).changes > 0) {
+            this.stmt.raisePurged.run(r.event_id, r.store);
+            purged += 1;
+          }
+        }
+      })();
+      if (rows.length < 1000 || expired.length === 0) return purged;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  private mustGetStore(name: string): StoreRecord {
+    const row = this.stmt.getStore.get(name);
+    if (!row) throw new NotFoundError(`store ${name} not found`);
+    return toStore(row);
+  }
+
+  private mustGetNode(store: string, path: string): NodeRecord {
+    const row = this.stmt.getNode.get(store, path);
+    if (!row) throw new NotFoundError(`/${path} not found`);
+    return toNode(row);
+  }
+
+  private liveStore(name: string, _now: number): StoreConfig {
+    const row = this.stmt.getStore.get(name);
+    if (!row || row.deleted === 1) throw new NotFoundError(`store ${name} not found`);
+    return toStore(row).config;
+  }
+
+  /** The node at a path, with an expired tombstone treated as absent. */
+  private currentNode(store: string, path: string, config: StoreConfig, now: number): NodeRecord | undefined {
+    const row = this.stmt.getNode.get(store, path);
+    if (!row) return undefined;
+    const node = toNode(row);
+    return isExpiredTombstone(node, config, now) ? undefined : node;
+  }
+
+  /** Reserves `count` event ids; returns the first. */
+  private allocate(store: string, count: number): number {
+    const row = this.stmt.nextEventId.get(count, store);
+    if (!row) throw new NotFoundError(`store ${store} not found`);
+    return row.last_event_id - count + 1;
+  }
+
+  private ancestorCount(config: StoreConfig, path: string): number {
+    return config.type === "recursive" ? ancestorsOf(path).length : 0;
+  }
+
+  /** On sync-recursive stores, every ancestor directory gets a new tag (and an event). */
+  private retagAncestors(config: StoreConfig, path: string, firstEventId: number): void {
+    if (config.type !== "recursive") return;
+    let eventId = firstEventId;
+    for (const dir of ancestorsOf(path)) {
+      this.stmt.retag.run({ store: config.name, path: dir, tag: newTag(), eventId });
+      eventId += 1;
+    }
+  }
+
+  private row(n: { store: string; path: string; directory: boolean; now: number; eventId: number; prevTag: string }) {
+    return {
+      store: n.store,
+      path: n.path,
+      parent: parentOf(n.path) ?? null,
+      directory: n.directory ? 1 : 0,
+      deleted: 0,
+      tag: newTag(),
+      prevTag: n.prevTag,
+      type: "",
+      size: 0,
+      md5: "",
+      blob: "",
+      inline: null,
+      created: n.now,
+      modified: n.now,
+      eventId: n.eventId,
+    };
+  }
+
+  private async removeBlobs(rows: ReadonlyArray<{ blob: string; inline: Buffer | Uint8Array | null }>): Promise<void> {
+    for (const { blob, inline } of rows) {
+      if (blob !== "" && !inline && !this.stmt.blobInUse.get(blob)) await this.blobs.remove(blob);
+    }
+  }
+}
