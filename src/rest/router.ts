@@ -4,6 +4,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { toConnectError } from "../services/connect-errors.js";
 import { sendError, statusOf } from "./errors.js";
 import { type RestRequest, type RestResponse, sendText, splitUrl } from "./http.js";
+import { POLL_PATH, type PollRoutes } from "./poll.js";
 import { DATA_PREFIX, type ResourceRoutes } from "./resources.js";
 import { STORES_PATH, type StoreRoutes } from "./stores.js";
 
@@ -12,6 +13,7 @@ export const REST_PREFIX = "/resources/";
 export interface RestRoutes {
   resources: ResourceRoutes;
   stores: StoreRoutes;
+  poll: PollRoutes;
   /** Called for every error answered with a 5xx status. */
   onServerError?: (err: unknown) => void;
 }
@@ -24,6 +26,7 @@ export async function handleRest(routes: RestRoutes, req: RestRequest, res: Rest
     if (path === `${DATA_PREFIX.slice(0, -1)}`)
       return sendText(res, 400, "a store name is required: /resources/v2/data/{store}/");
     if (path === STORES_PATH || path.startsWith(`${STORES_PATH}/`)) return await routes.stores.handle(req, res, url);
+    if (path === POLL_PATH) return await routes.poll.handle(req, res, url);
     sendText(res, 404, `no such endpoint: ${path}`);
   } catch (err) {
     const ce = err instanceof ConnectError ? err : toConnectError(err);

@@ -8,6 +8,8 @@ export interface ServeConfig {
   dataDir: string;
   logLevel: string;
   maxResourceSize: number;
+  /** Longest a poll waits, in milliseconds. */
+  pollWait: number;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -21,6 +23,7 @@ Options:
   --log-level LEVEL         fatal, error, warn, info, debug, trace or silent
                                                       (TROVE_LOG_LEVEL, default info)
   --max-resource-size BYTES largest resource accepted (TROVE_MAX_RESOURCE_SIZE, default 4294967296)
+  --poll-wait SECONDS       longest a poll waits before 204 (TROVE_POLL_WAIT, default 30)
   -h, --help                show this help
 `;
 
@@ -40,6 +43,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       data: { type: "string" },
       "log-level": { type: "string" },
       "max-resource-size": { type: "string" },
+      "poll-wait": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -61,5 +65,6 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       0,
       Number.MAX_SAFE_INTEGER,
     ),
+    pollWait: integer(values["poll-wait"] ?? env.TROVE_POLL_WAIT ?? "30", "poll-wait", 1, 3600) * 1000,
   };
 }

@@ -17,7 +17,12 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
   const logger = pino({ level: config.logLevel });
   const storage = await SqliteStorage.open({ dataDir: config.dataDir });
   await ensureHomeStore(storage, Date.now());
-  const server = createTroveServer({ storage, logger, maxResourceSize: config.maxResourceSize });
+  const server = createTroveServer({
+    storage,
+    logger,
+    maxResourceSize: config.maxResourceSize,
+    pollWait: config.pollWait,
+  });
   const address = await server.listen(config.port, config.host);
   logger.info(
     { host: address.address, port: address.port, data: config.dataDir },

@@ -11,12 +11,16 @@ import * as net from "node:net";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
+import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
 import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
 import type { RestRequest, RestResponse } from "../rest/http.js";
+import { PollRoutes } from "../rest/poll.js";
 import { ResourceRoutes } from "../rest/resources.js";
 import { handleRest, REST_PREFIX } from "../rest/router.js";
 import { StoreRoutes } from "../rest/stores.js";
+import { ChangeNotifier } from "../services/change-notifier.js";
+import { ChangeCore } from "../services/change-service.js";
 import { withConnectErrors } from "../services/connect-errors.js";
 import { ResourceCore } from "../services/resource-service.js";
 import { StoreCore } from "../services/store-service.js";
@@ -27,6 +31,8 @@ export interface TroveServerOptions {
   logger?: Logger;
   /** Largest resource accepted, in bytes (default 4 GiB). */
   maxResourceSize?: number;
+  /** Longest a poll waits for an event, in milliseconds (default 30 s, the spec's). */
+  pollWait?: number;
   /** How often expired tombstones are purged, in milliseconds (default 60 s). */
   purgeInterval?: number;
   now?: () => number;
@@ -37,6 +43,8 @@ export interface TroveServer {
   /** Stops accepting, closes every connection, then the storage. */
   close(): Promise<void>;
   readonly logger: Logger;
+  /** Armed long-poll and watch waiters (leak checks, metrics). */
+  readonly notifier: ChangeNotifier;
 }
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -51,14 +59,18 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     now,
   });
   const stores = new StoreCore({ storage: options.storage, now });
+  const notifier = new ChangeNotifier(options.storage);
+  const changes = new ChangeCore({ storage: options.storage, notifier, pollWait: options.pollWait });
   const routes = (router: ConnectRouter) => {
     router.service(ResourceService, withConnectErrors(resources));
     router.service(StoreService, withConnectErrors(stores));
+    router.service(ChangeService, withConnectErrors(changes));
   };
   const connect = connectNodeAdapter({ routes });
   const rest = {
     resources: new ResourceRoutes(resources),
     stores: new StoreRoutes(stores),
+    poll: new PollRoutes(changes),
     onServerError: (err: unknown) => logger.error({ err }, "request failed"),
   };
 
@@ -97,6 +109,8 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   });
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
+    // Long-poll answers are small and latency-bound: no Nagle delay.
+    socket.setNoDelay(true);
     socket.once("close", () => sockets.delete(socket));
     socket.once("data", (chunk: Buffer) => {
       socket.pause();
@@ -118,6 +132,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
 
   return {
     logger,
+    notifier,
     listen(port, host) {
       return new Promise((resolve, reject) => {
         tcp.once("error", reject);
@@ -129,6 +144,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     },
     async close() {
       clearInterval(purge);
+      notifier.close();
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();

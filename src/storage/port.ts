@@ -116,6 +116,19 @@ export interface StoragePort {
   /** Removes a blob that no resource references (e.g. after a failed precondition). */
   discardBlob(blob: BlobInfo): Promise<void>;
 
+  /**
+   * Nodes whose latest change came after `afterEventId`, in event-id order, at
+   * most `limit`. An event id never becomes visible before a smaller one of the
+   * same store (no holes for a follower).
+   */
+  changesSince(store: string, afterEventId: number, limit: number): Promise<NodeRecord[]>;
+  /**
+   * Calls `listener` with the store's name after every committed change made
+   * through this adapter (and, where the backend can tell, by other processes).
+   * Returns a function that removes the listener.
+   */
+  onChange(listener: (store: string) => void): () => void;
+
   /** Removes tombstones older than their store's keep-deleted; returns how many. */
   purgeExpired(now: number): Promise<number>;
   close(): Promise<void>;

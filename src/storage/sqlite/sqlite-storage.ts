@@ -129,6 +129,7 @@ export class SqliteStorage implements StoragePort {
   private readonly dbFile: string;
   private readonly busyTimeout: number;
   private readonly stmt;
+  private readonly listeners = new Set<(store: string) => void>();
 
   private constructor(options: SqliteStorageOptions) {
     const dir = resolve(options.dataDir);
@@ -155,7 +156,8 @@ export class SqliteStorage implements StoragePort {
         "UPDATE stores SET type = @type, settings = @settings, modified = @now WHERE name = @name AND deleted = 0",
       ),
       buryStore: db.prepare(
-        "UPDATE stores SET deleted = 1, modified = @now, purged_event_id = last_event_id WHERE name = @name",
+        // Deleting a store is an event of its own: every cursor taken before it is stale (RESET).
+        "UPDATE stores SET deleted = 1, modified = @now, last_event_id = last_event_id + 1, purged_event_id = last_event_id + 1 WHERE name = @name",
       ),
       nextEventId: db.prepare<[number, string], { last_event_id: number }>(
         "UPDATE stores SET last_event_id = last_event_id + ? WHERE name = ? AND deleted = 0 RETURNING last_event_id",
@@ -192,6 +194,10 @@ export class SqliteStorage implements StoragePort {
       ),
       deleteNode: db.prepare("DELETE FROM nodes WHERE store = ? AND path = ? AND deleted = 1 AND event_id = ?"),
       raisePurged: db.prepare("UPDATE stores SET purged_event_id = MAX(purged_event_id, ?) WHERE name = ?"),
+      changesSince: db.prepare<[string, number, number], NodeRow>(
+        `SELECT store, path, directory, deleted, tag, prev_tag, type, size, md5, blob, NULL AS inline, created, modified, event_id
+         FROM nodes WHERE store = ? AND event_id > ? ORDER BY event_id LIMIT ?`,
+      ),
       blobInUse: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM nodes WHERE blob = ? LIMIT 1"),
     };
   }
@@ -238,12 +244,14 @@ export class SqliteStorage implements StoragePort {
         );
       })
       .immediate();
+    this.changed(config.name);
     return this.mustGetStore(config.name);
   }
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
     const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
     if (this.stmt.updateStore.run(params).changes === 0) throw new NotFoundError(`store ${config.name} not found`);
+    this.changed(config.name);
     return this.mustGetStore(config.name);
   }
 
@@ -256,6 +264,7 @@ export class SqliteStorage implements StoragePort {
         return this.stmt.deleteStoreNodes.all(name);
       })
       .immediate();
+    this.changed(name);
     await this.removeBlobs(removed);
     return this.mustGetStore(name);
   }
@@ -319,12 +328,13 @@ export class SqliteStorage implements StoragePort {
         return { result: { node: this.mustGetNode(store, path), created }, replaced: target };
       })
       .immediate();
+    this.changed(store);
     if (replaced) await this.removeBlobs([replaced]);
     return result;
   }
 
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    return this.db
+    const result = this.db
       .transaction(() => {
         const config = this.liveStore(store, now);
         const target = this.currentNode(store, path, config, now);
@@ -338,6 +348,8 @@ export class SqliteStorage implements StoragePort {
         return { node: this.mustGetNode(store, path), created };
       })
       .immediate();
+    if (result.created) this.changed(store);
+    return result;
   }
 
   async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
@@ -372,6 +384,7 @@ export class SqliteStorage implements StoragePort {
         return { result: { node: this.mustGetNode(store, path), count: ordered.length }, removed: ordered };
       })
       .immediate();
+    this.changed(store);
     await this.removeBlobs(removed);
     return result;
   }
@@ -391,6 +404,20 @@ export class SqliteStorage implements StoragePort {
 
   async discardBlob(blob: BlobInfo): Promise<void> {
     if (!blob.inline) await this.blobs.remove(blob.blob);
+  }
+
+  async changesSince(store: string, afterEventId: number, limit: number): Promise<NodeRecord[]> {
+    return this.stmt.changesSince.all(store, afterEventId, limit).map(toNode);
+  }
+
+  onChange(listener: (store: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Tells the listeners that a store changed; called after each commit. */
+  private changed(store: string): void {
+    for (const listener of this.listeners) listener(store);
   }
 
   async purgeExpired(now: number): Promise<number> {

@@ -1,0 +1,88 @@
+// REST v2 poll: GET /resources/v2/poll, the long poll of the change feed, in
+// the spec's plain-text lines (docs/change-feed.md).
+
+import { create } from "@bufbuild/protobuf";
+import { createHandlerContext } from "@connectrpc/connect";
+import { BadRequestError } from "../domain/errors.js";
+import { ChangeService, type Event, Operation, PollRequestSchema } from "../gen/trove/resources/v2/changes_pb.js";
+import type { ChangeCore } from "../services/change-service.js";
+import {
+  type RequestUrl,
+  type RestRequest,
+  type RestResponse,
+  requestSignal,
+  restContextValues,
+  send,
+} from "./http.js";
+
+export const POLL_PATH = "/resources/v2/poll";
+
+interface PollQuery {
+  cursors: Array<{ store: string; eventId: bigint }>;
+  waitMillis: number;
+}
+
+/** `store={name}:{event id}` once per followed store, and optionally `wait={seconds}`. */
+export function parsePollQuery(search: string): PollQuery {
+  const q: PollQuery = { cursors: [], waitMillis: 0 };
+  let waitSeen = false;
+  for (const [name, value] of new URLSearchParams(search)) {
+    if (name === "store") {
+      const m = /^([^:]+):(\d{1,16})$/.exec(value);
+      if (!m) throw new BadRequestError(`store must be {store name}:{event id}, not ${JSON.stringify(value)}`);
+      q.cursors.push({ store: m[1] as string, eventId: BigInt(m[2] as string) });
+    } else if (name === "wait") {
+      if (waitSeen) throw new BadRequestError("query parameter wait given twice");
+      waitSeen = true;
+      if (!/^\d{1,5}(\.\d{1,3})?$/.test(value))
+        throw new BadRequestError(`wait must be a number of seconds, not ${JSON.stringify(value)}`);
+      q.waitMillis = Math.max(1, Math.round(Number(value) * 1000));
+    } else {
+      throw new BadRequestError(`unknown query parameter ${name}: use store={name}:{event id} and wait={seconds}`);
+    }
+  }
+  return q;
+}
+
+/** One line of the poll body: `CHANGE|id|uri|operation|previous tag|tag|type`, or `RESET store id`. */
+export function eventLine(e: Event): string {
+  if (e.kind.case === "reset") return `RESET ${e.kind.value.store} ${e.kind.value.eventId}`;
+  if (e.kind.case !== "change") throw new Error("unknown event kind");
+  const c = e.kind.value;
+  const op = c.operation === Operation.DELETE ? "delete" : "modify";
+  return `CHANGE|${c.eventId}|${c.uri}|${op}|${c.previousTag}|${c.tag}|${c.type}`;
+}
+
+export class PollRoutes {
+  constructor(private readonly core: ChangeCore) {}
+
+  async handle(req: RestRequest, res: RestResponse, url: RequestUrl): Promise<void> {
+    if (req.method !== "GET") {
+      send(
+        res,
+        405,
+        { Allow: "GET", "Content-Type": "text/plain; charset=utf-8" },
+        `method ${req.method} not allowed\n`,
+      );
+      return;
+    }
+    const query = parsePollQuery(url.search);
+    const ctx = createHandlerContext({
+      service: ChangeService,
+      method: ChangeService.method.poll,
+      protocolName: "rest",
+      requestMethod: "GET",
+      url: req.url ?? "",
+      requestSignal: requestSignal(res),
+      contextValues: restContextValues(req),
+    });
+    const out = await this.core.poll(create(PollRequestSchema, query), ctx);
+    if (ctx.signal.aborted) return;
+    if (out.events.length === 0) {
+      send(res, 204, { "Cache-Control": "no-store" });
+      return;
+    }
+    const body = `${out.events.map(eventLine).join("\n")}\n`;
+    send(res, 200, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" }, body);
+  }
+}

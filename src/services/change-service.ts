@@ -1,0 +1,178 @@
+// ChangeService: the change feed behind GET /resources/v2/poll and the
+// WatchChanges stream.
+
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { type Caller, callerKey } from "../auth/caller.js";
+import { BadRequestError } from "../domain/errors.js";
+import { idrUri, positionOf } from "../domain/events.js";
+import { validateStoreName } from "../domain/path.js";
+import {
+  type ChangeService,
+  type Cursor,
+  type Event,
+  EventSchema,
+  Operation,
+  type PollRequest,
+  type PollResponse,
+  PollResponseSchema,
+  type WatchChangesRequest,
+  type WatchChangesResponse,
+  WatchChangesResponseSchema,
+} from "../gen/trove/resources/v2/changes_pb.js";
+import type { NodeRecord, StoragePort } from "../storage/port.js";
+import type { ChangeNotifier } from "./change-notifier.js";
+
+export interface ChangeServiceOptions {
+  storage: StoragePort;
+  notifier: ChangeNotifier;
+  /** Longest a poll waits for an event, in milliseconds (the spec's 30 s). */
+  pollWait?: number;
+  /** Most events in one answer; a follower with more to read polls again at once. */
+  maxEvents?: number;
+}
+
+export const DEFAULT_POLL_WAIT = 30_000;
+const DEFAULT_HEARTBEAT = 15_000;
+
+function changeEvent(node: NodeRecord): Event {
+  return create(EventSchema, {
+    kind: {
+      case: "change",
+      value: {
+        store: node.store,
+        eventId: BigInt(node.eventId),
+        path: node.path,
+        uri: idrUri(node.store, node.path),
+        operation: node.deleted ? Operation.DELETE : Operation.MODIFY,
+        previousTag: node.prevTag,
+        tag: node.tag,
+        type: node.directory ? "" : node.type,
+        directory: node.directory,
+      },
+    },
+  });
+}
+
+function resetEvent(store: string, eventId: number): Event {
+  return create(EventSchema, { kind: { case: "reset", value: { store, eventId: BigInt(eventId) } } });
+}
+
+/** Validates cursors into a map from store to the last event id applied. */
+export function cursorMap(cursors: readonly Cursor[]): Map<string, number> {
+  const map = new Map<string, number>();
+  for (const c of cursors) {
+    const store = validateStoreName(c.store);
+    if (map.has(store)) throw new BadRequestError(`store ${store} given twice`);
+    if (c.eventId < 0n || c.eventId > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new BadRequestError(`event id of store ${store} out of range`);
+    }
+    map.set(store, Number(c.eventId));
+  }
+  return map;
+}
+
+/** Moves cursors past what a batch of events delivered. */
+export function advance(cursors: Map<string, number>, events: readonly Event[]): void {
+  for (const e of events) {
+    if (e.kind.case === "change" || e.kind.case === "reset")
+      cursors.set(e.kind.value.store, Number(e.kind.value.eventId));
+  }
+}
+
+export class ChangeCore implements ServiceImpl<typeof ChangeService> {
+  private readonly storage: StoragePort;
+  private readonly notifier: ChangeNotifier;
+  readonly pollWait: number;
+  private readonly maxEvents: number;
+
+  constructor(options: ChangeServiceOptions) {
+    this.storage = options.storage;
+    this.notifier = options.notifier;
+    this.pollWait = options.pollWait ?? DEFAULT_POLL_WAIT;
+    this.maxEvents = options.maxEvents ?? 1000;
+  }
+
+  async poll(req: PollRequest, ctx: HandlerContext): Promise<PollResponse> {
+    const caller = ctx.values.get(callerKey);
+    const cursors = cursorMap(req.cursors);
+    if (cursors.size === 0) return create(PollResponseSchema, { events: await this.status(caller) });
+    const wait = req.waitMillis === 0 ? this.pollWait : Math.min(req.waitMillis, this.pollWait);
+    const deadline = Date.now() + wait;
+    for (;;) {
+      const waiter = this.notifier.arm([...cursors.keys()]);
+      try {
+        const events = await this.collect(cursors, caller);
+        const left = deadline - Date.now();
+        if (events.length > 0 || left <= 0 || ctx.signal.aborted) return create(PollResponseSchema, { events });
+        await sleepUntil(waiter.fired, left, ctx.signal);
+      } finally {
+        waiter.dispose();
+      }
+    }
+  }
+
+  async *watchChanges(req: WatchChangesRequest, ctx: HandlerContext): AsyncIterable<WatchChangesResponse> {
+    const caller = ctx.values.get(callerKey);
+    const cursors = cursorMap(req.cursors);
+    const heartbeat = req.heartbeatMillis === 0 ? DEFAULT_HEARTBEAT : Math.max(100, req.heartbeatMillis);
+    if (cursors.size === 0) {
+      const events = await this.status(caller);
+      advance(cursors, events);
+      yield create(WatchChangesResponseSchema, { events });
+    }
+    while (!ctx.signal.aborted) {
+      const waiter = this.notifier.arm([...cursors.keys()]);
+      try {
+        const events = await this.collect(cursors, caller);
+        if (events.length > 0) {
+          advance(cursors, events);
+          yield create(WatchChangesResponseSchema, { events });
+          continue;
+        }
+        const woke = await sleepUntil(waiter.fired, heartbeat, ctx.signal);
+        if (!woke && !ctx.signal.aborted) yield create(WatchChangesResponseSchema, { heartbeat: true });
+      } finally {
+        waiter.dispose();
+      }
+    }
+  }
+
+  /** The current event id of every store the caller may read, as reset events. */
+  private async status(caller: Caller): Promise<Event[]> {
+    const stores = await this.storage.listStores();
+    return stores
+      .filter((s) => caller.may("read", s.config.name, ""))
+      .map((s) => resetEvent(s.config.name, s.lastEventId));
+  }
+
+  private async collect(cursors: ReadonlyMap<string, number>, caller: Caller): Promise<Event[]> {
+    const events: Event[] = [];
+    for (const [store, cursor] of cursors) {
+      if (events.length >= this.maxEvents) break;
+      const position = positionOf(await this.storage.getStore(store), cursor);
+      if ("reset" in position) {
+        events.push(resetEvent(store, position.reset));
+        continue;
+      }
+      const nodes = await this.storage.changesSince(store, position.since, this.maxEvents - events.length);
+      for (const node of nodes) if (caller.may("read", store, node.path)) events.push(changeEvent(node));
+    }
+    return events;
+  }
+}
+
+/** Waits for `fired`, the timeout or the abort; true when fired first. */
+function sleepUntil(fired: Promise<void>, ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (woke: boolean) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", aborted);
+      resolve(woke);
+    };
+    const aborted = () => done(false);
+    const timer = setTimeout(() => done(false), ms);
+    signal.addEventListener("abort", aborted, { once: true });
+    void fired.then(() => done(true));
+  });
+}

@@ -1,0 +1,92 @@
+// Starts `trove serve` from the built dist/ in a child process, so that its
+// memory can be measured apart from the test's. Needs dist/ (see build-dist.ts).
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import * as net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
+
+export interface ChildServer {
+  url: string;
+  port: number;
+  pid: number;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** A port that was free a moment ago: the CLI takes a fixed port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function ready(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`trove serve exited with ${child.exitCode}: ${output()}`);
+    try {
+      const res = await fetch(`${url}/resources/v2/data/home/`, { method: "HEAD" });
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`trove serve did not answer within 20 s: ${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function startChildServer(options: { logLevel?: string } = {}): Promise<ChildServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), "trove-child-"));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [CLI, "serve", "--port", String(port), "--data", dataDir, "--log-level", options.logLevel ?? "silent"],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let stderr = "";
+  child.stderr?.setEncoding("utf8").on("data", (s: string) => {
+    stderr = (stderr + s).slice(-4000);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  try {
+    await ready(url, child, () => stderr);
+  } catch (err) {
+    child.kill("SIGKILL");
+    await rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    url,
+    port,
+    pid: child.pid as number,
+    dataDir,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A field of /proc/{pid}/status in bytes, e.g. VmRSS (resident now) or VmHWM (peak resident). */
+export async function procStatusBytes(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
+  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(match[1]) * 1024;
+}
