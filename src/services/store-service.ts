@@ -41,7 +41,12 @@ const SECRET_SETTINGS = new Set(["database-password"]);
 
 export function redact(name: string, value: string): string {
   if (SECRET_SETTINGS.has(name)) return value === "" ? "" : "********";
-  if (name === "database-connection-url") return value.replace(/\/\/([^:/@]*):[^@]*@/, "//$1:********@");
+  if (name === "database-connection-url") {
+    // The password of the user info (up to the last "@" of the authority), and password query parameters (JDBC).
+    return value
+      .replace(/\/\/([^:/@]*):[^/?#]*@/, "//$1:********@")
+      .replace(/([?&;](?:password|pwd)=)[^&;]*/gi, "$1********");
+  }
   return value;
 }
 
@@ -108,7 +113,13 @@ export class StoreCore implements ServiceImpl<typeof StoreService> {
 
   private input(store: Store | undefined) {
     if (!store) throw new BadRequestError("a store is required");
-    return { name: store.name, type: store.type, settings: store.settings };
+    // A client may send back a listing it read: a redacted value there stands for the value it hides.
+    const reported = this.storage.reportedSettings();
+    const settings = store.settings.map(({ name, value }) => {
+      const actual = reported[name];
+      return { name, value: actual !== undefined && value === redact(name, actual) ? actual : value };
+    });
+    return { name: store.name, type: store.type, settings };
   }
 
   private async live(name: string): Promise<StoreRecord> {

@@ -37,7 +37,7 @@ export interface RestClient {
   raw(method: string, target: string, init?: RequestInit): Promise<Reply>;
 }
 
-export function restClient(server: TestServer): RestClient {
+export function restClient(server: Pick<TestServer, "url" | "port">): RestClient {
   return {
     async fetch(method, target, init = {}) {
       const res = await fetch(`${server.url}${target}`, {

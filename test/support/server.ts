@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { ensureHomeStore } from "../../src/server/main.js";
-import { createTroveServer, type TroveServerOptions } from "../../src/server/server.js";
+import { createTroveServer, type TroveServer, type TroveServerOptions } from "../../src/server/server.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 
 export interface TestServer {
@@ -14,6 +14,9 @@ export interface TestServer {
   url: string;
   port: number;
   dataDir: string;
+  /** The running server (its notifier counts waiting polls). */
+  server: TroveServer;
+  storage: SqliteStorage;
   stop(): Promise<void>;
 }
 
@@ -27,6 +30,8 @@ export async function startServer(options: Partial<Omit<TroveServerOptions, "sto
     url: `http://127.0.0.1:${port}`,
     port,
     dataDir,
+    server,
+    storage,
     async stop() {
       await server.close();
       await rm(dataDir, { recursive: true, force: true });

@@ -8,7 +8,7 @@ import { NotFoundError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
-import type { StoreConfig, StoreType } from "../../domain/store.js";
+import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
 import { BlobFiles } from "../local/blob-files.js";
 import type {
   BlobInfo,
@@ -179,18 +179,18 @@ export class SqliteStorage implements StoragePort {
       descendants: db.prepare<[string, string, string, number], NodeRow>(
         "SELECT * FROM nodes WHERE store = ? AND path > ? AND path < ? ORDER BY path LIMIT ?",
       ),
+      // Below the root: every path but "" (no upper bound, which a name starting with U+10FFFF would pass).
+      belowRoot: db.prepare<[string, string, number], NodeRow>(
+        "SELECT * FROM nodes WHERE store = ? AND path > ? ORDER BY path LIMIT ?",
+      ),
       liveSubtree: db.prepare<[string, string, string, string], NodeRow>(
         "SELECT * FROM nodes WHERE store = ? AND (path = ? OR (path >= ? AND path < ?)) AND deleted = 0 ORDER BY path",
       ),
       deleteStoreNodes: db.prepare<[string], { blob: string; inline: Buffer | null }>(
         "DELETE FROM nodes WHERE store = ? RETURNING blob, inline",
       ),
-      expiredTombstones: db.prepare<
-        [],
-        { store: string; path: string; modified: number; event_id: number; settings: string }
-      >(
-        `SELECT n.store, n.path, n.modified, n.event_id, s.settings FROM nodes n JOIN stores s ON s.name = n.store
-         WHERE n.deleted = 1 ORDER BY n.modified LIMIT 1000`,
+      expiredTombstones: db.prepare<[string, number], { path: string; event_id: number }>(
+        "SELECT path, event_id FROM nodes WHERE deleted = 1 AND store = ? AND modified <= ? ORDER BY modified LIMIT 1000",
       ),
       deleteNode: db.prepare("DELETE FROM nodes WHERE store = ? AND path = ? AND deleted = 1 AND event_id = ?"),
       raisePurged: db.prepare("UPDATE stores SET purged_event_id = MAX(purged_event_id, ?) WHERE name = ?"),
@@ -280,9 +280,11 @@ export class SqliteStorage implements StoragePort {
     let after = options.recursive ? low : "";
     for (;;) {
       // Keyset pages: better-sqlite3 cannot keep a cursor open across awaits.
-      const rows = options.recursive
-        ? this.stmt.descendants.all(store, after, high, limit)
-        : this.stmt.children.all(store, dir, after, limit);
+      const rows = !options.recursive
+        ? this.stmt.children.all(store, dir, after, limit)
+        : dir === ""
+          ? this.stmt.belowRoot.all(store, after, limit)
+          : this.stmt.descendants.all(store, after, high, limit);
       const last = rows.at(-1);
       if (!last) return;
       after = last.path;
@@ -422,25 +424,27 @@ export class SqliteStorage implements StoragePort {
 
   async purgeExpired(now: number): Promise<number> {
     let purged = 0;
-    for (;;) {
-      const rows = this.stmt.expiredTombstones.all();
-      const expired = rows.filter((r) =>
-        isExpiredTombstone(
-          { deleted: true, modified: r.modified },
-          { name: r.store, type: "recursive", settings: JSON.parse(r.settings) },
-          now,
-        ),
-      );
-      this.db.transaction(() => {
-        for (const r of expired) {
-          if (this.stmt.deleteNode.run(r.store, r.path, r.event_id).changes > 0) {
-            this.stmt.raisePurged.run(r.event_id, r.store);
-            purged += 1;
+    // Store by store: keep-deleted differs between stores, so the oldest tombstones of one
+    // store must not hide the expired tombstones of another.
+    for (const store of await this.listStores()) {
+      // Same bound as isExpiredTombstone: modified + keep-deleted <= now.
+      const cutoff = now - keepDeletedMillis(store.config);
+      for (;;) {
+        const rows = this.stmt.expiredTombstones.all(store.config.name, cutoff);
+        let removed = 0;
+        this.db.transaction(() => {
+          for (const r of rows) {
+            if (this.stmt.deleteNode.run(store.config.name, r.path, r.event_id).changes > 0) {
+              this.stmt.raisePurged.run(r.event_id, store.config.name);
+              removed += 1;
+            }
           }
-        }
-      })();
-      if (rows.length < 1000 || expired.length === 0) return purged;
+        })();
+        purged += removed;
+        if (rows.length < 1000 || removed === 0) break;
+      }
     }
+    return purged;
   }
 
   async close(): Promise<void> {

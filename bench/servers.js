@@ -1,0 +1,113 @@
+// Servers under test for the benchmarks, each in its own child process so that
+// the load generator (this process) and the server do not share an event loop,
+// and the server's memory can be read from /proc.
+
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import * as net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+/** Builds dist/, which `bin/trove.js` runs. */
+export function buildDist() {
+  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
+}
+
+/** A port that was free a moment ago: `trove serve` takes a fixed port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function untilAnswering(url, child, output) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${output()}`);
+    try {
+      const res = await fetch(url, { method: "HEAD" });
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`server did not answer within 30 s: ${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function startChild(args, probePath, port, extra = {}) {
+  // stdout is /dev/null ("ignore"): what a server logs costs its writes, never a pipe's backlog.
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (s) => {
+    stderr = (stderr + s).slice(-4000);
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await untilAnswering(url + probePath, child, () => stderr);
+  } catch (err) {
+    child.kill("SIGKILL");
+    extra.cleanup?.();
+    throw err;
+  }
+  return {
+    url,
+    port,
+    pid: child.pid,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      extra.cleanup?.();
+    },
+  };
+}
+
+/** `trove serve` from dist/ with a fresh data directory; logLevel "info" logs one line per request to /dev/null. */
+export async function startTrove({ logLevel = "silent" } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "trove-bench-"));
+  const port = await freePort();
+  const args = [join(ROOT, "bin/trove.js"), "serve", "--port", String(port), "--data", dataDir, "--log-level", logLevel];
+  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  return startChild(args, "/resources/v2/data/home/", port, { cleanup });
+}
+
+/** The bare node:http server of bench/baseline-server.js. */
+export async function startBaseline() {
+  const dir = mkdtempSync(join(tmpdir(), "trove-baseline-"));
+  const port = await freePort();
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  return startChild([join(ROOT, "bench/baseline-server.js"), String(port), dir], "/", port, { cleanup });
+}
+
+/** A field of /proc/{pid}/status in bytes: VmRSS (resident now) or VmHWM (peak resident). */
+export function procStatusBytes(pid, field) {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(match[1]) * 1024;
+}
+
+/** Resets VmHWM to the current RSS (Linux: writing 5 to clear_refs); false where that is refused. */
+export function resetPeak(pid) {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,1076 @@
+// The contract every storage adapter keeps, checked only through StoragePort.
+// Each adapter's test file calls storageContract with a factory of fresh, isolated instances.
+
+import { createHash, randomBytes } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  AlreadyExistsError,
+  DeletedError,
+  ForbiddenError,
+  NotFoundError,
+  PreconditionFailedError,
+  TooLargeError,
+} from "../../src/domain/errors.js";
+import type { StoreConfig, StoreType } from "../../src/domain/store.js";
+import type { BlobInfo, NodeRecord, Preconditions, StoragePort, StoreRecord } from "../../src/storage/port.js";
+
+export interface AdapterUnderTest {
+  storage: StoragePort;
+  /** Closes the adapter and removes everything it stored. */
+  cleanup(): Promise<void>;
+  /**
+   * Every blob object the backend holds, partial uploads included. Optional: when
+   * given, the suite also checks that failed and replaced writes leave nothing behind.
+   */
+  storedBlobs?(): Promise<string[]>;
+}
+
+export interface StorageCapabilities {
+  /** Largest contents kept inline with the metadata, in bytes (default 64 KiB). */
+  inlineLimit?: number;
+}
+
+const T0 = 1_700_000_000_000;
+const SECOND = 1000;
+const DAY = 86_400_000;
+const MAX = 10 * 1024 * 1024;
+
+function config(name: string, type: StoreType = "recursive", keepDeleted = "7d"): StoreConfig {
+  return { name, type, settings: { "keep-deleted": keepDeleted } };
+}
+
+async function* chunked(data: Uint8Array, size = 7 * 1024): AsyncIterable<Uint8Array> {
+  for (let i = 0; i < data.byteLength; i += size) yield data.subarray(i, Math.min(i + size, data.byteLength));
+}
+
+function text(s: string): Uint8Array {
+  return new TextEncoder().encode(s);
+}
+
+function md5(data: Uint8Array): string {
+  return createHash("md5").update(data).digest("base64");
+}
+
+async function readAll(storage: StoragePort, node: NodeRecord): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of storage.readBlob(node)) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts);
+}
+
+async function listAll(
+  storage: StoragePort,
+  store: string,
+  dir: string,
+  options: { recursive: boolean; includeDeleted?: boolean },
+): Promise<NodeRecord[]> {
+  const out: NodeRecord[] = [];
+  for await (const batch of storage.listNodes(store, dir, { includeDeleted: false, ...options })) out.push(...batch);
+  return out;
+}
+
+/** Unicode code point order, which is UTF-8 byte order: the order paths are listed in. */
+function byCodePoint(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/** A file node standing for a blob not (or no longer) referenced, to try reading it. */
+function nodeOf(blob: BlobInfo, store = "s", path = "x"): NodeRecord {
+  return {
+    store,
+    path,
+    directory: false,
+    deleted: false,
+    tag: "t",
+    prevTag: "",
+    type: "application/octet-stream",
+    size: blob.size,
+    md5: blob.md5,
+    blob: blob.blob,
+    created: T0,
+    modified: T0,
+    eventId: 1,
+    inline: blob.inline,
+  };
+}
+
+export function storageContract(
+  name: string,
+  createAdapter: () => Promise<AdapterUnderTest>,
+  capabilities: StorageCapabilities = {},
+): void {
+  const inlineLimit = capabilities.inlineLimit ?? 64 * 1024;
+
+  describe(`storage contract: ${name}`, () => {
+    let adapter: AdapterUnderTest;
+    let storage: StoragePort;
+
+    beforeEach(async () => {
+      adapter = await createAdapter();
+      storage = adapter.storage;
+    });
+
+    afterEach(async () => {
+      await adapter.cleanup();
+    });
+
+    async function put(
+      store: string,
+      path: string,
+      contents: string | Uint8Array,
+      options: { pre?: Preconditions; now?: number; type?: string } = {},
+    ) {
+      const data = typeof contents === "string" ? text(contents) : contents;
+      const blob = await storage.writeBlob(chunked(data), { maxSize: MAX });
+      try {
+        return await storage.putFile(store, path, blob, options.type ?? "text/plain", options.pre ?? {}, options.now ?? T0);
+      } catch (err) {
+        await storage.discardBlob(blob);
+        throw err;
+      }
+    }
+
+    async function mkdir(store: string, path: string, now = T0) {
+      return storage.makeDirectory(store, path, {}, now);
+    }
+
+    async function node(store: string, path: string): Promise<NodeRecord> {
+      const n = await storage.getNode(store, path);
+      if (!n) throw new Error(`expected a node at ${store}:/${path}`);
+      return n;
+    }
+
+    async function store(name: string): Promise<StoreRecord> {
+      const s = await storage.getStore(name);
+      if (!s) throw new Error(`expected a store ${name}`);
+      return s;
+    }
+
+    async function blobsNow(): Promise<string[] | undefined> {
+      return (await adapter.storedBlobs?.())?.sort();
+    }
+
+    describe("stores", () => {
+      it("createStore returns the live store with its configuration and a root tag", async () => {
+        const created = await storage.createStore(config("s", "snapshot", "1d"), T0);
+        expect(created).toMatchObject({
+          config: { name: "s", type: "snapshot", settings: { "keep-deleted": "1d" } },
+          deleted: false,
+          purgedEventId: 0,
+          created: T0,
+          modified: T0,
+        });
+        expect(created.lastEventId).toBeGreaterThan(0);
+        expect(created.rootTag).not.toBe("");
+        expect(await storage.getStore("s")).toEqual(created);
+      });
+
+      it("createStore of a name already taken throws AlreadyExistsError and changes nothing", async () => {
+        const first = await storage.createStore(config("s"), T0);
+        await expect(storage.createStore(config("s", "snapshot", "1s"), T0 + SECOND)).rejects.toBeInstanceOf(
+          AlreadyExistsError,
+        );
+        expect(await storage.getStore("s")).toEqual(first);
+      });
+
+      it("getStore of an unknown store is undefined", async () => {
+        expect(await storage.getStore("nope")).toBeUndefined();
+      });
+
+      it("listStores lists the live stores and leaves deleted ones out", async () => {
+        await storage.createStore(config("b"), T0);
+        await storage.createStore(config("a"), T0);
+        await storage.createStore(config("c"), T0);
+        await storage.deleteStore("b", T0 + SECOND);
+        const names = (await storage.listStores()).map((s) => s.config.name).sort();
+        expect(names).toEqual(["a", "c"]);
+        for (const s of await storage.listStores()) expect(s.deleted).toBe(false);
+      });
+
+      it("updateStore changes type and settings, keeps created and sets modified", async () => {
+        await storage.createStore(config("s"), T0);
+        const updated = await storage.updateStore(config("s", "snapshot", "2h"), T0 + SECOND);
+        expect(updated).toMatchObject({
+          config: { name: "s", type: "snapshot", settings: { "keep-deleted": "2h" } },
+          deleted: false,
+          created: T0,
+          modified: T0 + SECOND,
+        });
+        expect(await storage.getStore("s")).toEqual(updated);
+      });
+
+      it("updateStore of an unknown or deleted store throws NotFoundError", async () => {
+        await expect(storage.updateStore(config("nope"), T0)).rejects.toBeInstanceOf(NotFoundError);
+        await storage.createStore(config("s"), T0);
+        await storage.deleteStore("s", T0 + SECOND);
+        await expect(storage.updateStore(config("s"), T0 + 2 * SECOND)).rejects.toBeInstanceOf(NotFoundError);
+        expect((await store("s")).deleted).toBe(true);
+      });
+
+      it("deleteStore keeps a tombstone with deleted=true and removes the store's resources", async () => {
+        await storage.createStore(config("s"), T0);
+        await mkdir("s", "d");
+        const big = await put("s", "d/big.bin", randomBytes(inlineLimit + 1));
+        const deleted = await storage.deleteStore("s", T0 + SECOND);
+        expect(deleted).toMatchObject({ config: { name: "s" }, deleted: true, modified: T0 + SECOND });
+        expect(await storage.getStore("s")).toEqual(deleted);
+        expect(await storage.getNode("s", "d/big.bin")).toBeUndefined();
+        expect(await storage.getNode("s", "")).toBeUndefined();
+        await expect(readAll(storage, big.node)).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it("deleteStore of an unknown or already deleted store throws NotFoundError", async () => {
+        await expect(storage.deleteStore("nope", T0)).rejects.toBeInstanceOf(NotFoundError);
+        await storage.createStore(config("s"), T0);
+        await storage.deleteStore("s", T0 + SECOND);
+        await expect(storage.deleteStore("s", T0 + 2 * SECOND)).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it("re-creating a deleted store continues its event ids and makes every older cursor stale", async () => {
+        await storage.createStore(config("s"), T0);
+        await put("s", "a.txt", "one");
+        const before = await store("s");
+        await storage.deleteStore("s", T0 + SECOND);
+        const revived = await storage.createStore(config("s", "snapshot"), T0 + 2 * SECOND);
+        expect(revived).toMatchObject({ deleted: false, created: T0 + 2 * SECOND, config: { type: "snapshot" } });
+        expect(await storage.getNode("s", "a.txt")).toBeUndefined();
+        // A cursor c is usable only while c >= purgedEventId: a client that saw every event of the
+        // old store (c = before.lastEventId) missed the deletion and must be told to start again.
+        expect(revived.purgedEventId).toBeGreaterThan(before.lastEventId);
+        expect(revived.lastEventId).toBeGreaterThanOrEqual(revived.purgedEventId);
+        const root = await node("s", "");
+        expect(root.eventId).toBeGreaterThan(before.lastEventId);
+        expect(root.eventId).toBeLessThanOrEqual(revived.lastEventId);
+        const { node: file } = await put("s", "b.txt", "two", { now: T0 + 3 * SECOND });
+        expect(file.eventId).toBeGreaterThan(revived.lastEventId);
+      });
+
+      it("the root directory exists once the store is created and carries the store's root tag", async () => {
+        const created = await storage.createStore(config("s"), T0);
+        const root = await node("s", "");
+        expect(root).toMatchObject({
+          store: "s",
+          path: "",
+          directory: true,
+          deleted: false,
+          tag: created.rootTag,
+          prevTag: "",
+          created: T0,
+          modified: T0,
+        });
+        expect(root.eventId).toBeGreaterThan(0);
+        expect(root.eventId).toBeLessThanOrEqual(created.lastEventId);
+        expect(await listAll(storage, "s", "", { recursive: true, includeDeleted: true })).toEqual([]);
+      });
+
+      it("writes to an unknown or deleted store throw NotFoundError", async () => {
+        const blob = await storage.writeBlob(chunked(text("x")), { maxSize: MAX });
+        await expect(storage.putFile("nope", "a.txt", blob, "text/plain", {}, T0)).rejects.toBeInstanceOf(
+          NotFoundError,
+        );
+        await expect(storage.makeDirectory("nope", "d", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+        await expect(storage.deleteTree("nope", "d", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+        await storage.createStore(config("s"), T0);
+        await storage.deleteStore("s", T0);
+        await expect(storage.putFile("s", "a.txt", blob, "text/plain", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+        await expect(storage.makeDirectory("s", "d", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+      });
+    });
+
+    describe("makeDirectory", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+      });
+
+      it("creates a directory, and a second call reports created=false and changes nothing", async () => {
+        const first = await storage.makeDirectory("s", "d", {}, T0 + SECOND);
+        expect(first.created).toBe(true);
+        expect(first.node).toMatchObject({
+          store: "s",
+          path: "d",
+          directory: true,
+          deleted: false,
+          prevTag: "",
+          md5: "",
+          blob: "",
+          created: T0 + SECOND,
+          modified: T0 + SECOND,
+        });
+        expect(first.node.tag).not.toBe("");
+        const last = (await store("s")).lastEventId;
+        const again = await storage.makeDirectory("s", "d", {}, T0 + 2 * SECOND);
+        expect(again.created).toBe(false);
+        expect(again.node).toEqual(first.node);
+        expect((await store("s")).lastEventId).toBe(last);
+      });
+
+      it("creates a nested directory below an existing one", async () => {
+        await mkdir("s", "a");
+        const { created, node: d } = await mkdir("s", "a/b");
+        expect(created).toBe(true);
+        expect(d.path).toBe("a/b");
+      });
+
+      it("throws NotFoundError when the parent directory is missing, deleted or a file", async () => {
+        await expect(mkdir("s", "missing/d")).rejects.toBeInstanceOf(NotFoundError);
+        await mkdir("s", "gone");
+        await storage.deleteTree("s", "gone", {}, T0);
+        await expect(mkdir("s", "gone/d")).rejects.toBeInstanceOf(NotFoundError);
+        await put("s", "f.txt", "x");
+        await expect(mkdir("s", "f.txt/d")).rejects.toBeInstanceOf(NotFoundError);
+        expect(await storage.getNode("s", "missing/d")).toBeUndefined();
+        expect(await storage.getNode("s", "f.txt/d")).toBeUndefined();
+      });
+
+      it("throws ForbiddenError when a file has the name, and leaves the file alone", async () => {
+        const { node: file } = await put("s", "taken", "x");
+        await expect(mkdir("s", "taken")).rejects.toBeInstanceOf(ForbiddenError);
+        expect(await node("s", "taken")).toEqual(file);
+      });
+
+      it("replaces the tombstone of a file with a new directory", async () => {
+        const { node: file } = await put("s", "x", "contents");
+        await storage.deleteTree("s", "x", {}, T0 + SECOND);
+        const { created, node: dir } = await mkdir("s", "x", T0 + 2 * SECOND);
+        expect(created).toBe(true);
+        expect(dir).toMatchObject({ directory: true, deleted: false, created: T0 + 2 * SECOND, prevTag: "" });
+        expect(dir.eventId).toBeGreaterThan(file.eventId);
+      });
+
+      it("honours If-Match: an absent directory fails, a matching tag passes", async () => {
+        await expect(storage.makeDirectory("s", "d", { ifMatch: ["*"] }, T0)).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect(await storage.getNode("s", "d")).toBeUndefined();
+        const { node: d } = await mkdir("s", "d");
+        await expect(storage.makeDirectory("s", "d", { ifMatch: ["other"] }, T0)).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect((await storage.makeDirectory("s", "d", { ifMatch: [d.tag] }, T0)).created).toBe(false);
+      });
+    });
+
+    describe("putFile", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+      });
+
+      it("creates a file with the blob's size, MD5 and blob id, and no previous tag", async () => {
+        const blob = await storage.writeBlob(chunked(text("hello")), { maxSize: MAX });
+        const { created, node: file } = await storage.putFile("s", "a.txt", blob, "text/plain", {}, T0 + SECOND);
+        expect(created).toBe(true);
+        expect(file).toMatchObject({
+          store: "s",
+          path: "a.txt",
+          directory: false,
+          deleted: false,
+          prevTag: "",
+          type: "text/plain",
+          size: 5,
+          md5: md5(text("hello")),
+          blob: blob.blob,
+          created: T0 + SECOND,
+          modified: T0 + SECOND,
+        });
+        expect(file.tag).not.toBe("");
+        expect(await storage.getNode("s", "a.txt")).toEqual(file);
+        expect((await readAll(storage, file)).toString()).toBe("hello");
+      });
+
+      it("replaces a file: created=false, a new tag, prevTag is the old tag, created time kept", async () => {
+        const { node: first } = await put("s", "a.txt", "one", { now: T0 + SECOND });
+        const { created, node: second } = await put("s", "a.txt", "two!", {
+          now: T0 + 2 * SECOND,
+          type: "application/json",
+        });
+        expect(created).toBe(false);
+        expect(second.tag).not.toBe(first.tag);
+        expect(second).toMatchObject({
+          prevTag: first.tag,
+          created: T0 + SECOND,
+          modified: T0 + 2 * SECOND,
+          size: 4,
+          md5: md5(text("two!")),
+          type: "application/json",
+        });
+        expect(second.eventId).toBeGreaterThan(first.eventId);
+        expect((await readAll(storage, await node("s", "a.txt"))).toString()).toBe("two!");
+      });
+
+      it("If-Match with a stale tag throws PreconditionFailedError and changes nothing", async () => {
+        const { node: first } = await put("s", "a.txt", "one");
+        const last = (await store("s")).lastEventId;
+        await expect(put("s", "a.txt", "two", { pre: { ifMatch: ["stale"] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect(await node("s", "a.txt")).toEqual(first);
+        expect((await store("s")).lastEventId).toBe(last);
+      });
+
+      it("If-Match on an absent or deleted resource throws PreconditionFailedError", async () => {
+        await expect(put("s", "a.txt", "x", { pre: { ifMatch: ["*"] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        await expect(put("s", "a.txt", "x", { pre: { ifMatch: ["some-tag"] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect(await storage.getNode("s", "a.txt")).toBeUndefined();
+        const { node: file } = await put("s", "b.txt", "x");
+        await storage.deleteTree("s", "b.txt", {}, T0);
+        const tombstone = await node("s", "b.txt");
+        await expect(put("s", "b.txt", "y", { pre: { ifMatch: [tombstone.tag, file.tag] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        await expect(put("s", "b.txt", "y", { pre: { ifMatch: ["*"] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect(await node("s", "b.txt")).toEqual(tombstone);
+      });
+
+      it("If-Match with the current tag, one of several tags, or * replaces the file", async () => {
+        const { node: v1 } = await put("s", "a.txt", "1");
+        const { node: v2 } = await put("s", "a.txt", "2", { pre: { ifMatch: [v1.tag] } });
+        const { node: v3 } = await put("s", "a.txt", "3", { pre: { ifMatch: ["other", v2.tag] } });
+        const { created, node: v4 } = await put("s", "a.txt", "4", { pre: { ifMatch: ["*"] } });
+        expect(created).toBe(false);
+        expect(v4.prevTag).toBe(v3.tag);
+        expect((await readAll(storage, await node("s", "a.txt"))).toString()).toBe("4");
+      });
+
+      it("replaces the tombstone of a file as a new resource", async () => {
+        const { node: first } = await put("s", "a.txt", "one", { now: T0 });
+        await storage.deleteTree("s", "a.txt", {}, T0 + SECOND);
+        const { created, node: again } = await put("s", "a.txt", "two", { now: T0 + 2 * SECOND });
+        expect(created).toBe(true);
+        expect(again).toMatchObject({ deleted: false, prevTag: "", created: T0 + 2 * SECOND });
+        expect(again.tag).not.toBe(first.tag);
+      });
+
+      it("throws NotFoundError when the parent directory is missing, deleted or a file", async () => {
+        await expect(put("s", "missing/a.txt", "x")).rejects.toBeInstanceOf(NotFoundError);
+        await mkdir("s", "gone");
+        await storage.deleteTree("s", "gone", {}, T0);
+        await expect(put("s", "gone/a.txt", "x")).rejects.toBeInstanceOf(NotFoundError);
+        await put("s", "f", "x");
+        await expect(put("s", "f/a.txt", "x")).rejects.toBeInstanceOf(NotFoundError);
+        expect(await storage.getNode("s", "missing/a.txt")).toBeUndefined();
+      });
+
+      it("throws ForbiddenError for the name of an existing directory or the root", async () => {
+        const { node: dir } = await mkdir("s", "d");
+        await expect(put("s", "d", "x")).rejects.toBeInstanceOf(ForbiddenError);
+        await expect(put("s", "", "x")).rejects.toBeInstanceOf(ForbiddenError);
+        expect(await node("s", "d")).toEqual(dir);
+        expect((await node("s", "")).directory).toBe(true);
+      });
+
+      it("puts files in nested directories with any Unicode names", async () => {
+        await mkdir("s", "été");
+        const { node: file } = await put("s", "été/日本語 \u{1F600}.txt", "x");
+        expect(file.path).toBe("été/日本語 \u{1F600}.txt");
+        expect(await node("s", "été/日本語 \u{1F600}.txt")).toEqual(file);
+      });
+
+      it("concurrent writes to different paths all succeed with distinct event ids", async () => {
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => put("s", `f${i}.txt`, `${i}`)));
+        const ids = results.map((r) => r.node.eventId);
+        expect(new Set(ids).size).toBe(20);
+        expect((await store("s")).lastEventId).toBe(Math.max(...ids));
+        expect(await listAll(storage, "s", "", { recursive: false })).toHaveLength(20);
+      });
+    });
+
+    describe("blobs", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+      });
+
+      it("writeBlob computes size and base64 MD5 over all chunks and keeps small contents inline", async () => {
+        const data = randomBytes(10_000);
+        const blob = await storage.writeBlob(chunked(data, 999), { maxSize: MAX });
+        expect(blob.size).toBe(10_000);
+        expect(blob.md5).toBe(md5(data));
+        expect(blob.blob).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+        expect(blob.inline && Buffer.from(blob.inline).equals(data)).toBe(true);
+        const { node: file } = await storage.putFile("s", "small.bin", blob, "application/octet-stream", {}, T0);
+        expect(file.inline && Buffer.from(file.inline).equals(data)).toBe(true);
+        expect((await readAll(storage, file)).equals(data)).toBe(true);
+      });
+
+      it("writeBlob of empty contents gives size 0, the MD5 of nothing, and reads back empty", async () => {
+        const blob = await storage.writeBlob(chunked(new Uint8Array(0)), { maxSize: MAX });
+        expect(blob).toMatchObject({ size: 0, md5: "1B2M2Y8AsgTpgAmY7PhCfg==" });
+        const { node: file } = await storage.putFile("s", "empty", blob, "text/plain", {}, T0);
+        expect(file.size).toBe(0);
+        expect((await readAll(storage, await node("s", "empty"))).byteLength).toBe(0);
+      });
+
+      it(`contents up to ${inlineLimit} bytes are inline, larger ones are not`, async () => {
+        const atLimit = await storage.writeBlob(chunked(randomBytes(inlineLimit)), { maxSize: MAX });
+        expect(atLimit.inline?.byteLength).toBe(inlineLimit);
+        const above = await storage.writeBlob(chunked(randomBytes(inlineLimit + 1)), { maxSize: MAX });
+        expect(above.inline).toBeNull();
+        expect(above.size).toBe(inlineLimit + 1);
+        await storage.discardBlob(atLimit);
+        await storage.discardBlob(above);
+      });
+
+      it("large contents stream to storage and read back byte for byte", async () => {
+        const data = randomBytes(3 * inlineLimit + 12_345);
+        const blob = await storage.writeBlob(chunked(data, 5000), { maxSize: MAX });
+        expect(blob).toMatchObject({ size: data.byteLength, md5: md5(data), inline: null });
+        const { node: file } = await storage.putFile("s", "big.bin", blob, "application/octet-stream", {}, T0);
+        expect(file).toMatchObject({ size: data.byteLength, md5: md5(data), blob: blob.blob });
+        expect(file.inline).toBeNull();
+        const stored = await node("s", "big.bin");
+        expect(stored.inline).toBeNull();
+        expect((await readAll(storage, stored)).equals(data)).toBe(true);
+        if (adapter.storedBlobs) expect(await adapter.storedBlobs()).toContain(blob.blob);
+      });
+
+      it("writeBlob accepts contents of exactly maxSize", async () => {
+        const blob = await storage.writeBlob(chunked(randomBytes(100)), { maxSize: 100 });
+        expect(blob.size).toBe(100);
+      });
+
+      it("contents larger than maxSize throw TooLargeError and leave nothing behind", async () => {
+        const before = await blobsNow();
+        await expect(storage.writeBlob(chunked(randomBytes(101)), { maxSize: 100 })).rejects.toBeInstanceOf(
+          TooLargeError,
+        );
+        const big = inlineLimit * 3;
+        await expect(storage.writeBlob(chunked(randomBytes(big + 1)), { maxSize: big })).rejects.toBeInstanceOf(
+          TooLargeError,
+        );
+        expect(await blobsNow()).toEqual(before);
+      });
+
+      it("a source that fails midway rejects writeBlob with its error and leaves nothing behind", async () => {
+        const before = await blobsNow();
+        async function* failing(): AsyncIterable<Uint8Array> {
+          yield randomBytes(inlineLimit);
+          yield randomBytes(inlineLimit);
+          throw new Error("client went away");
+        }
+        await expect(storage.writeBlob(failing(), { maxSize: MAX })).rejects.toThrow("client went away");
+        expect(await blobsNow()).toEqual(before);
+      });
+
+      it("discardBlob removes an unreferenced large blob and accepts an inline one", async () => {
+        const before = await blobsNow();
+        const large = await storage.writeBlob(chunked(randomBytes(inlineLimit * 2)), { maxSize: MAX });
+        expect((await readAll(storage, nodeOf(large))).byteLength).toBe(inlineLimit * 2);
+        await storage.discardBlob(large);
+        await expect(readAll(storage, nodeOf(large))).rejects.toBeInstanceOf(NotFoundError);
+        const small = await storage.writeBlob(chunked(text("small")), { maxSize: MAX });
+        await storage.discardBlob(small);
+        expect(await blobsNow()).toEqual(before);
+      });
+
+      it("replacing a file removes its old blob once the new one is referenced", async () => {
+        const first = randomBytes(inlineLimit * 2);
+        const second = randomBytes(inlineLimit * 2);
+        const { node: v1 } = await put("s", "big.bin", first);
+        const { node: v2 } = await put("s", "big.bin", second);
+        expect(v2.blob).not.toBe(v1.blob);
+        await expect(readAll(storage, v1)).rejects.toBeInstanceOf(NotFoundError);
+        expect((await readAll(storage, await node("s", "big.bin"))).equals(second)).toBe(true);
+        const blobs = await blobsNow();
+        if (blobs) expect(blobs).toEqual([v2.blob]);
+        // Large replaced by small: the large blob goes, the small contents are inline.
+        const { node: v3 } = await put("s", "big.bin", "tiny");
+        await expect(readAll(storage, v2)).rejects.toBeInstanceOf(NotFoundError);
+        expect((await readAll(storage, v3)).toString()).toBe("tiny");
+        if (blobs) expect(await blobsNow()).toEqual([]);
+      });
+
+      it("a replacement refused by its precondition leaves the old blob in place", async () => {
+        const first = randomBytes(inlineLimit * 2);
+        const { node: v1 } = await put("s", "big.bin", first);
+        await expect(put("s", "big.bin", randomBytes(inlineLimit * 2), { pre: { ifMatch: ["stale"] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect((await readAll(storage, v1)).equals(first)).toBe(true);
+        const blobs = await blobsNow();
+        if (blobs) expect(blobs).toEqual([v1.blob]);
+      });
+    });
+
+    describe("getNode and listNodes", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+        await mkdir("s", "a");
+        await mkdir("s", "a/b");
+        await put("s", "a/b/y.txt", "y");
+        await put("s", "a/x.txt", "x");
+        await put("s", "a/gone.txt", "gone");
+        await storage.deleteTree("s", "a/gone.txt", {}, T0);
+        await put("s", "a.txt", "sibling");
+        await put("s", "a-1", "sibling");
+        await mkdir("s", "a0");
+        await put("s", "a0/in.txt", "in");
+        await put("s", "b.txt", "b");
+      });
+
+      it("getNode returns live nodes and tombstones, and undefined for unknown paths", async () => {
+        expect(await node("s", "a/x.txt")).toMatchObject({ path: "a/x.txt", directory: false, deleted: false });
+        expect(await node("s", "a/b")).toMatchObject({ path: "a/b", directory: true, deleted: false });
+        expect(await node("s", "a/gone.txt")).toMatchObject({ path: "a/gone.txt", deleted: true });
+        expect(await storage.getNode("s", "a/nope")).toBeUndefined();
+        expect(await storage.getNode("other", "a/x.txt")).toBeUndefined();
+      });
+
+      it("lists the children of the root in path order, without the root itself", async () => {
+        const paths = (await listAll(storage, "s", "", { recursive: false })).map((n) => n.path);
+        expect(paths).toEqual(["a", "a-1", "a.txt", "a0", "b.txt"]);
+      });
+
+      it("lists only the direct children of a directory, without tombstones unless asked", async () => {
+        const live = (await listAll(storage, "s", "a", { recursive: false })).map((n) => n.path);
+        expect(live).toEqual(["a/b", "a/x.txt"]);
+        const all = await listAll(storage, "s", "a", { recursive: false, includeDeleted: true });
+        expect(all.map((n) => [n.path, n.deleted])).toEqual([
+          ["a/b", false],
+          ["a/gone.txt", true],
+          ["a/x.txt", false],
+        ]);
+      });
+
+      it("lists every descendant recursively in path order, and nothing from siblings named alike", async () => {
+        const below = (await listAll(storage, "s", "a", { recursive: true })).map((n) => n.path);
+        expect(below).toEqual(["a/b", "a/b/y.txt", "a/x.txt"]);
+        const everything = (await listAll(storage, "s", "", { recursive: true, includeDeleted: true })).map(
+          (n) => n.path,
+        );
+        expect(everything).toEqual([
+          "a",
+          "a-1",
+          "a.txt",
+          "a/b",
+          "a/b/y.txt",
+          "a/gone.txt",
+          "a/x.txt",
+          "a0",
+          "a0/in.txt",
+          "b.txt",
+        ]);
+      });
+
+      it("a file named like a directory plus a suffix is not below that directory", async () => {
+        for (const recursive of [true, false]) {
+          const paths = (await listAll(storage, "s", "a", { recursive, includeDeleted: true })).map((n) => n.path);
+          for (const p of paths) expect(p.startsWith("a/")).toBe(true);
+        }
+        await storage.deleteTree("s", "a", {}, T0 + SECOND);
+        for (const sibling of ["a.txt", "a-1", "a0", "a0/in.txt"]) {
+          expect((await node("s", sibling)).deleted).toBe(false);
+        }
+      });
+
+      it("lists in Unicode code point order", async () => {
+        const names = ["z", "\uFFFD", "\u{1F600}", "é", "日本", "\u{10FFFF}", "Z", "~"];
+        await mkdir("s", "u");
+        for (const n of names) await put("s", `u/${n}`, n);
+        const expected = names.map((n) => `u/${n}`).sort(byCodePoint);
+        for (const recursive of [false, true]) {
+          const paths = (await listAll(storage, "s", "u", { recursive })).map((n) => n.path);
+          expect(paths).toEqual(expected);
+        }
+        const top = await storage.createStore(config("t", "snapshot"), T0);
+        expect(top.deleted).toBe(false);
+        for (const n of names) await put("t", n, n);
+        for (const recursive of [false, true]) {
+          const paths = (await listAll(storage, "t", "", { recursive })).map((n) => n.path);
+          expect(paths).toEqual([...names].sort(byCodePoint));
+        }
+      });
+
+      it("returns batches of at most batchSize entries that together make the whole listing", async () => {
+        await mkdir("s", "many");
+        for (let i = 0; i < 7; i++) await put("s", `many/f${i}`, `${i}`);
+        await storage.deleteTree("s", "many/f3", {}, T0);
+        for (const recursive of [false, true]) {
+          for (const includeDeleted of [false, true]) {
+            const batches: NodeRecord[][] = [];
+            for await (const batch of storage.listNodes("s", "many", { recursive, includeDeleted, batchSize: 2 })) {
+              batches.push(batch);
+            }
+            for (const batch of batches) {
+              expect(batch.length).toBeGreaterThan(0);
+              expect(batch.length).toBeLessThanOrEqual(2);
+            }
+            const expected = [0, 1, 2, 3, 4, 5, 6].filter((i) => includeDeleted || i !== 3).map((i) => `many/f${i}`);
+            expect(batches.flat().map((n) => n.path)).toEqual(expected);
+          }
+        }
+      });
+
+      it("lists nothing below a file or an unknown directory", async () => {
+        expect(await listAll(storage, "s", "a.txt", { recursive: true, includeDeleted: true })).toEqual([]);
+        expect(await listAll(storage, "s", "nope", { recursive: false, includeDeleted: true })).toEqual([]);
+      });
+    });
+
+    describe("deleteTree", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+      });
+
+      it("deletes a file, leaving a tombstone with a new tag and event", async () => {
+        const { node: file } = await put("s", "a.txt", "x");
+        const { node: tombstone, count } = await storage.deleteTree("s", "a.txt", {}, T0 + SECOND);
+        expect(count).toBe(1);
+        expect(tombstone).toMatchObject({
+          store: "s",
+          path: "a.txt",
+          directory: false,
+          deleted: true,
+          prevTag: file.tag,
+          modified: T0 + SECOND,
+          blob: "",
+        });
+        expect(tombstone.tag).not.toBe(file.tag);
+        expect(tombstone.eventId).toBeGreaterThan(file.eventId);
+        expect(await storage.getNode("s", "a.txt")).toEqual(tombstone);
+        expect(await listAll(storage, "s", "", { recursive: false })).toEqual([]);
+      });
+
+      it("deletes a directory with everything below it, removing the blobs", async () => {
+        const big = randomBytes(inlineLimit * 2);
+        await mkdir("s", "d");
+        await mkdir("s", "d/e");
+        const { node: large } = await put("s", "d/e/big.bin", big);
+        await put("s", "d/e/small.txt", "small");
+        await put("s", "d/f.txt", "f");
+        await put("s", "d/old.txt", "old");
+        const { node: old } = await storage.deleteTree("s", "d/old.txt", {}, T0);
+        await put("s", "d.txt", "sibling");
+        const last = (await store("s")).lastEventId;
+
+        const { node: dir, count } = await storage.deleteTree("s", "d", {}, T0 + SECOND);
+        expect(count).toBe(5);
+        expect(dir).toMatchObject({ path: "d", directory: true, deleted: true, modified: T0 + SECOND });
+        const below = await listAll(storage, "s", "d", { recursive: true, includeDeleted: true });
+        expect(below.map((n) => n.path)).toEqual(["d/e", "d/e/big.bin", "d/e/small.txt", "d/f.txt", "d/old.txt"]);
+        for (const n of below) expect(n.deleted).toBe(true);
+        for (const n of below.filter((n) => n.path !== "d/old.txt")) {
+          expect(n.modified).toBe(T0 + SECOND);
+          expect(n.eventId).toBeGreaterThan(last);
+          // Entries below are deleted before the named directory (docs/storage.md).
+          expect(n.eventId).toBeLessThan(dir.eventId);
+        }
+        expect(await node("s", "d/old.txt")).toEqual(old);
+        expect(await listAll(storage, "s", "d", { recursive: true })).toEqual([]);
+        await expect(readAll(storage, large)).rejects.toBeInstanceOf(NotFoundError);
+        if (adapter.storedBlobs) expect(await adapter.storedBlobs()).toEqual([]);
+        expect((await node("s", "d.txt")).deleted).toBe(false);
+        expect(await listAll(storage, "s", "", { recursive: false })).toHaveLength(1);
+      });
+
+      it("If-Match with a stale tag throws PreconditionFailedError and deletes nothing", async () => {
+        const { node: dir } = await mkdir("s", "d");
+        await put("s", "d/f.txt", "f");
+        await expect(storage.deleteTree("s", "d", { ifMatch: ["stale"] }, T0)).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect(await node("s", "d")).toEqual(dir);
+        expect((await node("s", "d/f.txt")).deleted).toBe(false);
+        const { count } = await storage.deleteTree("s", "d", { ifMatch: [dir.tag] }, T0);
+        expect(count).toBe(2);
+      });
+
+      it("refuses to delete the root directory with ForbiddenError", async () => {
+        await put("s", "a.txt", "x");
+        await expect(storage.deleteTree("s", "", {}, T0)).rejects.toBeInstanceOf(ForbiddenError);
+        expect((await node("s", "")).deleted).toBe(false);
+        expect((await node("s", "a.txt")).deleted).toBe(false);
+      });
+
+      it("deleting a tombstone throws DeletedError carrying the tombstone's tag", async () => {
+        await put("s", "a.txt", "x");
+        const { node: tombstone } = await storage.deleteTree("s", "a.txt", {}, T0);
+        const err = await storage.deleteTree("s", "a.txt", {}, T0 + SECOND).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(DeletedError);
+        expect((err as DeletedError).tag).toBe(tombstone.tag);
+        expect(await node("s", "a.txt")).toEqual(tombstone);
+      });
+
+      it("deleting an unknown path throws NotFoundError", async () => {
+        await expect(storage.deleteTree("s", "nope", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+        await expect(storage.deleteTree("s", "no/pe", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+      });
+    });
+
+    describe("event ids", () => {
+      it("increase strictly per store, one new id for every changed node", async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+        let last = (await store("s")).lastEventId;
+        const seen = new Set<number>();
+        const step = async (changed: NodeRecord[]) => {
+          const now = (await store("s")).lastEventId;
+          for (const n of changed) {
+            expect(n.eventId).toBeGreaterThan(last);
+            expect(n.eventId).toBeLessThanOrEqual(now);
+            expect(seen.has(n.eventId)).toBe(false);
+            seen.add(n.eventId);
+          }
+          last = now;
+        };
+        await step([(await mkdir("s", "d")).node]);
+        await step([(await put("s", "d/a.txt", "1")).node]);
+        await step([(await put("s", "d/a.txt", "2")).node]);
+        await step([(await put("s", "d/b.txt", "3")).node]);
+        await storage.deleteTree("s", "d", {}, T0);
+        await step(await listAll(storage, "s", "", { recursive: true, includeDeleted: true }));
+        await step([(await mkdir("s", "d")).node]);
+
+        const ids = (await listAll(storage, "s", "", { recursive: true, includeDeleted: true })).map((n) => n.eventId);
+        ids.push((await node("s", "")).eventId);
+        expect(new Set(ids).size).toBe(ids.length);
+      });
+
+      it("are counted separately for each store", async () => {
+        await storage.createStore(config("s"), T0);
+        await storage.createStore(config("t"), T0);
+        const t = (await store("t")).lastEventId;
+        await put("s", "a.txt", "x");
+        await put("s", "b.txt", "x");
+        expect((await store("t")).lastEventId).toBe(t);
+      });
+
+      it("in a recursive store, every ancestor directory gets a new tag and event id", async () => {
+        await storage.createStore(config("s", "recursive"), T0);
+        await mkdir("s", "a");
+        await mkdir("s", "a/b");
+        await mkdir("s", "c");
+        const before = {
+          root: await node("s", ""),
+          a: await node("s", "a"),
+          b: await node("s", "a/b"),
+          c: await node("s", "c"),
+        };
+        const last = (await store("s")).lastEventId;
+        const { node: file } = await put("s", "a/b/f.txt", "x");
+        const after = { root: await node("s", ""), a: await node("s", "a"), b: await node("s", "a/b") };
+        for (const key of ["root", "a", "b"] as const) {
+          expect(after[key].tag).not.toBe(before[key].tag);
+          expect(after[key].prevTag).toBe(before[key].tag);
+          expect(after[key].eventId).toBeGreaterThan(last);
+        }
+        const ids = [file.eventId, after.root.eventId, after.a.eventId, after.b.eventId];
+        expect(new Set(ids).size).toBe(4);
+        const s = await store("s");
+        expect(s.lastEventId).toBe(Math.max(...ids));
+        expect(s.rootTag).toBe(after.root.tag);
+        expect(await node("s", "c")).toEqual(before.c);
+
+        // Creating a directory and deleting a file retag the ancestors the same way.
+        for (const change of [() => mkdir("s", "a/b/g"), () => storage.deleteTree("s", "a/b/f.txt", {}, T0)]) {
+          const tags = [(await node("s", "")).tag, (await node("s", "a")).tag, (await node("s", "a/b")).tag];
+          const previous = (await store("s")).lastEventId;
+          await change();
+          const now = [await node("s", ""), await node("s", "a"), await node("s", "a/b")];
+          now.forEach((n, i) => {
+            expect(n.tag).not.toBe(tags[i]);
+            expect(n.eventId).toBeGreaterThan(previous);
+          });
+        }
+      });
+
+      it("in a snapshot store, ancestor directories keep their tags and event ids", async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+        await mkdir("s", "a");
+        await mkdir("s", "a/b");
+        const before = [await node("s", ""), await node("s", "a"), await node("s", "a/b")];
+        const rootTag = (await store("s")).rootTag;
+        const { node: file } = await put("s", "a/b/f.txt", "x");
+        await mkdir("s", "a/b/g");
+        await put("s", "a/b/f.txt", "y");
+        await storage.deleteTree("s", "a/b/g", {}, T0);
+        const after = [await node("s", ""), await node("s", "a"), await node("s", "a/b")];
+        expect(after).toEqual(before);
+        const s = await store("s");
+        expect(s.rootTag).toBe(rootTag);
+        expect(s.lastEventId).toBeGreaterThan(file.eventId);
+      });
+    });
+
+    describe("changesSince", () => {
+      /** A node as changesSince reports it: the feed need not carry inline contents. */
+      const withoutInline = ({ inline: _, ...rest }: NodeRecord) => rest;
+
+      it("gives the latest state of every changed node, tombstones included, in event-id order", async () => {
+        await storage.createStore(config("s", "recursive"), T0);
+        await mkdir("s", "a");
+        await put("s", "a/x.txt", "1");
+        await put("s", "a/x.txt", "2");
+        await put("s", "b.txt", "b");
+        await storage.deleteTree("s", "b.txt", {}, T0 + SECOND);
+        const changes = await storage.changesSince("s", 0, 1000);
+        const ids = changes.map((n) => n.eventId);
+        expect(ids).toEqual([...ids].sort((x, y) => x - y));
+        expect(new Set(ids).size).toBe(ids.length);
+        expect(changes.map((n) => n.path).sort()).toEqual(["", "a", "a/x.txt", "b.txt"]);
+        for (const n of changes) expect(withoutInline(n)).toEqual(withoutInline(await node("s", n.path)));
+        expect(changes.at(-1)?.eventId).toBe((await store("s")).lastEventId);
+      });
+
+      it("gives only the changes after the cursor, at most `limit` of them", async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+        await put("s", "a.txt", "a");
+        const cursor = (await store("s")).lastEventId;
+        expect(await storage.changesSince("s", cursor, 1000)).toEqual([]);
+        const { node: b } = await put("s", "b.txt", "b");
+        const { node: c } = await mkdir("s", "c");
+        const { node: d } = await put("s", "d.txt", "d");
+        const after = await storage.changesSince("s", cursor, 1000);
+        expect(after.map((n) => [n.path, n.eventId])).toEqual([
+          ["b.txt", b.eventId],
+          ["c", c.eventId],
+          ["d.txt", d.eventId],
+        ]);
+        expect((await storage.changesSince("s", cursor, 2)).map((n) => n.path)).toEqual(["b.txt", "c"]);
+        expect((await storage.changesSince("s", b.eventId, 1)).map((n) => n.path)).toEqual(["c"]);
+      });
+
+      it("gives nothing for an unknown or deleted store, and drops purged tombstones", async () => {
+        expect(await storage.changesSince("nope", 0, 10)).toEqual([]);
+        await storage.createStore(config("s", "snapshot", "1s"), T0);
+        await put("s", "a.txt", "a");
+        await put("s", "b.txt", "b");
+        await storage.deleteTree("s", "a.txt", {}, T0);
+        await storage.purgeExpired(T0 + DAY);
+        expect((await storage.changesSince("s", 0, 10)).map((n) => n.path)).toEqual(["", "b.txt"]);
+        await storage.deleteStore("s", T0 + DAY);
+        expect(await storage.changesSince("s", 0, 10)).toEqual([]);
+      });
+
+      it("a follower polling while writers run concurrently sees the final state of every node", async () => {
+        await storage.createStore(config("s", "recursive"), T0);
+        for (const d of ["p", "q", "r", "t"]) await mkdir("s", d);
+        const seen = new Map<string, number>();
+        let cursor = 0;
+        let done = false;
+        const follower = (async () => {
+          for (;;) {
+            const finished = done;
+            const batch = await storage.changesSince("s", cursor, 7);
+            for (const n of batch) {
+              expect(n.eventId).toBeGreaterThan(cursor);
+              cursor = n.eventId;
+              seen.set(n.path, n.eventId);
+            }
+            if (batch.length === 0) {
+              if (finished) return;
+              await new Promise((resolve) => setImmediate(resolve));
+            }
+          }
+        })();
+        const writers = ["p", "q", "r", "t"].map(async (d) => {
+          for (let i = 0; i < 12; i++) {
+            await put("s", `${d}/f${i % 4}.txt`, `${i}`);
+            if (i % 5 === 4) await storage.deleteTree("s", `${d}/f${i % 4}.txt`, {}, T0);
+          }
+        });
+        await Promise.all(writers);
+        done = true;
+        await follower;
+        const all = [await node("s", ""), ...(await listAll(storage, "s", "", { recursive: true, includeDeleted: true }))];
+        for (const n of all) expect([n.path, seen.get(n.path)]).toEqual([n.path, n.eventId]);
+        expect(cursor).toBe((await store("s")).lastEventId);
+      });
+    });
+
+    describe("onChange", () => {
+      it("tells listeners the store's name after each change until they are removed", async () => {
+        const heard: string[] = [];
+        const remove = storage.onChange((s) => heard.push(s));
+        await storage.createStore(config("s", "snapshot"), T0);
+        expect(heard).toContain("s");
+        for (const change of [
+          () => mkdir("s", "d"),
+          () => put("s", "d/a.txt", "a"),
+          () => put("s", "d/a.txt", "b"),
+          () => storage.deleteTree("s", "d", {}, T0),
+          () => storage.deleteStore("s", T0),
+        ]) {
+          heard.length = 0;
+          await change();
+          expect(heard).toContain("s");
+          expect(heard.every((s) => s === "s")).toBe(true);
+        }
+        remove();
+        heard.length = 0;
+        await storage.createStore(config("t", "snapshot"), T0);
+        await put("t", "a.txt", "a");
+        expect(heard).toEqual([]);
+      });
+    });
+
+    describe("purgeExpired", () => {
+      it("removes tombstones older than keep-deleted, raises purgedEventId, leaves live nodes alone", async () => {
+        await storage.createStore(config("s", "snapshot", "1s"), T0);
+        await mkdir("s", "d");
+        await put("s", "d/a.txt", "a");
+        await put("s", "d/b.txt", "b");
+        await put("s", "keep.txt", "keep");
+        await storage.deleteTree("s", "d", {}, T0 + SECOND);
+        const tombstones = await listAll(storage, "s", "", { recursive: true, includeDeleted: true });
+        const deletedIds = tombstones.filter((n) => n.deleted).map((n) => n.eventId);
+        expect(deletedIds).toHaveLength(3);
+        const live = await listAll(storage, "s", "", { recursive: true });
+        const before = await store("s");
+
+        expect(await storage.purgeExpired(T0 + SECOND + 500)).toBe(0);
+        expect((await node("s", "d")).deleted).toBe(true);
+        expect(await storage.purgeExpired(T0 + SECOND + 5 * SECOND)).toBe(3);
+
+        expect(await storage.getNode("s", "d")).toBeUndefined();
+        expect(await storage.getNode("s", "d/a.txt")).toBeUndefined();
+        expect(await listAll(storage, "s", "", { recursive: true, includeDeleted: true })).toEqual(live);
+        const after = await store("s");
+        expect(after.purgedEventId).toBeGreaterThanOrEqual(Math.max(...deletedIds));
+        expect(after.purgedEventId).toBeLessThanOrEqual(after.lastEventId);
+        expect(after.lastEventId).toBe(before.lastEventId);
+        expect(await storage.purgeExpired(T0 + DAY)).toBe(0);
+      });
+
+      it("uses each store's own keep-deleted", async () => {
+        await storage.createStore(config("short", "snapshot", "1s"), T0);
+        await storage.createStore(config("long", "snapshot", "7d"), T0);
+        for (const s of ["short", "long"]) {
+          await put(s, "a.txt", "a");
+          await storage.deleteTree(s, "a.txt", {}, T0);
+        }
+        expect(await storage.purgeExpired(T0 + 10 * SECOND)).toBe(1);
+        expect(await storage.getNode("short", "a.txt")).toBeUndefined();
+        expect((await node("long", "a.txt")).deleted).toBe(true);
+        expect((await store("long")).purgedEventId).toBe(0);
+        expect(await storage.purgeExpired(T0 + 8 * DAY)).toBe(1);
+        expect(await storage.getNode("long", "a.txt")).toBeUndefined();
+      });
+
+      it("purges expired tombstones of one store behind many older ones another store keeps", async () => {
+        await storage.createStore(config("long", "snapshot", "7d"), T0);
+        await storage.createStore(config("short", "snapshot", "1s"), T0);
+        await mkdir("long", "d");
+        for (let i = 0; i < 1100; i++) await put("long", `d/f${i}`, "x");
+        await storage.deleteTree("long", "d", {}, T0);
+        await put("short", "a.txt", "a");
+        await storage.deleteTree("short", "a.txt", {}, T0 + SECOND);
+        expect(await storage.purgeExpired(T0 + 10 * SECOND)).toBe(1);
+        expect(await storage.getNode("short", "a.txt")).toBeUndefined();
+        expect((await node("long", "d/f0")).deleted).toBe(true);
+      });
+
+      it("a tombstone past keep-deleted counts as absent for writes before it is purged", async () => {
+        await storage.createStore(config("s", "snapshot", "1s"), T0);
+        await put("s", "a.txt", "a");
+        await storage.deleteTree("s", "a.txt", {}, T0);
+        await expect(storage.deleteTree("s", "a.txt", {}, T0 + 10)).rejects.toBeInstanceOf(DeletedError);
+        await expect(storage.deleteTree("s", "a.txt", {}, T0 + 10 * SECOND)).rejects.toBeInstanceOf(NotFoundError);
+        const { created } = await put("s", "a.txt", "again", { now: T0 + 10 * SECOND });
+        expect(created).toBe(true);
+      });
+    });
+  });
+}

@@ -1,0 +1,117 @@
+// The storage contract for the embedded SQLite adapter, then what only it does:
+// a data directory that outlives the process.
+
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { NodeRecord, StoragePort } from "../../src/storage/port.js";
+import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
+import { type AdapterUnderTest, storageContract } from "./contract.js";
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => e.name);
+}
+
+async function openAdapter(): Promise<AdapterUnderTest> {
+  const dataDir = await mkdtemp(join(tmpdir(), "trove-sqlite-"));
+  const storage = await SqliteStorage.open({ dataDir });
+  return {
+    storage,
+    async cleanup() {
+      await storage.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+    async storedBlobs() {
+      return [...(await filesUnder(join(dataDir, "blobs"))), ...(await filesUnder(join(dataDir, "tmp")))];
+    },
+  };
+}
+
+storageContract("sqlite", openAdapter);
+
+async function readAll(storage: StoragePort, node: NodeRecord): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of storage.readBlob(node)) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts);
+}
+
+async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
+  yield data;
+}
+
+describe("SqliteStorage", () => {
+  const T0 = 1_700_000_000_000;
+  let dataDir: string;
+  let storage: SqliteStorage | undefined;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "trove-sqlite-"));
+  });
+
+  afterEach(async () => {
+    await storage?.close();
+    storage = undefined;
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("keeps stores, nodes and blobs across close and reopen", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    await storage.createStore({ name: "s", type: "recursive", settings: { "keep-deleted": "1d" } }, T0);
+    await storage.makeDirectory("s", "d", {}, T0);
+    const large = randomBytes(200_000);
+    const bigBlob = await storage.writeBlob(once(large), { maxSize: 1_000_000 });
+    await storage.putFile("s", "d/big.bin", bigBlob, "application/octet-stream", {}, T0);
+    const smallBlob = await storage.writeBlob(once(Buffer.from("small")), { maxSize: 1_000_000 });
+    await storage.putFile("s", "d/small.txt", smallBlob, "text/plain", {}, T0);
+    await storage.makeDirectory("s", "gone", {}, T0);
+    await storage.deleteTree("s", "gone", {}, T0);
+    const storeBefore = await storage.getStore("s");
+    const nodesBefore = await Promise.all(["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)));
+    await storage.close();
+
+    storage = await SqliteStorage.open({ dataDir });
+    expect(await storage.getStore("s")).toEqual(storeBefore);
+    const nodesAfter = await Promise.all(["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)));
+    expect(nodesAfter).toEqual(nodesBefore);
+    const big = nodesAfter[2] as NodeRecord;
+    expect((await readAll(storage, big)).equals(large)).toBe(true);
+    expect((await readAll(storage, nodesAfter[3] as NodeRecord)).toString()).toBe("small");
+    const { node } = await storage.makeDirectory("s", "e", {}, T0 + 1);
+    expect(node.eventId).toBeGreaterThan(storeBefore?.lastEventId ?? Number.POSITIVE_INFINITY);
+  });
+
+  it("removes temporary upload files left in <data>/tmp when it opens, and keeps finished blobs", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    await storage.createStore({ name: "s", type: "snapshot", settings: { "keep-deleted": "1d" } }, T0);
+    const blob = await storage.writeBlob(once(randomBytes(100_000)), { maxSize: 1_000_000 });
+    await storage.putFile("s", "big.bin", blob, "application/octet-stream", {}, T0);
+    await storage.close();
+    storage = undefined;
+
+    await writeFile(join(dataDir, "tmp", "4f1c1b8e-dead-4bee-8c1a-000000000000"), randomBytes(70_000));
+    await mkdir(join(dataDir, "tmp", "stray"), { recursive: true });
+    await writeFile(join(dataDir, "tmp", "stray", "partial"), "x");
+
+    storage = await SqliteStorage.open({ dataDir });
+    expect(await readdir(join(dataDir, "tmp"))).toEqual([]);
+    const node = await storage.getNode("s", "big.bin");
+    expect(node && (await readAll(storage, node)).byteLength).toBe(100_000);
+  });
+
+  it("reports its data locations and driver among the settings", async () => {
+    storage = await SqliteStorage.open({ dataDir, busyTimeout: 1234 });
+    const settings = storage.reportedSettings();
+    expect(settings).toMatchObject({
+      "filesystem-location": join(dataDir, "blobs"),
+      "filesystem-temp": join(dataDir, "tmp"),
+      "database-driver": "better-sqlite3",
+      "database-dialect": "sqlite",
+      "database-connection-url": `file:${join(dataDir, "trove.db")}`,
+      "database-lock-timeout": "1234",
+    });
+    expect((await stat(join(dataDir, "trove.db"))).isFile()).toBe(true);
+  });
+});
