@@ -1,0 +1,162 @@
+// Change-feed benchmarks (issue 3), against `trove serve` in a child process:
+//  1. delivery latency: time from a PUT's response to the poll response that carries its
+//     event, p50 and p99 over 1,000 changes; baseline: the round trip of a GET of a small
+//     resource on the same server, measured in the same run.
+//  2. 1,000 concurrent idle long polls: server CPU over 10 s against the same server idle
+//     with none, and memory per waiter.
+// `node bench/feed.js` (builds dist/ first).
+
+import { readFileSync } from "node:fs";
+import * as http from "node:http";
+import { buildDist, procStatusBytes, startTrove } from "./servers.js";
+
+const CHANGES = 1000;
+const IDLE_POLLS = 1000;
+const IDLE_SECONDS = 10;
+
+/** One HTTP/1.1 request on a keep-alive agent; resolves with status and body text. */
+function request(url, { method = "GET", body, dispatcher, signal } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, agent: dispatcher, signal }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (s) => {
+        text += s;
+      });
+      res.on("end", () =>
+        resolve({ statusCode: res.statusCode, body: { text: async () => text, dump: async () => {} } }),
+      );
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+class Agent extends http.Agent {
+  constructor({ connections }) {
+    super({ keepAlive: true, maxSockets: connections });
+  }
+  async close() {
+    this.destroy();
+  }
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 10 ms
+}
+
+async function lastEventId(url) {
+  const text = await (await fetch(`${url}/resources/v2/poll`)).text();
+  return Number(/^RESET home (\d+)$/m.exec(text)[1]);
+}
+
+async function deliveryLatency(url) {
+  const agent = new Agent({ connections: 4 });
+  let cursor = await lastEventId(url);
+  const seen = new Map();
+  let stop = false;
+  const follower = (async () => {
+    while (!stop) {
+      const res = await request(`${url}/resources/v2/poll?store=home:${cursor}&wait=1`, { dispatcher: agent });
+      const text = await res.body.text();
+      const at = performance.now();
+      if (res.statusCode !== 200) continue;
+      for (const line of text.trim().split("\n")) {
+        const [kind, id, uri] = line.split("|");
+        if (kind !== "CHANGE") continue;
+        cursor = Math.max(cursor, Number(id));
+        if (!seen.has(uri)) seen.set(uri, at);
+      }
+    }
+  })();
+  const latencies = [];
+  const rtts = [];
+  await request(`${url}/resources/v2/data/home/probe.txt`, { method: "PUT", body: "p", dispatcher: agent }).then((r) =>
+    r.body.dump(),
+  );
+  for (let i = 0; i < CHANGES; i++) {
+    const uri = `idr://home/lat-${i}.txt`;
+    const res = await request(`${url}/resources/v2/data/home/lat-${i}.txt`, {
+      method: "PUT",
+      body: `v${i}`,
+      dispatcher: agent,
+    });
+    await res.body.dump();
+    const answered = performance.now();
+    while (!seen.has(uri)) await new Promise((r) => setImmediate(r));
+    latencies.push(Math.max(0, seen.get(uri) - answered));
+    const t0 = performance.now();
+    await (await request(`${url}/resources/v2/data/home/probe.txt`, { dispatcher: agent })).body.dump();
+    rtts.push(performance.now() - t0);
+  }
+  stop = true;
+  await follower;
+  await agent.close();
+  latencies.sort((a, b) => a - b);
+  rtts.sort((a, b) => a - b);
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    rttP50: percentile(rtts, 50),
+    rttP99: percentile(rtts, 99),
+  };
+}
+
+async function idlePolls(server) {
+  const agent = new Agent({ connections: IDLE_POLLS + 10 });
+  const cursor = await lastEventId(server.url);
+  const idleStart = cpuSeconds(server.pid);
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  const idleCpu = cpuSeconds(server.pid) - idleStart;
+  const rssBefore = procStatusBytes(server.pid, "VmRSS");
+  const controllers = [];
+  const polls = [];
+  for (let i = 0; i < IDLE_POLLS; i++) {
+    const c = new AbortController();
+    controllers.push(c);
+    polls.push(
+      request(`${server.url}/resources/v2/poll?store=home:${cursor}&wait=30`, { dispatcher: agent, signal: c.signal })
+        .then((r) => r.body.dump())
+        .catch(() => undefined),
+    );
+  }
+  await new Promise((r) => setTimeout(r, 2000)); // all connected and waiting
+  const rssWaiting = procStatusBytes(server.pid, "VmRSS");
+  const start = cpuSeconds(server.pid);
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  const cpu = cpuSeconds(server.pid) - start;
+  for (const c of controllers) c.abort();
+  await Promise.all(polls);
+  await agent.close();
+  return { idleCpu, cpu, perWaiter: (rssWaiting - rssBefore) / IDLE_POLLS };
+}
+
+buildDist();
+const server = await startTrove({ logLevel: "silent" });
+try {
+  const lat = await deliveryLatency(server.url);
+  const idle = await idlePolls(server);
+  const f = (x) => x.toFixed(2);
+  console.log("\nChange feed (embedded store), one server process, loopback\n");
+  console.log("| measure | value | baseline (same run) | ratio |");
+  console.log("|---|---|---|---|");
+  console.log(
+    `| delivery latency p50, PUT answered -> poll answered | ${f(lat.p50)} ms | GET round trip p50 ${f(lat.rttP50)} ms | ${f(lat.p50 / lat.rttP50)}x |`,
+  );
+  console.log(
+    `| delivery latency p99 | ${f(lat.p99)} ms | GET round trip p99 ${f(lat.rttP99)} ms | ${f(lat.p99 / lat.rttP99)}x |`,
+  );
+  console.log(
+    `| server CPU, ${IDLE_POLLS} idle long polls, ${IDLE_SECONDS} s | ${f(idle.cpu)} s (${f((100 * idle.cpu) / IDLE_SECONDS)}% of a core) | no polls: ${f(idle.idleCpu)} s | - |`,
+  );
+  console.log(`| server memory per waiting poll | ${(idle.perWaiter / 1024).toFixed(1)} KiB | - | - |`);
+  console.log(`\ntargets: p50 < 5 ms, p99 < 50 ms; CPU near idle with ${IDLE_POLLS} waiting polls`);
+} finally {
+  await server.stop();
+}
