@@ -47,8 +47,8 @@ export class ChangeNotifier {
     };
     this.count += 1;
     for (const key of keys) {
-      let set = this.waiters.get(key);
-      if (!set) this.waiters.set(key, (set = new Set()));
+      const set = this.waiters.get(key) ?? new Set();
+      this.waiters.set(key, set);
       set.add(fire);
     }
     return { fired, dispose };

@@ -127,7 +127,10 @@ describe("parentOf, nameOf, ancestorsOf", () => {
 describe("descendantRange", () => {
   /** In [low, high) under UTF-8 byte order, the order databases compare strings in. */
   function inRange(path: string, range: { low: string; high: string }): boolean {
-    return Buffer.compare(Buffer.from(path), Buffer.from(range.low)) >= 0 && Buffer.compare(Buffer.from(path), Buffer.from(range.high)) < 0;
+    return (
+      Buffer.compare(Buffer.from(path), Buffer.from(range.low)) >= 0 &&
+      Buffer.compare(Buffer.from(path), Buffer.from(range.high)) < 0
+    );
   }
 
   it("bounds the paths below a directory by dir/ and dir0", () => {
@@ -137,7 +140,8 @@ describe("descendantRange", () => {
 
   it("holds every descendant and no sibling that merely starts with the same name", () => {
     const range = descendantRange("a");
-    for (const below of ["a/b", "a/b/c", "a/.x", "a/\u{1F600}", "a/~", "a/ b"]) expect(inRange(below, range)).toBe(true);
+    for (const below of ["a/b", "a/b/c", "a/.x", "a/\u{1F600}", "a/~", "a/ b"])
+      expect(inRange(below, range)).toBe(true);
     for (const outside of ["a", "a.txt", "a-1", "a b", "a0", "a0/x", "ab", "b", "", "A/b"]) {
       expect(inRange(outside, range)).toBe(false);
     }

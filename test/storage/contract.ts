@@ -122,7 +122,14 @@ export function storageContract(
       const data = typeof contents === "string" ? text(contents) : contents;
       const blob = await storage.writeBlob(chunked(data), { maxSize: MAX });
       try {
-        return await storage.putFile(store, path, blob, options.type ?? "text/plain", options.pre ?? {}, options.now ?? T0);
+        return await storage.putFile(
+          store,
+          path,
+          blob,
+          options.type ?? "text/plain",
+          options.pre ?? {},
+          options.now ?? T0,
+        );
       } catch (err) {
         await storage.discardBlob(blob);
         throw err;
@@ -586,9 +593,9 @@ export function storageContract(
       it("a replacement refused by its precondition leaves the old blob in place", async () => {
         const first = randomBytes(inlineLimit * 2);
         const { node: v1 } = await put("s", "big.bin", first);
-        await expect(put("s", "big.bin", randomBytes(inlineLimit * 2), { pre: { ifMatch: ["stale"] } })).rejects.toBeInstanceOf(
-          PreconditionFailedError,
-        );
+        await expect(
+          put("s", "big.bin", randomBytes(inlineLimit * 2), { pre: { ifMatch: ["stale"] } }),
+        ).rejects.toBeInstanceOf(PreconditionFailedError);
         expect((await readAll(storage, v1)).equals(first)).toBe(true);
         const blobs = await blobsNow();
         if (blobs) expect(blobs).toEqual([v1.blob]);
@@ -894,6 +901,50 @@ export function storageContract(
       });
     });
 
+    describe("concurrent writers", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "recursive"), T0);
+      });
+
+      it("of two writes with the same If-Match, exactly one wins", async () => {
+        const { node: v1 } = await put("s", "a.txt", "v1");
+        const outcomes = await Promise.allSettled([
+          put("s", "a.txt", "left", { pre: { ifMatch: [v1.tag] } }),
+          put("s", "a.txt", "right", { pre: { ifMatch: [v1.tag] } }),
+        ]);
+        const won = outcomes.filter((o) => o.status === "fulfilled");
+        const lost = outcomes.filter((o) => o.status === "rejected");
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(1);
+        expect((lost[0] as PromiseRejectedResult).reason).toBeInstanceOf(PreconditionFailedError);
+        const winner = (won[0] as PromiseFulfilledResult<{ node: NodeRecord }>).value.node;
+        expect(await node("s", "a.txt")).toEqual(winner);
+        expect(winner.prevTag).toBe(v1.tag);
+      });
+
+      it("of two creations of one directory, exactly one creates it", async () => {
+        const results = await Promise.all([mkdir("s", "d"), mkdir("s", "d"), mkdir("s", "d")]);
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        for (const r of results) expect(r.node.tag).toBe((await node("s", "d")).tag);
+      });
+
+      it("a directory deleted while files are written into it has no live node below it", async () => {
+        await mkdir("s", "d");
+        await mkdir("s", "d/e");
+        const writes = Array.from({ length: 12 }, (_, i) => put("s", `d/${i % 2 ? "e/" : ""}f${i}`, `${i}`));
+        const deletion = storage.deleteTree("s", "d", {}, T0 + SECOND);
+        const later = Array.from({ length: 12 }, (_, i) => put("s", `d/e/g${i}`, `${i}`));
+        const outcomes = await Promise.allSettled([...writes, deletion, ...later]);
+        for (const o of outcomes) {
+          if (o.status === "rejected") expect(o.reason).toBeInstanceOf(NotFoundError);
+        }
+        expect(outcomes.at(12)?.status).toBe("fulfilled");
+        expect((await node("s", "d")).deleted).toBe(true);
+        const below = await listAll(storage, "s", "d", { recursive: true, includeDeleted: true });
+        for (const n of below) expect([n.path, n.deleted]).toEqual([n.path, true]);
+      });
+    });
+
     describe("changesSince", () => {
       /** A node as changesSince reports it: the feed need not carry inline contents. */
       const withoutInline = ({ inline: _, ...rest }: NodeRecord) => rest;
@@ -974,7 +1025,10 @@ export function storageContract(
         await Promise.all(writers);
         done = true;
         await follower;
-        const all = [await node("s", ""), ...(await listAll(storage, "s", "", { recursive: true, includeDeleted: true }))];
+        const all = [
+          await node("s", ""),
+          ...(await listAll(storage, "s", "", { recursive: true, includeDeleted: true })),
+        ];
         for (const n of all) expect([n.path, seen.get(n.path)]).toEqual([n.path, n.eventId]);
         expect(cursor).toBe((await store("s")).lastEventId);
       });

@@ -69,12 +69,16 @@ describe("SqliteStorage", () => {
     await storage.makeDirectory("s", "gone", {}, T0);
     await storage.deleteTree("s", "gone", {}, T0);
     const storeBefore = await storage.getStore("s");
-    const nodesBefore = await Promise.all(["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)));
+    const nodesBefore = await Promise.all(
+      ["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)),
+    );
     await storage.close();
 
     storage = await SqliteStorage.open({ dataDir });
     expect(await storage.getStore("s")).toEqual(storeBefore);
-    const nodesAfter = await Promise.all(["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)));
+    const nodesAfter = await Promise.all(
+      ["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)),
+    );
     expect(nodesAfter).toEqual(nodesBefore);
     const big = nodesAfter[2] as NodeRecord;
     expect((await readAll(storage, big)).equals(large)).toBe(true);

@@ -179,7 +179,7 @@ export class SqliteStorage implements StoragePort {
       descendants: db.prepare<[string, string, string, number], NodeRow>(
         "SELECT * FROM nodes WHERE store = ? AND path > ? AND path < ? ORDER BY path LIMIT ?",
       ),
-      // Below the root: every path but "" (no upper bound, which a name starting with U+10FFFF would pass).
+      // Below the root: every path but "". No upper bound: descendantRange's U+10FFFF would leave out names starting with it.
       belowRoot: db.prepare<[string, string, number], NodeRow>(
         "SELECT * FROM nodes WHERE store = ? AND path > ? ORDER BY path LIMIT ?",
       ),
