@@ -27,8 +27,9 @@ const connections = Number(opts.connections);
 const RESOURCE = "/resources/v2/data/home/resource-4k.bin";
 const PUT_TARGET = "/resources/v2/data/home/put-4k.bin";
 
-function load(url, request) {
-  return autocannon({ url, connections, pipelining: 1, duration, ...request });
+/** One autocannon run; autocannon takes the path from the URL, not from a `path` option. */
+function load(base, { path, ...request }, seconds) {
+  return autocannon({ url: base + path, connections, pipelining: 1, duration: seconds, ...request });
 }
 
 /** Responses with an expected status per second, with what went wrong besides. */
@@ -88,8 +89,8 @@ async function runRequests() {
       let baseline = 0;
       for (const t of targets) {
         const request = c.request(t);
-        if (warmup > 0) await autocannon({ url: t.url, connections, duration: warmup, ...request });
-        const s = summarize(await load(t.url, request), c.expected);
+        if (warmup > 0) await load(t.url, request, warmup);
+        const s = summarize(await load(t.url, request, duration), c.expected);
         if (t === targets[0]) baseline = s.rps;
         rows.push({ case: c.name, target: t.label, ...s, ratio: baseline > 0 ? s.rps / baseline : Number.NaN });
         process.stderr.write(`  ${c.name}, ${t.label}: ${Math.round(s.rps)} req/s\n`);

@@ -82,7 +82,16 @@ async function startChild(args, probePath, port, extra = {}) {
 export async function startTrove({ logLevel = "silent" } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "trove-bench-"));
   const port = await freePort();
-  const args = [join(ROOT, "bin/trove.js"), "serve", "--port", String(port), "--data", dataDir, "--log-level", logLevel];
+  const args = [
+    join(ROOT, "bin/trove.js"),
+    "serve",
+    "--port",
+    String(port),
+    "--data",
+    dataDir,
+    "--log-level",
+    logLevel,
+  ];
   const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
   return startChild(args, "/resources/v2/data/home/", port, { cleanup });
 }

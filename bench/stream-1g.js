@@ -3,11 +3,11 @@
 // file (with MD5 and fsync), reporting MiB/s and the server's peak RSS growth.
 // `node bench/stream-1g.js [--size-mib 1024] [--skip-build]`.
 
-import * as http from "node:http";
-import { pathToFileURL } from "node:url";
 import { createHash } from "node:crypto";
+import * as http from "node:http";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { generatedBody } from "./payloads.js";
 import { buildDist, procStatusBytes, resetPeak, startBaseline, startTrove } from "./servers.js";
@@ -80,11 +80,14 @@ async function roundTrip(server, path, sizeMiB) {
   const body = generatedBody(size);
   const up = await measured(server.pid, () => put(url, body.chunks, size));
   const md5 = body.md5();
-  if (up.result.statusCode !== 201 && up.result.statusCode !== 200) throw new Error(`PUT answered ${up.result.statusCode}`);
-  if (up.result.headers["content-md5"] !== md5) throw new Error(`PUT Content-MD5 ${up.result.headers["content-md5"]}, sent ${md5}`);
+  if (up.result.statusCode !== 201 && up.result.statusCode !== 200)
+    throw new Error(`PUT answered ${up.result.statusCode}`);
+  if (up.result.headers["content-md5"] !== md5)
+    throw new Error(`PUT Content-MD5 ${up.result.headers["content-md5"]}, sent ${md5}`);
   const down = await measured(server.pid, () => get(url));
   if (down.result.res.statusCode !== 200) throw new Error(`GET answered ${down.result.res.statusCode}`);
-  if (down.result.size !== size || down.result.md5 !== md5) throw new Error("GET answered other contents than were PUT");
+  if (down.result.size !== size || down.result.md5 !== md5)
+    throw new Error("GET answered other contents than were PUT");
   return { up, down };
 }
 
@@ -98,14 +101,19 @@ export async function runStream({ sizeMiB = 1024 } = {}) {
   }
   const trove = await startTrove({ logLevel: "silent" });
   try {
-    rows.push({ server: "trove, log silent", ...(await roundTrip(trove, "/resources/v2/data/home/large.bin", sizeMiB)) });
+    rows.push({
+      server: "trove, log silent",
+      ...(await roundTrip(trove, "/resources/v2/data/home/large.bin", sizeMiB)),
+    });
   } finally {
     await trove.stop();
   }
 
   const mibps = (t) => (sizeMiB / t.seconds).toFixed(0);
   const mib = (b) => (b / MiB).toFixed(1);
-  console.log(`\nStreaming ${sizeMiB} MiB (MD5 checked both ways; server RSS growth target < ${GROWTH_TARGET / MiB} MiB)`);
+  console.log(
+    `\nStreaming ${sizeMiB} MiB (MD5 checked both ways; server RSS growth target < ${GROWTH_TARGET / MiB} MiB)`,
+  );
   const head = `${"server".padEnd(28)}${"PUT MiB/s".padStart(10)}${"GET MiB/s".padStart(10)}${"RSS before".padStart(12)}${"PUT growth".padStart(12)}${"GET growth".padStart(12)}`;
   console.log(`${head}\n${"-".repeat(head.length)}`);
   for (const r of rows) {
@@ -115,7 +123,9 @@ export async function runStream({ sizeMiB = 1024 } = {}) {
   }
   const trovesRow = rows.at(-1);
   const ok = trovesRow.up.growth < GROWTH_TARGET && trovesRow.down.growth < GROWTH_TARGET;
-  console.log(`Trove vs baseline: PUT ${(rows[0].up.seconds / trovesRow.up.seconds).toFixed(2)}x, GET ${(rows[0].down.seconds / trovesRow.down.seconds).toFixed(2)}x; memory target ${ok ? "met" : "MISSED"}`);
+  console.log(
+    `Trove vs baseline: PUT ${(rows[0].up.seconds / trovesRow.up.seconds).toFixed(2)}x, GET ${(rows[0].down.seconds / trovesRow.down.seconds).toFixed(2)}x; memory target ${ok ? "met" : "MISSED"}`,
+  );
   return rows;
 }
 

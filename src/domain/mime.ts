@@ -38,9 +38,11 @@ export function typeFromName(name: string): string {
   return BY_EXTENSION[name.slice(dot + 1).toLowerCase()] ?? DEFAULT_TYPE;
 }
 
-// RFC 9110 media-type: token "/" token *( OWS ";" OWS parameter ).
+// RFC 9110 media-type: token "/" token *( OWS ";" OWS parameter ). A quoted-string holds
+// no control characters other than tab: a type must be a valid header value and XML text.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"([^"\\\\]|\\\\.)*"))*$`);
+const QUOTED = '"([\\t !#-\\[\\]-~\\x80-\\xff]|\\\\[\\t -~\\x80-\\xff])*"';
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}([ \\t]*;[ \\t]*${TOKEN}=(${TOKEN}|${QUOTED}))*$`);
 
 export function isMediaType(value: string): boolean {
   return value.length <= 255 && MEDIA_TYPE.test(value);

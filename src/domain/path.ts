@@ -8,6 +8,7 @@ export const MAX_PATH_BYTES = 4096;
 const STORE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 // C0 controls, DEL and C1 controls.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const NOT_XML = /[\uFFFE\uFFFF]/;
 
 export function validateStoreName(name: string): string {
   if (!STORE_NAME.test(name)) {
@@ -28,6 +29,8 @@ export function validateSegment(segment: string): string {
   }
   if (segment.includes("/")) throw new BadRequestError("a name cannot contain '/'");
   if (!segment.isWellFormed()) throw new BadRequestError("path is not valid Unicode");
+  // Not XML 1.0 characters: one such name would make every listing of its directory unreadable.
+  if (NOT_XML.test(segment)) throw new BadRequestError("path contains U+FFFE or U+FFFF, which XML cannot carry");
   if (Buffer.byteLength(segment) > MAX_NAME_BYTES) {
     throw new BadRequestError(`name longer than ${MAX_NAME_BYTES} bytes`);
   }

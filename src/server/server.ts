@@ -14,7 +14,7 @@ import { type Logger, pino } from "pino";
 import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
 import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
-import type { RestRequest, RestResponse } from "../rest/http.js";
+import { type RestRequest, type RestResponse, SERVER_HEADER } from "../rest/http.js";
 import { PollRoutes } from "../rest/poll.js";
 import { ResourceRoutes } from "../rest/resources.js";
 import { handleRest, REST_PREFIX } from "../rest/router.js";
@@ -100,6 +100,22 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   };
 
   const h1 = http.createServer({ requestTimeout: 0 }, handler);
+  // Requests Node's parser refuses never reach the handler: answer them in the spec's shape too.
+  h1.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    if (!socket.writable || err.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const [status, text] =
+      err.code === "HPE_HEADER_OVERFLOW"
+        ? ["431 Request Header Fields Too Large", "request headers too large"]
+        : ["400 Bad Request", `malformed HTTP request: ${err.code ?? err.message}`];
+    const body = `${text}\n`;
+    socket.end(
+      `HTTP/1.1 ${status}\r\nServer: ${SERVER_HEADER}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
   const h2 = http2.createServer({}, handler);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();

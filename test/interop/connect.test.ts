@@ -5,13 +5,13 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DELETED_TAG_KEY } from "../../src/services/connect-errors.js";
 import {
   ResourceService,
   type WriteHeaderSchema,
   type WriteRequestSchema,
 } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
+import { DELETED_TAG_KEY } from "../../src/services/connect-errors.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { chunksOf, md5Base64, payload } from "./payload.js";
 
@@ -97,7 +97,11 @@ describe("Connect face over HTTP/1.1", () => {
     expect(Buffer.concat(parts).equals(contents)).toBe(true);
 
     const notModified = [];
-    for await (const m of resources.read({ store: "home", path: "blocks/intro.block", ifNoneMatch: [resource?.tag ?? ""] }))
+    for await (const m of resources.read({
+      store: "home",
+      path: "blocks/intro.block",
+      ifNoneMatch: [resource?.tag ?? ""],
+    }))
       notModified.push(m);
     expect(notModified.map((m) => [m.notModified, m.chunk.length])).toEqual([[true, 0]]);
 

@@ -243,7 +243,9 @@ describe("gRPC face with @grpc/grpc-js over h2c", () => {
   // compares them unparsed: a quoted tag never matches. Expected to fail until that is fixed.
   it.fails("Read and Write accept quoted entity tags, as resources.proto documents", async () => {
     const written = await writeResource(resources, { store: "home", path: "quoted.txt" }, [Buffer.from("q")]);
-    const read = await collect(resources.Read({ store: "home", path: "quoted.txt", ifNoneMatch: [`"${written.resource.tag}"`] }));
+    const read = await collect(
+      resources.Read({ store: "home", path: "quoted.txt", ifNoneMatch: [`"${written.resource.tag}"`] }),
+    );
     expect(read[0]?.notModified).toBe(true);
     const replaced = await writeResource(
       resources,

@@ -15,7 +15,11 @@ interface H2Response {
   body: Buffer;
 }
 
-function request(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<H2Response> {
+function request(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: Buffer,
+): Promise<H2Response> {
   return new Promise((resolve, reject) => {
     const stream = session.request(headers, { endStream: body === undefined });
     const parts: Buffer[] = [];

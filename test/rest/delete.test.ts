@@ -54,7 +54,14 @@ describe("DELETE", () => {
     const reply = await client.fetch("DELETE", `${DATA}/home/docs/`);
     expect(reply.status).toBe(200);
     expect(reply.text).toBe("");
-    for (const path of ["docs/", "docs/a.txt", "docs/sub/", "docs/sub/b.txt", "docs/sub/deeper/", "docs/sub/deeper/c.txt"]) {
+    for (const path of [
+      "docs/",
+      "docs/a.txt",
+      "docs/sub/",
+      "docs/sub/b.txt",
+      "docs/sub/deeper/",
+      "docs/sub/deeper/c.txt",
+    ]) {
       expect(await gone(path), path).toBe(true);
     }
     const listing = await client.fetch("GET", `${DATA}/home/?recursive=true`);

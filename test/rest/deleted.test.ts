@@ -77,13 +77,15 @@ describe("known-deleted resources", () => {
     expectKnownDeleted(await client.fetch("GET", `${DATA}/home/docs/a.txt`));
   });
 
-  test("a known-deleted resource is listed only with include-deleted, marked deleted=\"true\"", async () => {
+  test('a known-deleted resource is listed only with include-deleted, marked deleted="true"', async () => {
     await putResource(client, "a.txt", "hello");
     await remove("a.txt");
     const tombstoneTag = (await client.fetch("HEAD", `${DATA}/home/a.txt`)).headers.get("etag");
     expect(listingEntries((await client.fetch("GET", `${DATA}/home/`)).text)).toEqual([]);
     const entries = listingEntries((await client.fetch("GET", `${DATA}/home/?include-deleted=true`)).text);
-    expect(entries).toEqual([expect.objectContaining({ name: "a.txt", deleted: "true", tag: tombstoneTag?.slice(1, -1) })]);
+    expect(entries).toEqual([
+      expect.objectContaining({ name: "a.txt", deleted: "true", tag: tombstoneTag?.slice(1, -1) }),
+    ]);
   });
 
   test("PUT over a known-deleted resource -> 201 created again (States table: absent -> present)", async () => {
@@ -153,9 +155,9 @@ describe("keep-deleted retention", () => {
     expect(head.headers.get("etag")).toBeNull();
     const after = await client.fetch("GET", `${DATA}/short/?include-deleted=true`);
     expect(listingEntries(after.text)).toEqual([]);
-    expect(listingEntries((await client.fetch("GET", `${DATA}/short/?include-deleted=true&recursive=true`)).text)).toEqual(
-      [],
-    );
+    expect(
+      listingEntries((await client.fetch("GET", `${DATA}/short/?include-deleted=true&recursive=true`)).text),
+    ).toEqual([]);
   });
 
   test("the default keep-deleted of home (7d) holds a deleted resource for seven days", async () => {

@@ -102,21 +102,24 @@ describe("GET and HEAD of a resource", () => {
     ["unquoted", (tag: string) => tag.slice(1, -1)],
     ["*", () => "*"],
     ["in a list", (tag: string) => `"other", ${tag}`],
-  ])("GET with If-None-Match %s matching -> 304 with no body; only ETag and Server remain of the headers", async (_, value) => {
-    const tag = await putResource(client, "a.txt", "hello");
-    for (const method of ["GET", "HEAD"]) {
-      const reply = await client.fetch(method, `${DATA}/home/a.txt`, { headers: { "If-None-Match": value(tag) } });
-      expect(reply.status).toBe(304);
-      expect(reply.text).toBe("");
-      expect(reply.headers.get("etag")).toBe(tag);
-      expect(pick(reply.headers, ["content-md5", "last-modified", "last-modified-millis", "content-type"])).toEqual({
-        "content-md5": null,
-        "last-modified": null,
-        "last-modified-millis": null,
-        "content-type": null,
-      });
-    }
-  });
+  ])(
+    "GET with If-None-Match %s matching -> 304 with no body; only ETag and Server remain of the headers",
+    async (_, value) => {
+      const tag = await putResource(client, "a.txt", "hello");
+      for (const method of ["GET", "HEAD"]) {
+        const reply = await client.fetch(method, `${DATA}/home/a.txt`, { headers: { "If-None-Match": value(tag) } });
+        expect(reply.status).toBe(304);
+        expect(reply.text).toBe("");
+        expect(reply.headers.get("etag")).toBe(tag);
+        expect(pick(reply.headers, ["content-md5", "last-modified", "last-modified-millis", "content-type"])).toEqual({
+          "content-md5": null,
+          "last-modified": null,
+          "last-modified-millis": null,
+          "content-type": null,
+        });
+      }
+    },
+  );
 
   test("GET with If-None-Match not matching -> 200 with the contents", async () => {
     const tag = await putResource(client, "a.txt", "hello");
@@ -284,7 +287,10 @@ describe("GET query parameters", () => {
     expect(file.status).toBe(200);
     expect(file.headers.get("content-type")).toBe("application/json");
     expect(file.text).toBe("a");
-    const withParam = await client.fetch("HEAD", `${DATA}/home/docs/a.txt?override-mime=text%2Fhtml%3B%20charset%3Dutf-8`);
+    const withParam = await client.fetch(
+      "HEAD",
+      `${DATA}/home/docs/a.txt?override-mime=text%2Fhtml%3B%20charset%3Dutf-8`,
+    );
     expect(withParam.headers.get("content-type")).toBe("text/html; charset=utf-8");
     const dir = await client.fetch("GET", `${DATA}/home/docs/?override-mime=text%2Fxml`);
     expect(dir.status).toBe(200);
@@ -302,6 +308,8 @@ describe("GET query parameters", () => {
     ["recursive=true&recursive=true", "query parameter recursive given twice"],
     ["override-mime=not%20a%20type", 'override-mime "not a type" is not a media type'],
     ["override-mime=", 'override-mime "" is not a media type'],
+    ["override-mime=text%2Fplain%3Bx%3D%22%01%22", 'override-mime "text/plain;x=\\"\\u0001\\"" is not a media type'],
+    ["override-mime=text%2Fplain%0A%3Bx%3D1", 'override-mime "text/plain\\n;x=1" is not a media type'],
   ])("GET with a bad query (%s) -> 400 with a text/plain reason", async (query, reason) => {
     await tree();
     for (const path of ["docs/", "docs/a.txt", "docs"]) {

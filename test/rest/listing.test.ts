@@ -44,7 +44,9 @@ describe("XML directory listing", () => {
   test("listing: root element resources, one resource element per entry with name, tag, type, size, last-modified, md5", async () => {
     await putResource(client, "a.txt", "hello");
     const reply = await client.fetch("GET", `${DATA}/home/`);
-    expect(reply.text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<resources><resource [^>]*\/><\/resources>\n$/);
+    expect(reply.text).toMatch(
+      /^<\?xml version="1.0" encoding="UTF-8"\?>\n<resources><resource [^>]*\/><\/resources>\n$/,
+    );
     expect(listingEntries(reply.text)).toEqual([
       {
         name: "a.txt",
@@ -164,6 +166,13 @@ describe("XML directory listing", () => {
     expect(get.status).toBe(200);
     expect(get.text).toBe(name);
   });
+
+  test('listing: a type with a quoted parameter holding XML special characters round-trips (type="...")', async () => {
+    const type = 'application/x-trove; label="a&b <c> \'d\' \\"e\\""';
+    await putResource(client, "a.bin", "x", { "Content-Type": type });
+    expect((await client.fetch("HEAD", `${DATA}/home/a.bin`)).headers.get("content-type")).toBe(type);
+    expect((await list("")).map((e) => e.type)).toEqual([type]);
+  });
 });
 
 async function etag(store: string, path: string): Promise<string> {
@@ -192,27 +201,33 @@ const changes: Array<[string, (store: string) => Promise<unknown>]> = [
 ];
 
 describe("store features and directory ETags", () => {
-  test.each(changes)("recursive store (sync, sync-recursive): every ancestor ETag, the root included, changes when a descendant is %s", async (_, change) => {
-    await tree("home");
-    await putResource(client, "docs/sub/keep.txt", "keep");
-    const before = await tags("home");
-    await change("home");
-    const after = await tags("home");
-    expect(after[""]).not.toBe(before[""]);
-    expect(after["docs/"]).not.toBe(before["docs/"]);
-    expect(after["docs/sub/"]).not.toBe(before["docs/sub/"]);
-    // Not an ancestor: unchanged.
-    expect(after["other/"]).toBe(before["other/"]);
-  });
+  test.each(changes)(
+    "recursive store (sync, sync-recursive): every ancestor ETag, the root included, changes when a descendant is %s",
+    async (_, change) => {
+      await tree("home");
+      await putResource(client, "docs/sub/keep.txt", "keep");
+      const before = await tags("home");
+      await change("home");
+      const after = await tags("home");
+      expect(after[""]).not.toBe(before[""]);
+      expect(after["docs/"]).not.toBe(before["docs/"]);
+      expect(after["docs/sub/"]).not.toBe(before["docs/sub/"]);
+      // Not an ancestor: unchanged.
+      expect(after["other/"]).toBe(before["other/"]);
+    },
+  );
 
-  test.each(changes)("snapshot store (sync, sync-snapshot): no ancestor ETag changes when a descendant is %s", async (_, change) => {
-    await createStore(client, "snap", "snapshot");
-    await tree("snap");
-    await putResource(client, "docs/sub/keep.txt", "keep", {}, "snap");
-    const before = await tags("snap");
-    await change("snap");
-    expect(await tags("snap")).toEqual(before);
-  });
+  test.each(changes)(
+    "snapshot store (sync, sync-snapshot): no ancestor ETag changes when a descendant is %s",
+    async (_, change) => {
+      await createStore(client, "snap", "snapshot");
+      await tree("snap");
+      await putResource(client, "docs/sub/keep.txt", "keep", {}, "snap");
+      const before = await tags("snap");
+      await change("snap");
+      expect(await tags("snap")).toEqual(before);
+    },
+  );
 
   test("recursive store: the listing's tag attributes of ancestors follow their ETags", async () => {
     await tree("home");
@@ -223,23 +238,26 @@ describe("store features and directory ETags", () => {
     }
   });
 
-  test.each(["recursive", "snapshot"] as const)("%s store: a directory's last-modified does not change when its contents change", async (type) => {
-    await createStore(client, "s", type);
-    await tree("s");
-    const created = clock.now();
-    clock.advance(60_000);
-    await putResource(client, "docs/sub/a.txt", "a", {}, "s");
-    clock.advance(60_000);
-    await client.fetch("PUT", `${DATA}/s/docs/sub/a.txt`, { body: bytes("b") });
-    clock.advance(60_000);
-    expect((await client.fetch("DELETE", `${DATA}/s/docs/sub/a.txt`)).status).toBe(200);
-    const head = await client.fetch("HEAD", `${DATA}/s/docs/sub/`);
-    expect(head.headers.get("last-modified-millis")).toBe(String(created));
-    const listing = listingEntries((await client.fetch("GET", `${DATA}/s/?recursive=true`)).text);
-    expect(listing.filter((e) => e.directory === "true").map((e) => [e.name, e["last-modified"]])).toEqual([
-      ["docs", new Date(created).toISOString()],
-      ["docs/sub", new Date(created).toISOString()],
-      ["other", new Date(created).toISOString()],
-    ]);
-  });
+  test.each(["recursive", "snapshot"] as const)(
+    "%s store: a directory's last-modified does not change when its contents change",
+    async (type) => {
+      await createStore(client, "s", type);
+      await tree("s");
+      const created = clock.now();
+      clock.advance(60_000);
+      await putResource(client, "docs/sub/a.txt", "a", {}, "s");
+      clock.advance(60_000);
+      await client.fetch("PUT", `${DATA}/s/docs/sub/a.txt`, { body: bytes("b") });
+      clock.advance(60_000);
+      expect((await client.fetch("DELETE", `${DATA}/s/docs/sub/a.txt`)).status).toBe(200);
+      const head = await client.fetch("HEAD", `${DATA}/s/docs/sub/`);
+      expect(head.headers.get("last-modified-millis")).toBe(String(created));
+      const listing = listingEntries((await client.fetch("GET", `${DATA}/s/?recursive=true`)).text);
+      expect(listing.filter((e) => e.directory === "true").map((e) => [e.name, e["last-modified"]])).toEqual([
+        ["docs", new Date(created).toISOString()],
+        ["docs/sub", new Date(created).toISOString()],
+        ["other", new Date(created).toISOString()],
+      ]);
+    },
+  );
 });

@@ -155,6 +155,22 @@ describe("PUT with If-Match", () => {
   });
 
   test.each([
+    ["an unterminated quote", '"abc', 'malformed entity tag "abc'],
+    ["a quote inside a tag", 'ab"c', 'malformed entity tag ab"c'],
+    ["an empty list", " , ", "empty entity tag list"],
+  ])("PUT with a malformed If-Match (%s) -> 400 text/plain reason, nothing changes", async (_, ifMatch, reason) => {
+    const tag = await putResource(client, "a.txt", "one");
+    const before = await storeState(client);
+    const reply = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("two"),
+      headers: { "If-Match": ifMatch },
+    });
+    expectError(reply, 400, reason);
+    expect(await storeState(client)).toEqual(before);
+    expect(await contents("a.txt")).toEqual({ status: 200, text: "one", etag: tag });
+  });
+
+  test.each([
     ["quoted", (tag: string) => tag],
     ["unquoted", (tag: string) => tag.slice(1, -1)],
     ["*", () => "*"],
@@ -261,5 +277,4 @@ describe("PUT with Content-MD5", () => {
     expectError(reply, 400, "Content-MD5 must be the base64 text of a 16-byte MD5 digest");
     expect(await storeState(client)).toEqual(before);
   });
-
 });

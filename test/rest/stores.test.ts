@@ -169,11 +169,20 @@ describe("store creation", () => {
   });
 
   test('POST /resources/v2/stores with JSON {"name":"x","type":"snapshot","settings":{"keep-deleted":"1h"}} -> 201', async () => {
-    const reply = await client.fetch("POST", STORES, json({ name: "x", type: "snapshot", settings: { "keep-deleted": "1h" } }));
+    const reply = await client.fetch(
+      "POST",
+      STORES,
+      json({ name: "x", type: "snapshot", settings: { "keep-deleted": "1h" } }),
+    );
     expect(reply.status, reply.text).toBe(201);
     expect(reply.headers.get("location")).toBe(`${STORES}/x`);
     const store = storeOf(reply);
-    expect(store).toMatchObject({ name: "x", type: "snapshot", directory: "true", features: ["sync", "sync-snapshot"] });
+    expect(store).toMatchObject({
+      name: "x",
+      type: "snapshot",
+      directory: "true",
+      features: ["sync", "sync-snapshot"],
+    });
     expect(store.settings["keep-deleted"]).toBe("1h");
     expect(storeOf(await client.fetch("GET", `${STORES}/x`))).toEqual(store);
     expect((await client.fetch("PUT", `${DATA}/x/a.txt`, { body: new Uint8Array([1]) })).status).toBe(201);
@@ -260,7 +269,11 @@ describe("store configuration errors", () => {
   test.each([
     ["malformed XML", xml('<store name="y"'), /^malformed XML at line 1, column \d+: .+\n$/],
     ["malformed JSON", json('{"name":"y",'), /^malformed JSON: .+\n$/],
-    ["unknown type", json({ name: "y", type: "archive" }), 'unknown store type "archive": use one of recursive, snapshot\n'],
+    [
+      "unknown type",
+      json({ name: "y", type: "archive" }),
+      'unknown store type "archive": use one of recursive, snapshot\n',
+    ],
     ["unknown setting", json({ name: "y", settings: { colour: "blue" } }), 'unknown setting "colour"\n'],
     [
       "a changed server-reported setting (database-driver)",
@@ -277,7 +290,11 @@ describe("store configuration errors", () => {
     ["no name", json({ type: "snapshot" }), "the store needs a name\n"],
     ["an empty body", json(""), "a store configuration body is required (XML or JSON, see docs/rest.md)\n"],
     ["an unknown JSON field", json({ name: "y", colour: "blue" }), 'unknown field "colour"\n'],
-    ["two store elements", xml('<stores><store name="a"/><store name="b"/></stores>'), "the XML body must hold exactly one store element\n"],
+    [
+      "two store elements",
+      xml('<stores><store name="a"/><store name="b"/></stores>'),
+      "the XML body must hold exactly one store element\n",
+    ],
     [
       "an unsupported Content-Type",
       { headers: { "Content-Type": "text/plain" }, body: '{"name":"y"}' },
@@ -312,7 +329,12 @@ describe("store configuration errors", () => {
     ],
     [
       "a setting given twice",
-      json({ settings: [{ name: "keep-deleted", value: "1h" }, { name: "keep-deleted", value: "2h" }] }),
+      json({
+        settings: [
+          { name: "keep-deleted", value: "1h" },
+          { name: "keep-deleted", value: "2h" },
+        ],
+      }),
       'setting "keep-deleted" given twice\n',
     ],
   ])("PUT /resources/v2/stores/{name} with %s -> 400 text/plain reason, nothing changed", async (_, init, reason) => {
@@ -322,17 +344,24 @@ describe("store configuration errors", () => {
     expect((await client.fetch("GET", STORES)).text).toBe(before);
   });
 
-  test.each(["GET", "DELETE"])("%s /resources/v2/stores/{name} with a bad store name -> 400 text/plain reason", async (method) => {
-    const before = (await client.fetch("GET", STORES)).text;
-    expectError(await client.fetch(method, `${STORES}/-bad`), 400, INVALID_NAME("-bad"));
-    expectError(await client.fetch(method, `${STORES}/a%20b`), 400, INVALID_NAME("a b"));
-    expectError(await client.fetch(method, `${STORES}/%zz`), 400, "malformed percent-encoding in the store name");
-    expect((await client.fetch("GET", STORES)).text).toBe(before);
-  });
+  test.each(["GET", "DELETE"])(
+    "%s /resources/v2/stores/{name} with a bad store name -> 400 text/plain reason",
+    async (method) => {
+      const before = (await client.fetch("GET", STORES)).text;
+      expectError(await client.fetch(method, `${STORES}/-bad`), 400, INVALID_NAME("-bad"));
+      expectError(await client.fetch(method, `${STORES}/a%20b`), 400, INVALID_NAME("a b"));
+      expectError(await client.fetch(method, `${STORES}/%zz`), 400, "malformed percent-encoding in the store name");
+      expect((await client.fetch("GET", STORES)).text).toBe(before);
+    },
+  );
 
   test("a resource path with a bad store name -> 400 text/plain reason", async () => {
     expectError(await client.fetch("GET", `${DATA}/-bad/`), 400, INVALID_NAME("-bad"));
-    expectError(await client.fetch("PUT", `${DATA}/a%20b/x.txt`, { body: new Uint8Array([1]) }), 400, INVALID_NAME("a b"));
+    expectError(
+      await client.fetch("PUT", `${DATA}/a%20b/x.txt`, { body: new Uint8Array([1]) }),
+      400,
+      INVALID_NAME("a b"),
+    );
   });
 });
 

@@ -92,13 +92,17 @@ describe.skipIf(process.platform !== "linux")("streaming a 256 MiB resource", ()
     // Warm the code paths of a large PUT and GET so that the baseline holds the compiled code.
     const warm = body();
     const url = `${server.url}/resources/v2/data/home/warm.bin`;
-    await put(url, (async function* () {
-      let n = 0;
-      for await (const c of warm.chunks) {
-        if (n++ === 8) return;
-        yield c;
-      }
-    })(), 8 * CHUNK);
+    await put(
+      url,
+      (async function* () {
+        let n = 0;
+        for await (const c of warm.chunks) {
+          if (n++ === 8) return;
+          yield c;
+        }
+      })(),
+      8 * CHUNK,
+    );
     await get(url);
     baseline = await procStatusBytes(server.pid, "VmRSS");
     // Writing 5 to clear_refs resets VmHWM to the current RSS, so the peak measured is this test's.

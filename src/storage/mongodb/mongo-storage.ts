@@ -1,0 +1,744 @@
+// MongoDB backend: metadata in collections, contents in GridFS (the blob UUID
+// is the GridFS _id), small contents inline. No multi-document transaction:
+// writers of one store take a lease on the store document, write in event-id
+// order, and publish a committed watermark that readers of the feed respect.
+// Several stateless Trove instances can share one database (docs/mongodb.md).
+
+import { createHash, randomUUID } from "node:crypto";
+import {
+  type AnyBulkWriteOperation,
+  type Collection,
+  type Db,
+  GridFSBucket,
+  MongoClient,
+  MongoError,
+  MongoNetworkError,
+  MongoServerSelectionError,
+} from "mongodb";
+import { AlreadyExistsError, NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
+import { newTag } from "../../domain/etag.js";
+import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
+import { isExpiredTombstone, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
+import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
+import { INLINE_MAX } from "../local/blob-files.js";
+import type {
+  BlobInfo,
+  DeleteResult,
+  ListOptions,
+  NodeRecord,
+  Preconditions,
+  StoragePort,
+  StoreRecord,
+  WriteBlobOptions,
+  WriteResult,
+} from "../port.js";
+
+export interface MongoStorageOptions {
+  /** mongodb://… connection string. */
+  url: string;
+  /** Database name (default "trove"). */
+  database?: string;
+  /** How long a writer may hold a store's lease before another may take it, in ms. */
+  lease?: number;
+  /** How long a writer waits for a store's lease before giving up, in ms. */
+  lockTimeout?: number;
+  /** How often other instances' changes are looked for, in ms (the floor of cross-instance wake-ups). */
+  watchInterval?: number;
+  /** How long the driver looks for a server before an operation fails, in ms. */
+  serverSelectionTimeout?: number;
+}
+
+interface StoreDoc {
+  _id: string;
+  type: string;
+  settings: Record<string, string>;
+  deleted: boolean;
+  /** Last event id allocated. */
+  lastEventId: number;
+  /** Every event up to this id is written: the feed's watermark. */
+  committedEventId: number;
+  purgedEventId: number;
+  created: number;
+  modified: number;
+  lockUntil?: number;
+  lockOwner?: string;
+}
+
+interface NodeDoc {
+  store: string;
+  path: string;
+  parent: string | null;
+  directory: boolean;
+  deleted: boolean;
+  tag: string;
+  prevTag: string;
+  type: string;
+  size: number;
+  md5: string;
+  blob: string;
+  inline: Uint8Array | null;
+  created: number;
+  modified: number;
+  eventId: number;
+  /** Tombstones only: when the TTL index may remove the document (a backstop behind the purge). */
+  expireAt?: Date;
+}
+
+/** The TTL index removes a tombstone this long after the purge should have: the purge raises purgedEventId first. */
+const TTL_GRACE = 24 * 3_600_000;
+
+/** Inline contents as stored: the driver returns BSON Binary, whose `buffer` holds the bytes. */
+function binaryBytes(v: unknown): Buffer | null {
+  if (v === null || v === undefined) return null;
+  const b = v instanceof Uint8Array ? v : (v as { buffer: Uint8Array }).buffer;
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+
+function toNode(d: NodeDoc): NodeRecord {
+  return {
+    store: d.store,
+    path: d.path,
+    directory: d.directory,
+    deleted: d.deleted,
+    tag: d.tag,
+    prevTag: d.prevTag,
+    type: d.type,
+    size: d.size,
+    md5: d.md5,
+    blob: d.blob,
+    inline: binaryBytes(d.inline),
+    created: d.created,
+    modified: d.modified,
+    eventId: d.eventId,
+  };
+}
+
+function isConnectionError(err: unknown): boolean {
+  return (
+    err instanceof MongoNetworkError ||
+    err instanceof MongoServerSelectionError ||
+    (err instanceof MongoError && /connection|topology|ECONNREFUSED|not primary/i.test(err.message))
+  );
+}
+
+export class MongoStorage implements StoragePort {
+  private readonly stores: Collection<StoreDoc>;
+  private readonly nodes: Collection<NodeDoc>;
+  private readonly bucket: GridFSBucket;
+  private readonly listeners = new Set<(store: string) => void>();
+  private readonly localLocks = new Map<string, Promise<void>>();
+  private readonly seen = new Map<string, number>();
+  private watchTimer: NodeJS.Timeout | undefined;
+  private readonly lease: number;
+  private readonly lockTimeout: number;
+
+  private constructor(
+    private readonly client: MongoClient,
+    private readonly db: Db,
+    private readonly options: MongoStorageOptions,
+  ) {
+    this.stores = db.collection<StoreDoc>("stores");
+    this.nodes = db.collection<NodeDoc>("nodes");
+    this.bucket = new GridFSBucket(db, { bucketName: "blobs" });
+    this.lease = options.lease ?? 30_000;
+    this.lockTimeout = options.lockTimeout ?? 10_000;
+  }
+
+  static async open(options: MongoStorageOptions): Promise<MongoStorage> {
+    const client = new MongoClient(options.url, {
+      serverSelectionTimeoutMS: options.serverSelectionTimeout ?? 5000,
+      connectTimeoutMS: 5000,
+    });
+    try {
+      await client.connect();
+    } catch (err) {
+      await client.close().catch(() => {});
+      throw new UnavailableError(`cannot reach MongoDB: ${(err as Error).message}`);
+    }
+    const storage = new MongoStorage(client, client.db(options.database ?? "trove"), options);
+    await storage.ensureIndexes();
+    storage.startWatching();
+    return storage;
+  }
+
+  /** Creates the indexes every query needs; idempotent, run at each start-up. */
+  private async ensureIndexes(): Promise<void> {
+    await this.guard(async () => {
+      await this.nodes.createIndex({ store: 1, path: 1 }, { unique: true, name: "store_path" });
+      await this.nodes.createIndex({ store: 1, parent: 1, path: 1 }, { name: "children" });
+      await this.nodes.createIndex({ store: 1, eventId: 1 }, { name: "events" });
+      await this.nodes.createIndex({ store: 1, deleted: 1, modified: 1 }, { name: "tombstones" });
+      await this.nodes.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0, name: "tombstone_ttl" });
+    });
+  }
+
+  reportedSettings(): Record<string, string> {
+    const url = new URL(this.options.url);
+    const settings: Record<string, string> = {
+      "filesystem-location": `gridfs:${this.db.databaseName}/blobs`,
+      "database-driver": "mongodb",
+      "database-dialect": "mongodb",
+      "database-connection-url": this.options.url,
+      "database-lock-timeout": String(this.lockTimeout),
+      "database-transaction-retries": "0",
+      "database-connection-pool-size": String(this.client.options.maxPoolSize),
+    };
+    if (url.username) settings["database-username"] = decodeURIComponent(url.username);
+    if (url.password) settings["database-password"] = "set";
+    return settings;
+  }
+
+  async listStores(): Promise<StoreRecord[]> {
+    return this.guard(async () => {
+      const docs = await this.stores.find({ deleted: false }).sort({ _id: 1 }).toArray();
+      return Promise.all(docs.map((d) => this.toStore(d)));
+    });
+  }
+
+  async getStore(name: string): Promise<StoreRecord | undefined> {
+    return this.guard(async () => {
+      const doc = await this.stores.findOne({ _id: name });
+      return doc ? this.toStore(doc) : undefined;
+    });
+  }
+
+  async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    await this.guard(async () => {
+      const existing = await this.stores.findOne({ _id: config.name });
+      if (existing && !existing.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
+      // Leftovers of a deletion that died half-way must not come back with the new store.
+      if (existing) await this.removeStoreNodes(config.name);
+      const eventId = (existing?.lastEventId ?? 0) + 1;
+      await this.nodes.replaceOne({ store: config.name, path: "" }, this.directoryDoc(config.name, "", now, eventId), {
+        upsert: true,
+      });
+      const fields = {
+        type: config.type,
+        settings: config.settings,
+        deleted: false,
+        lastEventId: eventId,
+        committedEventId: eventId,
+        created: now,
+        modified: now,
+      };
+      if (existing) {
+        const revived = await this.stores.updateOne({ _id: config.name, deleted: true }, { $set: fields });
+        if (revived.modifiedCount === 0) throw new AlreadyExistsError(`store ${config.name} already exists`);
+      } else {
+        try {
+          await this.stores.insertOne({ _id: config.name, purgedEventId: 0, ...fields });
+        } catch (err) {
+          if (err instanceof MongoError && err.code === 11000)
+            throw new AlreadyExistsError(`store ${config.name} already exists`);
+          throw err;
+        }
+      }
+    });
+    this.changed(config.name);
+    return this.mustGetStore(config.name);
+  }
+
+  async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    await this.guard(async () => {
+      const res = await this.stores.updateOne(
+        { _id: config.name, deleted: false },
+        { $set: { type: config.type, settings: config.settings, modified: now } },
+      );
+      if (res.matchedCount === 0) throw new NotFoundError(`store ${config.name} not found`);
+    });
+    this.changed(config.name);
+    return this.mustGetStore(config.name);
+  }
+
+  async deleteStore(name: string, now: number): Promise<StoreRecord> {
+    await this.withStoreLock(name, async (store, allocate) => {
+      if (store.deleted) throw new NotFoundError(`store ${name} not found`);
+      const eventId = await allocate(1);
+      // The store is marked first: from then on nothing of it is visible, even if the rest never happens.
+      await this.stores.updateOne({ _id: name }, { $set: { deleted: true, modified: now, purgedEventId: eventId } });
+    });
+    await this.guard(() => this.removeStoreNodes(name));
+    this.changed(name);
+    return this.mustGetStore(name);
+  }
+
+  async getNode(store: string, path: string): Promise<NodeRecord | undefined> {
+    return this.guard(async () => {
+      const doc = await this.nodes.findOne({ store, path });
+      return doc ? toNode(doc) : undefined;
+    });
+  }
+
+  async *listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
+    const limit = options.batchSize ?? 1000;
+    const { low, high } = descendantRange(dir);
+    let after = options.recursive ? low : "";
+    let first = true;
+    for (;;) {
+      const range =
+        options.recursive && dir === ""
+          ? { $gt: after }
+          : options.recursive
+            ? { [first ? "$gte" : "$gt"]: after, $lt: high }
+            : { $gt: after };
+      const filter = options.recursive ? { store, path: range } : { store, parent: dir, path: range };
+      const docs = await this.guard(() =>
+        this.nodes
+          .find(filter, { projection: { inline: 0 } })
+          .sort({ path: 1 })
+          .limit(limit)
+          .toArray(),
+      );
+      first = false;
+      const last = docs.at(-1);
+      if (!last) return;
+      after = last.path;
+      const nodes = docs.map((d) => toNode({ ...d, inline: null })).filter((n) => options.includeDeleted || !n.deleted);
+      if (nodes.length > 0) yield nodes;
+      if (docs.length < limit) return;
+    }
+  }
+
+  async putFile(
+    store: string,
+    path: string,
+    blob: BlobInfo,
+    type: string,
+    pre: Preconditions,
+    now: number,
+  ): Promise<WriteResult> {
+    let replaced: NodeDoc | null = null;
+    const result = await this.withStoreLock(store, async (s, allocate) => {
+      const config = this.liveConfig(s);
+      const target = await this.current(store, path, config, now);
+      const parent = await this.current(store, parentOf(path) ?? "", config, now);
+      const { created } = planPutFile(path, target, parent, pre.ifMatch);
+      const ancestors = this.ancestorsToRetag(config, path);
+      const eventId = await allocate(1 + ancestors.length);
+      const doc: NodeDoc = {
+        store,
+        path,
+        parent: parentOf(path) ?? null,
+        directory: false,
+        deleted: false,
+        tag: newTag(),
+        prevTag: target && !target.deleted ? target.tag : "",
+        type,
+        size: blob.size,
+        md5: blob.md5,
+        blob: blob.blob,
+        inline: blob.inline,
+        created: created ? now : (target?.created ?? now),
+        modified: now,
+        eventId,
+      };
+      await this.nodes.replaceOne({ store, path }, doc, { upsert: true });
+      await this.retag(store, ancestors, eventId + 1);
+      replaced = target ?? null;
+      return { node: toNode(doc), created };
+    });
+    const old = replaced as NodeDoc | null;
+    if (old && old.blob !== "" && !old.inline) await this.removeBlob(old.blob);
+    this.changed(store);
+    return result;
+  }
+
+  async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
+    const result = await this.withStoreLock(store, async (s, allocate) => {
+      const config = this.liveConfig(s);
+      const target = await this.current(store, path, config, now);
+      const parent = path === "" ? undefined : await this.current(store, parentOf(path) ?? "", config, now);
+      const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
+      if (!created) return { node: toNode(target as NodeDoc), created };
+      const ancestors = this.ancestorsToRetag(config, path);
+      const eventId = await allocate(1 + ancestors.length);
+      const doc = this.directoryDoc(store, path, now, eventId);
+      await this.nodes.replaceOne({ store, path }, doc, { upsert: true });
+      await this.retag(store, ancestors, eventId + 1);
+      return { node: toNode(doc), created };
+    });
+    if (result.created) this.changed(store);
+    return result;
+  }
+
+  async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
+    const removed: NodeDoc[] = [];
+    const result = await this.withStoreLock(store, async (s, allocate) => {
+      const config = this.liveConfig(s);
+      const target = await this.current(store, path, config, now);
+      planDelete(path, target, pre.ifMatch);
+      const self = target as NodeDoc;
+      const below = self.directory
+        ? await this.nodes
+            .find({ store, path: { $gt: `${path}/`, $lt: `${path}0` }, deleted: false }, { projection: { inline: 0 } })
+            .sort({ path: 1 })
+            .toArray()
+        : [];
+      const ordered = [...below, self];
+      const ancestors = this.ancestorsToRetag(config, path);
+      let eventId = (await allocate(ordered.length + ancestors.length)) - 1;
+      const expireAt = new Date(now + keepDeletedMillis(config) + TTL_GRACE);
+      const ops: AnyBulkWriteOperation<NodeDoc>[] = ordered.map((n) => {
+        eventId += 1;
+        return {
+          updateOne: {
+            filter: { store, path: n.path },
+            update: {
+              $set: {
+                deleted: true,
+                tag: newTag(),
+                prevTag: n.tag,
+                blob: "",
+                inline: null,
+                modified: now,
+                eventId,
+                expireAt,
+              },
+            },
+          },
+        };
+      });
+      // Ordered: the tombstones become visible in event-id order.
+      await this.nodes.bulkWrite(ops, { ordered: true });
+      await this.retag(store, ancestors, eventId + 1);
+      removed.push(...ordered);
+      const node = await this.nodes.findOne({ store, path });
+      return { node: toNode(node as NodeDoc), count: ordered.length };
+    });
+    for (const n of removed) if (n.blob !== "" && !n.directory) await this.removeBlob(n.blob);
+    this.changed(store);
+    return result;
+  }
+
+  async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
+    const blob = randomUUID();
+    const hash = createHash("md5");
+    let size = 0;
+    let held: Buffer[] = [];
+    let upload: ReturnType<GridFSBucket["openUploadStreamWithId"]> | undefined;
+    const write = (chunk: Uint8Array) =>
+      new Promise<void>((resolve, reject) => {
+        (upload as NonNullable<typeof upload>).write(chunk, (err) => (err ? reject(err) : resolve()));
+      });
+    try {
+      for await (const chunk of source) {
+        size += chunk.byteLength;
+        if (size > options.maxSize)
+          throw new TooLargeError(`contents larger than the limit of ${options.maxSize} bytes`);
+        hash.update(chunk);
+        if (upload) {
+          await write(chunk);
+        } else {
+          held.push(Buffer.from(chunk));
+          if (size > INLINE_MAX) {
+            upload = this.bucket.openUploadStreamWithId(blob as never, blob);
+            await write(Buffer.concat(held));
+            held = [];
+          }
+        }
+      }
+      const md5 = hash.digest("base64");
+      if (!upload) return { blob, size, md5, inline: Buffer.concat(held) };
+      const stream = upload;
+      await this.guard(
+        () =>
+          new Promise<void>((resolve, reject) => {
+            stream.once("error", reject);
+            stream.end(() => resolve());
+          }),
+      );
+      return { blob, size, md5, inline: null };
+    } catch (err) {
+      if (upload) await upload.abort().catch(() => {});
+      throw isConnectionError(err) ? new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`) : err;
+    }
+  }
+
+  async *readBlob(node: NodeRecord): AsyncIterable<Uint8Array> {
+    if (node.inline) {
+      yield node.inline;
+      return;
+    }
+    if (node.size === 0) return;
+    const stream = this.bucket.openDownloadStream(node.blob as never);
+    try {
+      for await (const chunk of stream) yield chunk as Buffer;
+    } catch (err) {
+      if (/FileNotFound|file not found/i.test(String((err as Error).message))) {
+        throw new NotFoundError(`blob ${node.blob} not found`);
+      }
+      if (isConnectionError(err)) throw new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`);
+      throw err;
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  async discardBlob(blob: BlobInfo): Promise<void> {
+    if (!blob.inline) await this.removeBlob(blob.blob);
+  }
+
+  async changesSince(store: string, afterEventId: number, limit: number): Promise<NodeRecord[]> {
+    return this.guard(async () => {
+      const s = await this.stores.findOne({ _id: store }, { projection: { committedEventId: 1 } });
+      if (!s) return [];
+      // Only up to the watermark: every event at or below it is written.
+      const docs = await this.nodes
+        .find({ store, eventId: { $gt: afterEventId, $lte: s.committedEventId } }, { projection: { inline: 0 } })
+        .sort({ eventId: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map((d) => toNode({ ...d, inline: null }));
+    });
+  }
+
+  onChange(listener: (store: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    let purged = 0;
+    for (const s of await this.guard(() => this.stores.find({ deleted: false }).toArray())) {
+      const config = { name: s._id, type: s.type as StoreType, settings: s.settings };
+      const cutoff = now - keepDeletedMillis(config);
+      for (;;) {
+        const docs = await this.guard(() =>
+          this.nodes
+            .find({ store: s._id, deleted: true, modified: { $lte: cutoff } }, { projection: { _id: 1, eventId: 1 } })
+            .sort({ eventId: 1 })
+            .limit(1000)
+            .toArray(),
+        );
+        const last = docs.at(-1);
+        if (!last) break;
+        // Raise the bound first: a crash between the two writes costs a needless RESET, never a silent skip.
+        await this.guard(() => this.stores.updateOne({ _id: s._id }, { $max: { purgedEventId: last.eventId } }));
+        const res = await this.guard(() =>
+          this.nodes.deleteMany({ _id: { $in: docs.map((d) => d._id) }, deleted: true, modified: { $lte: cutoff } }),
+        );
+        purged += res.deletedCount;
+        if (docs.length < 1000) break;
+      }
+    }
+    return purged;
+  }
+
+  async close(): Promise<void> {
+    if (this.watchTimer) clearInterval(this.watchTimer);
+    await this.client.close();
+  }
+
+  /** Drops the whole database: for tests. */
+  async dropDatabase(): Promise<void> {
+    await this.db.dropDatabase();
+  }
+
+  private async toStore(d: StoreDoc): Promise<StoreRecord> {
+    const root = d.deleted ? null : await this.nodes.findOne({ store: d._id, path: "" }, { projection: { tag: 1 } });
+    return {
+      config: { name: d._id, type: d.type as StoreType, settings: d.settings },
+      deleted: d.deleted,
+      // Followers see only what is committed.
+      lastEventId: d.committedEventId,
+      purgedEventId: d.purgedEventId,
+      created: d.created,
+      modified: d.modified,
+      rootTag: root?.tag ?? "",
+    };
+  }
+
+  private async mustGetStore(name: string): Promise<StoreRecord> {
+    const s = await this.getStore(name);
+    if (!s) throw new NotFoundError(`store ${name} not found`);
+    return s;
+  }
+
+  private liveConfig(s: StoreDoc): StoreConfig {
+    if (s.deleted) throw new NotFoundError(`store ${s._id} not found`);
+    return { name: s._id, type: s.type as StoreType, settings: s.settings };
+  }
+
+  private async current(store: string, path: string, config: StoreConfig, now: number): Promise<NodeDoc | undefined> {
+    const doc = await this.nodes.findOne({ store, path }, { projection: { inline: 0 } });
+    if (!doc) return undefined;
+    return isExpiredTombstone(doc, config, now) ? undefined : { ...doc, inline: null };
+  }
+
+  private ancestorsToRetag(config: StoreConfig, path: string): string[] {
+    return config.type === "recursive" ? ancestorsOf(path) : [];
+  }
+
+  /** On sync-recursive stores, every ancestor directory gets a new tag and event, nearest first. */
+  private async retag(store: string, ancestors: readonly string[], firstEventId: number): Promise<void> {
+    if (ancestors.length === 0) return;
+    const docs = await this.nodes
+      .find({ store, path: { $in: [...ancestors] } }, { projection: { path: 1, tag: 1 } })
+      .toArray();
+    const tags = new Map(docs.map((d) => [d.path, d.tag]));
+    const ops: AnyBulkWriteOperation<NodeDoc>[] = ancestors.map((path, i) => ({
+      updateOne: {
+        filter: { store, path },
+        update: { $set: { prevTag: tags.get(path) ?? "", tag: newTag(), eventId: firstEventId + i } },
+      },
+    }));
+    await this.nodes.bulkWrite(ops, { ordered: true });
+  }
+
+  private directoryDoc(store: string, path: string, now: number, eventId: number): NodeDoc {
+    return {
+      store,
+      path,
+      parent: parentOf(path) ?? null,
+      directory: true,
+      deleted: false,
+      tag: newTag(),
+      prevTag: "",
+      type: "",
+      size: 0,
+      md5: "",
+      blob: "",
+      inline: null,
+      created: now,
+      modified: now,
+      eventId,
+    };
+  }
+
+  private async removeStoreNodes(store: string): Promise<void> {
+    const files = await this.nodes
+      .find({ store, blob: { $ne: "" }, inline: null }, { projection: { blob: 1 } })
+      .toArray();
+    await this.nodes.deleteMany({ store });
+    for (const f of files) await this.removeBlob(f.blob);
+  }
+
+  private async removeBlob(blob: string): Promise<void> {
+    try {
+      await this.bucket.delete(blob as never);
+    } catch (err) {
+      if (!/FileNotFound|file not found/i.test(String((err as Error).message))) throw err;
+    }
+  }
+
+  /**
+   * Runs `fn` holding the store's lease: one writer per store across every
+   * instance, so event ids are written in order. `allocate(n)` reserves n event
+   * ids and returns the first; on release the committed watermark moves up to
+   * the last one allocated.
+   */
+  private async withStoreLock<T>(
+    store: string,
+    fn: (doc: StoreDoc, allocate: (count: number) => Promise<number>) => Promise<T>,
+  ): Promise<T> {
+    // In-process writers queue here instead of polling the database for the lease.
+    const previous = this.localLocks.get(store) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => {
+      release = r;
+    });
+    const chained = previous.then(() => mine);
+    this.localLocks.set(store, chained);
+    await previous;
+    try {
+      return await this.guard(async () => {
+        const owner = randomUUID();
+        const doc = await this.acquire(store, owner);
+        let allocated = 0;
+        const allocate = async (count: number) => {
+          const after = await this.stores.findOneAndUpdate(
+            { _id: store, lockOwner: owner },
+            { $inc: { lastEventId: count } },
+            { returnDocument: "after" },
+          );
+          if (!after) throw new UnavailableError(`lost the write lease of store ${store}; retry`);
+          allocated = after.lastEventId;
+          return after.lastEventId - count + 1;
+        };
+        try {
+          return await fn(doc, allocate);
+        } finally {
+          await this.stores.updateOne(
+            { _id: store, lockOwner: owner },
+            {
+              $set: { lockUntil: 0, lockOwner: "" },
+              ...(allocated > 0 ? { $max: { committedEventId: allocated } } : {}),
+            },
+          );
+        }
+      });
+    } finally {
+      release();
+      if (this.localLocks.get(store) === chained) this.localLocks.delete(store);
+    }
+  }
+
+  private async acquire(store: string, owner: string): Promise<StoreDoc> {
+    const deadline = Date.now() + this.lockTimeout;
+    for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
+      const now = Date.now();
+      const doc = await this.stores.findOneAndUpdate(
+        { _id: store, $or: [{ lockUntil: { $lte: now } }, { lockUntil: { $exists: false } }] },
+        { $set: { lockUntil: now + this.lease, lockOwner: owner } },
+        { returnDocument: "after" },
+      );
+      if (doc) {
+        // A writer that died holding the lease left events allocated but maybe unwritten:
+        // publishing its allocation is safe (gaps are allowed, holes are not: it is gone).
+        if (doc.committedEventId < doc.lastEventId) {
+          await this.stores.updateOne(
+            { _id: store, lockOwner: owner },
+            { $max: { committedEventId: doc.lastEventId } },
+          );
+          doc.committedEventId = doc.lastEventId;
+        }
+        return doc;
+      }
+      if (!(await this.stores.findOne({ _id: store }, { projection: { _id: 1 } }))) {
+        throw new NotFoundError(`store ${store} not found`);
+      }
+      if (Date.now() > deadline)
+        throw new UnavailableError(
+          `store ${store} is busy: its write lease was not free within ${this.lockTimeout} ms`,
+        );
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  private changed(store: string): void {
+    for (const listener of this.listeners) listener(store);
+  }
+
+  /** Looks for other instances' commits: the floor of cross-instance wake-ups (change streams need a replica set). */
+  private startWatching(): void {
+    const interval = this.options.watchInterval ?? 250;
+    let busy = false;
+    this.watchTimer = setInterval(async () => {
+      if (busy || this.listeners.size === 0) return;
+      busy = true;
+      try {
+        const docs = await this.stores.find({}, { projection: { committedEventId: 1 } }).toArray();
+        for (const d of docs) {
+          const before = this.seen.get(d._id);
+          this.seen.set(d._id, d.committedEventId);
+          if (before !== undefined && before !== d.committedEventId) this.changed(d._id);
+        }
+      } catch {
+        // Unreachable for now: requests report it; the watch retries next tick.
+      } finally {
+        busy = false;
+      }
+    }, interval);
+    this.watchTimer.unref();
+  }
+
+  /** Turns driver connection failures into UnavailableError (503 / gRPC Unavailable). */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (isConnectionError(err)) throw new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`);
+      throw err;
+    }
+  }
+}
