@@ -64,7 +64,16 @@ interface StoreDoc {
   lockOwner?: string;
 }
 
+/**
+ * A node's _id is "{store}/{path}" (store names contain no "/"): lookups by _id
+ * are fast on every MongoDB-compatible server, FerretDB included.
+ */
+export function nodeKey(store: string, path: string): string {
+  return `${store}/${path}`;
+}
+
 interface NodeDoc {
+  _id?: string;
   store: string;
   path: string;
   parent: string | null;
@@ -82,6 +91,11 @@ interface NodeDoc {
   eventId: number;
   /** Tombstones only: when the TTL index may remove the document (a backstop behind the purge). */
   expireAt?: Date;
+}
+
+/** Contents go to GridFS exactly when they are larger than INLINE_MAX (writeBlob decides by size). */
+function inGridFS(n: { blob: string; directory: boolean; deleted: boolean; size: number }): boolean {
+  return !n.directory && !n.deleted && n.blob !== "" && n.size > INLINE_MAX;
 }
 
 /** The TTL index removes a tombstone this long after the purge should have: the purge raises purgedEventId first. */
@@ -129,6 +143,8 @@ export class MongoStorage implements StoragePort {
   private readonly localLocks = new Map<string, Promise<void>>();
   private readonly seen = new Map<string, number>();
   private watchTimer: NodeJS.Timeout | undefined;
+  /** Whether the deployment enforces the TTL index (MongoDB does; FerretDB does not). */
+  ttlIndex = false;
   private readonly lease: number;
   private readonly lockTimeout: number;
 
@@ -168,7 +184,13 @@ export class MongoStorage implements StoragePort {
       await this.nodes.createIndex({ store: 1, parent: 1, path: 1 }, { name: "children" });
       await this.nodes.createIndex({ store: 1, eventId: 1 }, { name: "events" });
       await this.nodes.createIndex({ store: 1, deleted: 1, modified: 1 }, { name: "tombstones" });
-      await this.nodes.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0, name: "tombstone_ttl" });
+      try {
+        await this.nodes.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0, name: "tombstone_ttl" });
+        this.ttlIndex = true;
+      } catch (err) {
+        // FerretDB has no TTL indexes: the purge alone removes tombstones there (docs/mongodb.md).
+        if (!(err instanceof MongoError && /not implemented|not supported/i.test(err.message))) throw err;
+      }
     });
   }
 
@@ -209,7 +231,7 @@ export class MongoStorage implements StoragePort {
       // Leftovers of a deletion that died half-way must not come back with the new store.
       if (existing) await this.removeStoreNodes(config.name);
       const eventId = (existing?.lastEventId ?? 0) + 1;
-      await this.nodes.replaceOne({ store: config.name, path: "" }, this.directoryDoc(config.name, "", now, eventId), {
+      await this.nodes.replaceOne({ _id: nodeKey(config.name, "") }, this.directoryDoc(config.name, "", now, eventId), {
         upsert: true,
       });
       const fields = {
@@ -264,7 +286,7 @@ export class MongoStorage implements StoragePort {
 
   async getNode(store: string, path: string): Promise<NodeRecord | undefined> {
     return this.guard(async () => {
-      const doc = await this.nodes.findOne({ store, path });
+      const doc = await this.nodes.findOne({ _id: nodeKey(store, path) });
       return doc ? toNode(doc) : undefined;
     });
   }
@@ -332,13 +354,13 @@ export class MongoStorage implements StoragePort {
         modified: now,
         eventId,
       };
-      await this.nodes.replaceOne({ store, path }, doc, { upsert: true });
+      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
       await this.retag(store, ancestors, eventId + 1);
       replaced = target ?? null;
       return { node: toNode(doc), created };
     });
     const old = replaced as NodeDoc | null;
-    if (old && old.blob !== "" && !old.inline) await this.removeBlob(old.blob);
+    if (old && inGridFS(old)) await this.removeBlob(old.blob);
     this.changed(store);
     return result;
   }
@@ -353,7 +375,7 @@ export class MongoStorage implements StoragePort {
       const ancestors = this.ancestorsToRetag(config, path);
       const eventId = await allocate(1 + ancestors.length);
       const doc = this.directoryDoc(store, path, now, eventId);
-      await this.nodes.replaceOne({ store, path }, doc, { upsert: true });
+      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
       await this.retag(store, ancestors, eventId + 1);
       return { node: toNode(doc), created };
     });
@@ -382,7 +404,7 @@ export class MongoStorage implements StoragePort {
         eventId += 1;
         return {
           updateOne: {
-            filter: { store, path: n.path },
+            filter: { _id: nodeKey(store, n.path) },
             update: {
               $set: {
                 deleted: true,
@@ -398,14 +420,14 @@ export class MongoStorage implements StoragePort {
           },
         };
       });
-      // Ordered: the tombstones become visible in event-id order.
-      await this.nodes.bulkWrite(ops, { ordered: true });
+      // In order: the tombstones become visible in event-id order.
+      await this.writeInOrder(ops);
       await this.retag(store, ancestors, eventId + 1);
       removed.push(...ordered);
-      const node = await this.nodes.findOne({ store, path });
+      const node = await this.nodes.findOne({ _id: nodeKey(store, path) });
       return { node: toNode(node as NodeDoc), count: ordered.length };
     });
-    for (const n of removed) if (n.blob !== "" && !n.directory) await this.removeBlob(n.blob);
+    for (const n of removed) if (inGridFS(n)) await this.removeBlob(n.blob);
     this.changed(store);
     return result;
   }
@@ -529,6 +551,10 @@ export class MongoStorage implements StoragePort {
     await this.client.close();
   }
 
+  get databaseName(): string {
+    return this.db.databaseName;
+  }
+
   /** Drops the whole database: for tests. */
   async dropDatabase(): Promise<void> {
     await this.db.dropDatabase();
@@ -560,7 +586,7 @@ export class MongoStorage implements StoragePort {
   }
 
   private async current(store: string, path: string, config: StoreConfig, now: number): Promise<NodeDoc | undefined> {
-    const doc = await this.nodes.findOne({ store, path }, { projection: { inline: 0 } });
+    const doc = await this.nodes.findOne({ _id: nodeKey(store, path) }, { projection: { inline: 0 } });
     if (!doc) return undefined;
     return isExpiredTombstone(doc, config, now) ? undefined : { ...doc, inline: null };
   }
@@ -573,16 +599,24 @@ export class MongoStorage implements StoragePort {
   private async retag(store: string, ancestors: readonly string[], firstEventId: number): Promise<void> {
     if (ancestors.length === 0) return;
     const docs = await this.nodes
-      .find({ store, path: { $in: [...ancestors] } }, { projection: { path: 1, tag: 1 } })
+      .find({ _id: { $in: ancestors.map((a) => nodeKey(store, a)) } }, { projection: { path: 1, tag: 1 } })
       .toArray();
     const tags = new Map(docs.map((d) => [d.path, d.tag]));
     const ops: AnyBulkWriteOperation<NodeDoc>[] = ancestors.map((path, i) => ({
       updateOne: {
-        filter: { store, path },
+        filter: { _id: nodeKey(store, path) },
         update: { $set: { prevTag: tags.get(path) ?? "", tag: newTag(), eventId: firstEventId + i } },
       },
     }));
-    await this.nodes.bulkWrite(ops, { ordered: true });
+    await this.writeInOrder(ops);
+  }
+
+  /**
+   * Ordered bulk writes in batches of 32: FerretDB (v1, SQLite backend) stalls
+   * on one large update batch (measured: 50 updates 0.4 s, 100 never returned).
+   */
+  private async writeInOrder(ops: AnyBulkWriteOperation<NodeDoc>[]): Promise<void> {
+    for (let i = 0; i < ops.length; i += 32) await this.nodes.bulkWrite(ops.slice(i, i + 32), { ordered: true });
   }
 
   private directoryDoc(store: string, path: string, now: number, eventId: number): NodeDoc {
@@ -607,7 +641,7 @@ export class MongoStorage implements StoragePort {
 
   private async removeStoreNodes(store: string): Promise<void> {
     const files = await this.nodes
-      .find({ store, blob: { $ne: "" }, inline: null }, { projection: { blob: 1 } })
+      .find({ store, deleted: false, directory: false, size: { $gt: INLINE_MAX } }, { projection: { blob: 1 } })
       .toArray();
     await this.nodes.deleteMany({ store });
     for (const f of files) await this.removeBlob(f.blob);
