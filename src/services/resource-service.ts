@@ -4,7 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { accessOf, callerKey, type Operation } from "../auth/caller.js";
 import { BadRequestError, DeletedError, NotFoundError, TooLargeError } from "../domain/errors.js";
-import { tagMatches } from "../domain/etag.js";
+import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
 import { isExpiredTombstone, planPutFile } from "../domain/rules.js";
@@ -93,7 +93,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         yield create(ReadResponseSchema, { resource });
         return;
       }
-      if (req.ifNoneMatch.length > 0 && tagMatches(req.ifNoneMatch, node.tag)) {
+      if (req.ifNoneMatch.length > 0 && tagMatches(tags(req.ifNoneMatch), node.tag)) {
         yield create(ReadResponseSchema, { resource, notModified: true });
         return;
       }
@@ -139,7 +139,8 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         `contents of ${header.contentLength} bytes exceed the limit of ${this.maxResourceSize} bytes`,
       );
     }
-    await this.checkBeforeUpload(store, path, header.ifMatch);
+    const ifMatch = tags(header.ifMatch);
+    await this.checkBeforeUpload(store, path, ifMatch);
     const blob = await this.storage.writeBlob(chunksOf(iterator), { maxSize: this.maxResourceSize });
     try {
       if (header.contentLength !== undefined && BigInt(blob.size) !== header.contentLength) {
@@ -148,7 +149,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
       if (header.contentMd5 !== "" && header.contentMd5 !== blob.md5) {
         throw new BadRequestError(`Content-MD5 mismatch: the contents have MD5 ${blob.md5}`);
       }
-      const pre = header.ifMatch.length > 0 ? { ifMatch: header.ifMatch } : {};
+      const pre = ifMatch.length > 0 ? { ifMatch } : {};
       const { node, created } = await this.storage.putFile(store, path, blob, type, pre, this.now());
       return create(WriteResponseSchema, { resource: toResource(node), created });
     } catch (err) {
@@ -160,7 +161,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
     const { store, path } = this.target(req);
     requireOperation(ctx.values.get(callerKey), "write", store, path);
-    const pre = req.ifMatch.length > 0 ? { ifMatch: req.ifMatch } : {};
+    const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
     const { node, created } = await this.storage.makeDirectory(store, path, pre, this.now());
     return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
   }
@@ -168,7 +169,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
     const { store, path } = this.target(req);
     requireOperation(ctx.values.get(callerKey), "delete", store, path);
-    const pre = req.ifMatch.length > 0 ? { ifMatch: req.ifMatch } : {};
+    const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
     const { node, count } = await this.storage.deleteTree(store, path, pre, this.now());
     return create(DeleteResponseSchema, { resource: toResource(node), deletedCount: BigInt(count) });
   }
@@ -181,7 +182,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     if (!node.directory) throw new NotFoundError(`/${path} is not a directory`);
     const access = (p: string) => (req.includeAccess ? accessOf(caller, store, p) : undefined);
     const directory = toResource(node, access(path));
-    if (req.ifNoneMatch.length > 0 && tagMatches(req.ifNoneMatch, node.tag)) {
+    if (req.ifNoneMatch.length > 0 && tagMatches(tags(req.ifNoneMatch), node.tag)) {
       yield create(ListResponseSchema, { directory, notModified: true });
       return;
     }
@@ -227,6 +228,11 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
     planPutFile(path, await current(path), await current(parent), ifMatch.length > 0 ? ifMatch : undefined);
   }
+}
+
+/** Entity tags as clients send them (quoted, unquoted, W/, "*", or comma-separated lists) in stored form. */
+function tags(list: readonly string[]): string[] {
+  return list.flatMap(parseTagList);
 }
 
 async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<Uint8Array> {
