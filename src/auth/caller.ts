@@ -1,5 +1,5 @@
-// Who is calling, and what they may do. Until token verification lands, every
-// caller is anonymous with full access; services ask this module only.
+// Who is calling, and what they may do. Services ask this module only; the
+// caller comes from a verified token (claims.ts) or, for tests, is anonymous.
 
 import { createContextKey } from "@connectrpc/connect";
 
@@ -7,23 +7,40 @@ export type Operation = "read" | "write" | "delete";
 export const OPERATIONS: readonly Operation[] = ["read", "write", "delete"];
 
 export interface Caller {
-  /** Subject of the token, or "anonymous". */
+  /** Subject of the token, "anonymous" or "nobody". */
   readonly subject: string;
+  /** The account the caller belongs to ("" when the token names none). */
   readonly account: string;
-  /** Whether the caller may perform an operation on a path of a store. */
+  /** Whether the caller may perform an operation on a path of a store ("" is the root). */
   may(operation: Operation, store: string, path: string): boolean;
   /** Whether the caller holds a permission such as store administration. */
   holds(permission: string): boolean;
+  /** Whether the caller may perform an operation on a project, `project://{account}/{name}`. */
+  mayProject(operation: Operation, account: string, project: string): boolean;
 }
 
+/**
+ * Full access without credentials. Only a server built explicitly with
+ * `auth: "anonymous"` (tests, the auth-off benchmark) has such callers; the CLI never does.
+ */
 export const anonymousCaller: Caller = {
   subject: "anonymous",
   account: "",
   may: () => true,
   holds: () => true,
+  mayProject: () => true,
 };
 
-export const callerKey = createContextKey<Caller>(anonymousCaller, { description: "the authenticated caller" });
+/** No access at all: what a handler sees when authentication did not set a caller. */
+export const nobody: Caller = {
+  subject: "nobody",
+  account: "",
+  may: () => false,
+  holds: () => false,
+  mayProject: () => false,
+};
+
+export const callerKey = createContextKey<Caller>(nobody, { description: "the authenticated caller" });
 
 export function accessOf(caller: Caller, store: string, path: string): Operation[] {
   return OPERATIONS.filter((op) => caller.may(op, store, path));

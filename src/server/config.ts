@@ -10,6 +10,9 @@ export interface ServeConfig {
   maxResourceSize: number;
   /** Longest a poll waits, in milliseconds. */
   pollWait: number;
+  /** MongoDB connection string; the embedded SQLite store when absent. */
+  mongodbUrl?: string;
+  mongodbDatabase: string;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -24,6 +27,9 @@ Options:
                                                       (TROVE_LOG_LEVEL, default info)
   --max-resource-size BYTES largest resource accepted (TROVE_MAX_RESOURCE_SIZE, default 4294967296)
   --poll-wait SECONDS       longest a poll waits before 204 (TROVE_POLL_WAIT, default 30)
+  --mongodb-url URL         keep everything on MongoDB instead of the embedded store
+                            (TROVE_MONGODB_URL, e.g. mongodb://127.0.0.1:27017)
+  --mongodb-database NAME   database on that server (TROVE_MONGODB_DATABASE, default trove)
   -h, --help                show this help
 `;
 
@@ -32,6 +38,12 @@ function integer(text: string, what: string, min: number, max: number): number {
     throw new Error(`${what} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
   }
   return Number(text);
+}
+
+function mongodbUrl(text: string | undefined): string | undefined {
+  if (text === undefined || text === "") return undefined;
+  if (!/^mongodb(\+srv)?:\/\//.test(text)) throw new Error("--mongodb-url must start with mongodb:// or mongodb+srv://");
+  return text;
 }
 
 export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeConfig | "help" {
@@ -44,6 +56,8 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "log-level": { type: "string" },
       "max-resource-size": { type: "string" },
       "poll-wait": { type: "string" },
+      "mongodb-url": { type: "string" },
+      "mongodb-database": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -66,5 +80,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       Number.MAX_SAFE_INTEGER,
     ),
     pollWait: integer(values["poll-wait"] ?? env.TROVE_POLL_WAIT ?? "30", "poll-wait", 1, 3600) * 1000,
+    mongodbUrl: mongodbUrl(values["mongodb-url"] ?? env.TROVE_MONGODB_URL),
+    mongodbDatabase: values["mongodb-database"] ?? env.TROVE_MONGODB_DATABASE ?? "trove",
   };
 }

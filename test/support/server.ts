@@ -1,5 +1,8 @@
-// Starts a real Trove server on 127.0.0.1 with an ephemeral port and a fresh
-// data directory, for tests; `stop` closes every connection and removes the data.
+// Starts a real Trove server on 127.0.0.1 with an ephemeral port and fresh
+// storage, for tests; `stop` closes every connection and removes the data.
+// Storage is the embedded SQLite store, or MongoDB (a fresh database) when
+// TROVE_TEST_BACKEND=mongodb and TROVE_TEST_MONGODB_URL are set: the same
+// suites then run unchanged against it (see .ci/run).
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,7 +10,29 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer, type TroveServerOptions } from "../../src/server/server.js";
+import { randomBytes } from "node:crypto";
+import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
+import type { StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
+
+/** Which backend the server tests run on. */
+export const TEST_BACKEND = process.env.TROVE_TEST_BACKEND === "mongodb" ? "mongodb" : "sqlite";
+
+async function openStorage(dataDir: string): Promise<{ storage: StoragePort; drop(): Promise<void> }> {
+  if (TEST_BACKEND === "sqlite") return { storage: await SqliteStorage.open({ dataDir }), drop: async () => {} };
+  const url = process.env.TROVE_TEST_MONGODB_URL;
+  if (!url) throw new Error("TROVE_TEST_BACKEND=mongodb needs TROVE_TEST_MONGODB_URL");
+  const database = `trove_test_${randomBytes(6).toString("hex")}`;
+  // The drop uses its own connection: the server closes the storage's own.
+  return {
+    storage: await MongoStorage.open({ url, database, watchInterval: 100 }),
+    async drop() {
+      const admin = await MongoStorage.open({ url, database });
+      await admin.dropDatabase();
+      await admin.close();
+    },
+  };
+}
 
 export interface TestServer {
   /** e.g. http://127.0.0.1:41234 */
@@ -16,13 +41,13 @@ export interface TestServer {
   dataDir: string;
   /** The running server (its notifier counts waiting polls). */
   server: TroveServer;
-  storage: SqliteStorage;
+  storage: StoragePort;
   stop(): Promise<void>;
 }
 
 export async function startServer(options: Partial<Omit<TroveServerOptions, "storage">> = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "trove-test-"));
-  const storage = await SqliteStorage.open({ dataDir });
+  const { storage, drop } = await openStorage(dataDir);
   await ensureHomeStore(storage, (options.now ?? Date.now)());
   const server = createTroveServer({ logger: pino({ level: "silent" }), ...options, storage });
   const { port } = await server.listen(0, "127.0.0.1");
@@ -34,6 +59,7 @@ export async function startServer(options: Partial<Omit<TroveServerOptions, "sto
     storage,
     async stop() {
       await server.close();
+      await drop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
