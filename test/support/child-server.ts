@@ -16,6 +16,16 @@ export interface ChildServer {
   pid: number;
   dataDir: string;
   stop(): Promise<void>;
+  /** Ends the process with SIGKILL, as a crash would; the data directory stays. */
+  kill(): Promise<void>;
+}
+
+export interface ChildServerOptions {
+  logLevel?: string;
+  /** More `trove serve` arguments, e.g. ["--mongodb-url", url]. */
+  args?: string[];
+  /** Reuse a data directory (a restart); it is then not removed by stop(). */
+  dataDir?: string;
 }
 
 /** A port that was free a moment ago: the CLI takes a fixed port. */
@@ -45,12 +55,23 @@ async function ready(url: string, child: ChildProcess, output: () => string): Pr
   }
 }
 
-export async function startChildServer(options: { logLevel?: string } = {}): Promise<ChildServer> {
-  const dataDir = await mkdtemp(join(tmpdir(), "trove-child-"));
+export async function startChildServer(options: ChildServerOptions = {}): Promise<ChildServer> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "trove-child-")));
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [CLI, "serve", "--port", String(port), "--data", dataDir, "--log-level", options.logLevel ?? "silent"],
+    [
+      CLI,
+      "serve",
+      "--port",
+      String(port),
+      "--data",
+      dataDir,
+      "--log-level",
+      options.logLevel ?? "silent",
+      ...(options.args ?? []),
+    ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   let stderr = "";
@@ -63,7 +84,7 @@ export async function startChildServer(options: { logLevel?: string } = {}): Pro
     await ready(url, child, () => stderr);
   } catch (err) {
     child.kill("SIGKILL");
-    await rm(dataDir, { recursive: true, force: true });
+    if (ownDir) await rm(dataDir, { recursive: true, force: true });
     throw err;
   }
   return {
@@ -78,7 +99,13 @@ export async function startChildServer(options: { logLevel?: string } = {}): Pro
         await exited;
         clearTimeout(timer);
       }
-      await rm(dataDir, { recursive: true, force: true });
+      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await exited;
+      }
     },
   };
 }
