@@ -13,11 +13,13 @@ import { buildDist, procStatusBytes, startTrove } from "./servers.js";
 const CHANGES = 1000;
 const IDLE_POLLS = 1000;
 const IDLE_SECONDS = 10;
+/** Headers every request carries: the server's bearer token. */
+let auth = {};
 
 /** One HTTP/1.1 request on a keep-alive agent; resolves with status and body text. */
 function request(url, { method = "GET", body, dispatcher, signal } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, agent: dispatcher, signal }, (res) => {
+    const req = http.request(url, { method, agent: dispatcher, signal, headers: auth }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (s) => {
@@ -52,7 +54,7 @@ function cpuSeconds(pid) {
 }
 
 async function lastEventId(url) {
-  const text = await (await fetch(`${url}/resources/v2/poll`)).text();
+  const text = await (await fetch(`${url}/resources/v2/poll`, { headers: auth })).text();
   return Number(/^RESET home (\d+)$/m.exec(text)[1]);
 }
 
@@ -139,6 +141,7 @@ async function idlePolls(server) {
 
 buildDist();
 const server = await startTrove({ logLevel: "silent" });
+auth = { Authorization: server.authorization };
 try {
   const lat = await deliveryLatency(server.url);
   const idle = await idlePolls(server);

@@ -1,8 +1,11 @@
 // Request benchmarks: GET, PUT and conditional GET (304) of a 4 KiB resource,
-// against Trove (logging off, and logging at info to /dev/null) and against a
-// bare node:http baseline measured in the same run; then the 1 GiB streaming
-// benchmark (bench/stream-1g.js). `npm run bench [-- --duration 10 --connections 32]`.
+// against Trove (authentication off; with a bearer token, logging off and at
+// info to /dev/null) and against a bare node:http baseline measured in the same
+// run; then the 1 GiB streaming benchmark (bench/stream-1g.js).
+// `npm run bench [-- --duration 10 --connections 32]`; `--only auth` compares
+// GET with authentication off and on, alternating, with server CPU per request.
 
+import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
@@ -18,6 +21,7 @@ const { values: opts } = parseArgs({
     only: { type: "string" },
     "skip-build": { type: "boolean", default: false },
     "stream-size-mib": { type: "string", default: "1024" },
+    rounds: { type: "string", default: "3" },
   },
 });
 const duration = Number(opts.duration);
@@ -46,11 +50,24 @@ function summarize(result, expected) {
 }
 
 async function prepareTrove(server) {
-  const put = await fetch(server.url + RESOURCE, { method: "PUT", body: BODY_4K });
+  const auth = server.authorization ? { authorization: server.authorization } : {};
+  const put = await fetch(server.url + RESOURCE, { method: "PUT", body: BODY_4K, headers: auth });
   if (put.status !== 201) throw new Error(`setup PUT answered ${put.status}: ${await put.text()}`);
-  const again = await fetch(server.url + PUT_TARGET, { method: "PUT", body: BODY_4K });
+  const again = await fetch(server.url + PUT_TARGET, { method: "PUT", body: BODY_4K, headers: auth });
   if (again.status !== 201) throw new Error(`setup PUT answered ${again.status}`);
-  return { ...server, get: RESOURCE, put: PUT_TARGET, etag: put.headers.get("etag") };
+  return { ...server, auth, get: RESOURCE, put: PUT_TARGET, etag: put.headers.get("etag") };
+}
+
+/** A case's request for a target, with the target's Authorization header. */
+function requestFor(c, t) {
+  const request = c.request(t);
+  return { ...request, headers: { ...t.auth, ...request.headers } };
+}
+
+/** utime + stime of a process, in seconds. */
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 const CASES = [
@@ -81,6 +98,10 @@ async function runRequests() {
   const targets = [];
   try {
     targets.push({ label: "node:http baseline", ...(await startBaseline()), get: "/r", put: "/r", etag: ETAG_4K });
+    targets.push({
+      label: "trove, no auth, silent",
+      ...(await prepareTrove(await startTrove({ logLevel: "silent", auth: "off" }))),
+    });
     targets.push({ label: "trove, log silent", ...(await prepareTrove(await startTrove({ logLevel: "silent" }))) });
     targets.push({ label: "trove, log info", ...(await prepareTrove(await startTrove({ logLevel: "info" }))) });
 
@@ -88,7 +109,7 @@ async function runRequests() {
     for (const c of CASES) {
       let baseline = 0;
       for (const t of targets) {
-        const request = c.request(t);
+        const request = requestFor(c, t);
         if (warmup > 0) await load(t.url, request, warmup);
         const s = summarize(await load(t.url, request, duration), c.expected);
         if (t === targets[0]) baseline = s.rps;
@@ -97,15 +118,77 @@ async function runRequests() {
       }
     }
 
-    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("vs baseline", 13, true)}  other`;
+    const head = `${pad("case", 26)}${pad("server", 24)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("vs baseline", 13, true)}  other`;
     console.log(`\n${head}\n${"-".repeat(head.length + 6)}`);
     for (const r of rows) {
       console.log(
-        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 9, true)}${pad(r.p50, 8, true)}${pad(r.p99, 8, true)}${pad(`${r.ratio.toFixed(2)}x`, 13, true)}  ${r.other}`,
+        `${pad(r.case, 26)}${pad(r.target, 24)}${pad(Math.round(r.rps), 9, true)}${pad(r.p50, 8, true)}${pad(r.p99, 8, true)}${pad(`${r.ratio.toFixed(2)}x`, 13, true)}  ${r.other}`,
       );
     }
   } finally {
     for (const t of targets) await t.stop();
+  }
+}
+
+/**
+ * GET and 304 with authentication off (anonymous) and on (a development-issuer token), both
+ * logging silent, in alternating rounds so that the machine's drift hits both alike; reports the
+ * median req/s and server CPU per request of each, and on/off ratios.
+ */
+async function runAuth() {
+  const rounds = Number(opts.rounds);
+  const off = { label: "auth off", ...(await prepareTrove(await startTrove({ logLevel: "silent", auth: "off" }))) };
+  const on = { label: "auth on (token)", ...(await prepareTrove(await startTrove({ logLevel: "silent" }))) };
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  try {
+    const results = [];
+    for (const c of CASES.filter((x) => x.name !== "PUT 4 KiB")) {
+      const runs = new Map([
+        [off, []],
+        [on, []],
+      ]);
+      for (const t of [off, on]) if (warmup > 0) await load(t.url, requestFor(c, t), warmup);
+      for (let r = 0; r < rounds; r++) {
+        for (const t of r % 2 === 0 ? [off, on] : [on, off]) {
+          const cpu0 = cpuSeconds(t.pid);
+          const result = await load(t.url, requestFor(c, t), duration);
+          const cpu = cpuSeconds(t.pid) - cpu0;
+          const s = summarize(result, c.expected);
+          const answered = s.rps * result.duration;
+          runs.get(t).push({ ...s, cpuPerRequest: answered > 0 ? (cpu * 1e6) / answered : Number.NaN });
+          process.stderr.write(`  ${c.name}, ${t.label}, round ${r + 1}: ${Math.round(s.rps)} req/s\n`);
+        }
+      }
+      const summary = (t) => ({
+        rps: median(runs.get(t).map((x) => x.rps)),
+        cpu: median(runs.get(t).map((x) => x.cpuPerRequest)),
+        p50: median(runs.get(t).map((x) => x.p50)),
+        p99: median(runs.get(t).map((x) => x.p99)),
+        other: runs
+          .get(t)
+          .map((x) => x.other)
+          .filter(Boolean)
+          .join(" "),
+      });
+      results.push({ case: c.name, off: summary(off), on: summary(on) });
+    }
+    console.log(`\nAuthentication off and on, median of ${rounds} alternating rounds, logging silent`);
+    const head = `${pad("case", 26)}${pad("server", 18)}${pad("req/s", 9, true)}${pad("CPU/req", 10, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("on/off", 9, true)}  other`;
+    console.log(`${head}\n${"-".repeat(head.length + 6)}`);
+    for (const r of results) {
+      for (const [label, x] of [
+        ["auth off", r.off],
+        ["auth on (token)", r.on],
+      ]) {
+        const ratio = x === r.on ? `${(r.on.rps / r.off.rps).toFixed(2)}x` : "";
+        console.log(
+          `${pad(r.case, 26)}${pad(label, 18)}${pad(Math.round(x.rps), 9, true)}${pad(`${Math.round(x.cpu)} µs`, 10, true)}${pad(x.p50, 8, true)}${pad(x.p99, 8, true)}${pad(ratio, 9, true)}  ${x.other}`,
+        );
+      }
+    }
+  } finally {
+    await off.stop();
+    await on.stop();
   }
 }
 
@@ -115,4 +198,5 @@ console.log(
 console.log(`autocannon: ${connections} connections, ${duration} s per case after ${warmup} s of warm-up, 1 process`);
 if (!opts["skip-build"]) buildDist();
 if (opts.only === undefined || opts.only === "requests") await runRequests();
+if (opts.only === "auth") await runAuth();
 if (opts.only === undefined || opts.only === "stream") await runStream({ sizeMiB: Number(opts["stream-size-mib"]) });

@@ -78,10 +78,20 @@ async function startChild(args, probePath, port, extra = {}) {
   };
 }
 
-/** `trove serve` from dist/ with a fresh data directory; logLevel "info" logs one line per request to /dev/null. */
-export async function startTrove({ logLevel = "silent" } = {}) {
+/**
+ * `trove serve` from dist/ with a fresh data directory; logLevel "info" logs one line per request
+ * to /dev/null. It runs its development issuer: `authorization` is `Bearer {token}` from there,
+ * and every request must carry it. With `auth: "off"` the server is bench/anonymous-server.js
+ * instead (same server, callers anonymous), for the auth-off row; `authorization` is then undefined.
+ */
+export async function startTrove({ logLevel = "silent", auth = "dev" } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "trove-bench-"));
   const port = await freePort();
+  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  if (auth === "off") {
+    const args = [join(ROOT, "bench/anonymous-server.js"), String(port), dataDir, logLevel];
+    return { ...(await startChild(args, "/resources/v2/data/home/", port, { cleanup })), authorization: undefined };
+  }
   const args = [
     join(ROOT, "bin/trove.js"),
     "serve",
@@ -91,9 +101,17 @@ export async function startTrove({ logLevel = "silent" } = {}) {
     dataDir,
     "--log-level",
     logLevel,
+    "--token-lifetime",
+    "86400",
   ];
-  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
-  return startChild(args, "/resources/v2/data/home/", port, { cleanup });
+  const server = await startChild(args, "/auth/.well-known/openid-configuration", port, { cleanup });
+  try {
+    const { fetchDevToken } = await import("../dist/auth/token-command.js");
+    return { ...server, authorization: `Bearer ${await fetchDevToken({ url: server.url, dataDir })}` };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 }
 
 /** The bare node:http server of bench/baseline-server.js. */

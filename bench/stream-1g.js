@@ -15,12 +15,14 @@ import { buildDist, procStatusBytes, resetPeak, startBaseline, startTrove } from
 const MiB = 1024 * 1024;
 /** The target of DESIGN.md: memory does not grow with a resource's size. */
 const GROWTH_TARGET = 100 * MiB;
+/** Headers every request to the server under test carries (its bearer token). */
+let auth = {};
 
 function put(url, source, length) {
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: "PUT",
-      headers: { "Content-Length": length, "Content-Type": "application/octet-stream" },
+      headers: { "Content-Length": length, "Content-Type": "application/octet-stream", ...auth },
     });
     req.once("response", (res) => {
       res.resume();
@@ -34,7 +36,7 @@ function put(url, source, length) {
 function get(url) {
   return new Promise((resolve, reject) => {
     http
-      .get(url, (res) => {
+      .get(url, { headers: auth }, (res) => {
         const hash = createHash("md5");
         let size = 0;
         res.on("data", (chunk) => {
@@ -71,6 +73,7 @@ async function measured(pid, transfer) {
 
 async function roundTrip(server, path, sizeMiB) {
   const url = server.url + path;
+  auth = server.authorization ? { Authorization: server.authorization } : {};
   // Warm the large-body code paths first so the growth measured is not start-up.
   const warm = generatedBody(4 * MiB);
   await put(url, warm.chunks, 4 * MiB);

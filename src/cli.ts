@@ -1,5 +1,6 @@
 // The `trove` command.
 
+import { fetchDevToken, parseTokenArgs, TOKEN_HELP } from "./auth/token-command.js";
 import { parseServeArgs, SERVE_HELP } from "./server/config.js";
 import { serve } from "./server/main.js";
 
@@ -7,6 +8,7 @@ const HELP = `Usage: trove <command> [options]
 
 Commands:
   serve     run the Trove server (trove serve --help)
+  token     print a bearer token from a development server (trove token --help)
 
 Run "trove <command> --help" for a command's options.
 `;
@@ -30,6 +32,15 @@ async function main(argv: string[]): Promise<number> {
       process.once("SIGTERM", stop);
     });
     await server.close();
+    return 0;
+  }
+  if (command === "token") {
+    const config = parseTokenArgs(args, process.env);
+    if (config === "help") {
+      process.stdout.write(TOKEN_HELP);
+      return 0;
+    }
+    process.stdout.write(`${await fetchDevToken(config)}\n`);
     return 0;
   }
   process.stderr.write(`trove: unknown command ${JSON.stringify(command)}\n\n${HELP}`);

@@ -13,6 +13,12 @@ export interface Caller {
   readonly account: string;
   /** Whether the caller may perform an operation on a path of a store ("" is the root). */
   may(operation: Operation, store: string, path: string): boolean;
+  /**
+   * Whether a read grant covers the path itself. `may("read", …)` is also true for the
+   * directories on the way to a grant (so that the caller can list down to it); a file's
+   * contents need this stricter answer.
+   */
+  mayReadFile(store: string, path: string): boolean;
   /** Whether the caller holds a permission such as store administration. */
   holds(permission: string): boolean;
   /** Whether the caller may perform an operation on a project, `project://{account}/{name}`. */
@@ -27,6 +33,7 @@ export const anonymousCaller: Caller = {
   subject: "anonymous",
   account: "",
   may: () => true,
+  mayReadFile: () => true,
   holds: () => true,
   mayProject: () => true,
 };
@@ -36,6 +43,7 @@ export const nobody: Caller = {
   subject: "nobody",
   account: "",
   may: () => false,
+  mayReadFile: () => false,
   holds: () => false,
   mayProject: () => false,
 };

@@ -153,6 +153,12 @@ export class TokenCaller implements Caller {
     return false;
   }
 
+  mayReadFile(store: string, path: string): boolean {
+    return this.grants.stores.some(
+      (g) => (g.store === store || g.store === "*") && g.ops.has("read") && covers(g.path, path),
+    );
+  }
+
   holds(permission: string): boolean {
     return this.permissions.has(permission);
   }

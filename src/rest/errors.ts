@@ -1,6 +1,7 @@
 // The one table from ConnectError codes to REST statuses, and the error response.
 
 import { Code, type ConnectError } from "@connectrpc/connect";
+import { CHALLENGE_KEY, REALM } from "../auth/verifier.js";
 import { quoteTag } from "../domain/etag.js";
 import { DELETED_TAG_KEY, toConnectError } from "../services/connect-errors.js";
 import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
@@ -36,7 +37,12 @@ export function sendError(req: RestRequest, res: RestResponse, error: unknown): 
   const headers: Record<string, string> = {};
   // An unread request body: do not make the client send the rest of it (HTTP/1.1).
   if (!req.complete && req.httpVersionMajor === 1) headers.Connection = "close";
-  if (err.code === Code.Unauthenticated) headers["WWW-Authenticate"] = 'Bearer realm="trove"';
+  // Every 401 carries a challenge (RFC 9110 11.6.1): the token's problem, or that it grants too little.
+  if (err.code === Code.Unauthenticated) {
+    headers["WWW-Authenticate"] = err.metadata.get(CHALLENGE_KEY) ?? `Bearer realm="${REALM}"`;
+  } else if (err.code === Code.PermissionDenied) {
+    headers["WWW-Authenticate"] = `Bearer realm="${REALM}", error="insufficient_scope"`;
+  }
   const deletedTag = err.metadata.get(DELETED_TAG_KEY);
   if (deletedTag !== null) {
     headers.ETag = quoteTag(deletedTag);

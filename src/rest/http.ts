@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { type ContextValues, createContextValues } from "@connectrpc/connect";
-import { anonymousCaller, callerKey } from "../auth/caller.js";
+import { type Caller, callerKey, nobody } from "../auth/caller.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
 export type RestResponse = ServerResponse | Http2ServerResponse;
@@ -72,8 +72,9 @@ export function header(req: RestRequest, name: string): string | undefined {
 /** Context values of a REST call; the caller is filled by authentication. */
 export function restContextValues(req: RestRequest): ContextValues {
   const values = createContextValues();
-  const caller = (req as { trove?: { caller?: typeof anonymousCaller } }).trove?.caller;
-  values.set(callerKey, caller ?? anonymousCaller);
+  const caller = (req as { trove?: { caller?: Caller } }).trove?.caller;
+  // Authentication always sets the caller; were it ever missing, the request gets no access.
+  values.set(callerKey, caller ?? nobody);
   return values;
 }
 

@@ -13,6 +13,12 @@ export interface ServeConfig {
   /** MongoDB connection string; the embedded SQLite store when absent. */
   mongodbUrl?: string;
   mongodbDatabase: string;
+  /** Token issuer (OpenID discovery at `{issuer}/.well-known/openid-configuration`); the development issuer when absent. */
+  issuer?: string;
+  /** Audience tokens must be issued for. */
+  audience: string;
+  /** Lifetime of development-issuer tokens, in seconds. */
+  tokenLifetime: number;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -30,6 +36,10 @@ Options:
   --mongodb-url URL         keep everything on MongoDB instead of the embedded store
                             (TROVE_MONGODB_URL, e.g. mongodb://127.0.0.1:27017)
   --mongodb-database NAME   database on that server (TROVE_MONGODB_DATABASE, default trove)
+  --issuer URL              OAuth 2.0 / OpenID issuer whose bearer tokens every request needs
+                            (TROVE_ISSUER); without it, a development issuer runs under /auth/
+  --audience AUD            audience (aud) tokens must carry (TROVE_AUDIENCE, default trove)
+  --token-lifetime SECONDS  lifetime of development-issuer tokens (TROVE_TOKEN_LIFETIME, default 600)
   -h, --help                show this help
 `;
 
@@ -40,9 +50,29 @@ function integer(text: string, what: string, min: number, max: number): number {
   return Number(text);
 }
 
+function nonEmpty(text: string, what: string): string {
+  if (text === "") throw new Error(`${what} must not be empty`);
+  return text;
+}
+
+function issuerUrl(text: string | undefined): string | undefined {
+  if (text === undefined || text === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`--issuer must be an http:// or https:// URL, not ${JSON.stringify(text)}`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new Error(`--issuer must be an http:// or https:// URL, not ${JSON.stringify(text)}`);
+  }
+  return text;
+}
+
 function mongodbUrl(text: string | undefined): string | undefined {
   if (text === undefined || text === "") return undefined;
-  if (!/^mongodb(\+srv)?:\/\//.test(text)) throw new Error("--mongodb-url must start with mongodb:// or mongodb+srv://");
+  if (!/^mongodb(\+srv)?:\/\//.test(text))
+    throw new Error("--mongodb-url must start with mongodb:// or mongodb+srv://");
   return text;
 }
 
@@ -58,6 +88,9 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "poll-wait": { type: "string" },
       "mongodb-url": { type: "string" },
       "mongodb-database": { type: "string" },
+      issuer: { type: "string" },
+      audience: { type: "string" },
+      "token-lifetime": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -82,5 +115,8 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     pollWait: integer(values["poll-wait"] ?? env.TROVE_POLL_WAIT ?? "30", "poll-wait", 1, 3600) * 1000,
     mongodbUrl: mongodbUrl(values["mongodb-url"] ?? env.TROVE_MONGODB_URL),
     mongodbDatabase: values["mongodb-database"] ?? env.TROVE_MONGODB_DATABASE ?? "trove",
+    issuer: issuerUrl(values.issuer ?? env.TROVE_ISSUER),
+    audience: nonEmpty(values.audience ?? env.TROVE_AUDIENCE ?? "trove", "audience"),
+    tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),
   };
 }

@@ -1,9 +1,11 @@
 // Starts a server from its configuration: the entry point of `trove serve`.
 
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
+import { type DevIssuer, openDevIssuer } from "../auth/dev-issuer.js";
+import { type Authenticator, checkIssuer, createJwtAuthenticator } from "../auth/verifier.js";
 import { AlreadyExistsError } from "../domain/errors.js";
-import type { StoragePort } from "../storage/port.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
+import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import type { ServeConfig } from "./config.js";
 import { createTroveServer, type TroveServer } from "./server.js";
@@ -26,16 +28,77 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase })
     : await SqliteStorage.open({ dataDir: config.dataDir });
   await ensureHomeStore(storage, Date.now());
+  let auth: Authenticator;
+  let devIssuer: DevIssuer | undefined;
+  if (config.issuer !== undefined) {
+    auth = createJwtAuthenticator({ issuer: config.issuer, audience: config.audience });
+  } else {
+    devIssuer = await openDevIssuer({
+      dataDir: config.dataDir,
+      audience: config.audience,
+      tokenLifetime: config.tokenLifetime,
+    });
+    auth = devIssuer.authenticator;
+  }
   const server = createTroveServer({
     storage,
     logger,
     maxResourceSize: config.maxResourceSize,
     pollWait: config.pollWait,
+    auth,
+    devIssuer,
   });
   const address = await server.listen(config.port, config.host);
   logger.info(
     { host: address.address, port: address.port, data: config.dataDir },
     `Trove listening on http://${config.host}:${address.port}`,
   );
+  if (devIssuer) process.stderr.write(devModeBanner(devIssuer, config));
+  else void reportIssuer(config.issuer as string, config.audience, logger);
   return server;
+}
+
+/** Start-up check of a configured issuer: a warning, not a failure, since it may come up later. */
+async function reportIssuer(issuer: string, audience: string, logger: Logger): Promise<void> {
+  try {
+    await checkIssuer(issuer);
+    logger.info({ issuer, audience }, "bearer tokens verified against the issuer's JWKS");
+  } catch (err) {
+    logger.warn(
+      { issuer, audience, err: (err as Error).message },
+      "the token issuer cannot be reached yet: requests answer 503 until it can",
+    );
+  }
+}
+
+function lifetimeText(seconds: number): string {
+  if (seconds % 60 !== 0) return `${seconds} seconds`;
+  return seconds === 60 ? "1 minute" : `${seconds / 60} minutes`;
+}
+
+/** What a new user needs to get a token, said loudly: this mode is for development only. */
+export function devModeBanner(issuer: DevIssuer, config: Pick<ServeConfig, "host" | "port" | "dataDir">): string {
+  const line = "=".repeat(78);
+  const local = ["127.0.0.1", "localhost", "::1"].includes(config.host);
+  const base = issuer.issuer.replace(/\/auth$/, "");
+  const data = config.dataDir === ".trove-data" ? "" : ` --data ${config.dataDir}`;
+  const url = base === "http://127.0.0.1:13242" ? "" : ` --url ${base}`;
+  return [
+    line,
+    "  DEVELOPMENT MODE: no token issuer is configured (--issuer / TROVE_ISSUER),",
+    "  so this server issues its own tokens, with full access, to anyone holding the",
+    "  client secret below. Do not use it in production.",
+    ...(local ? [] : [`  WARNING: it listens on ${config.host}, so the issuer is reachable from the network.`]),
+    "",
+    `  issuer         ${issuer.issuer}   (discovery: /auth/.well-known/openid-configuration)`,
+    `  token endpoint ${issuer.issuer}/token   (grant_type=client_credentials)`,
+    `  client id      ${issuer.clientId}`,
+    `  client secret  ${issuer.clientSecret}`,
+    `  kept in        ${issuer.file} (mode 0600), with the signing key`,
+    "",
+    `  Get a token (valid ${lifetimeText(issuer.tokenLifetime)}) and use it:`,
+    `    curl -H "Authorization: Bearer $(npx trove token${url}${data})" ${base}/resources/v2/stores`,
+    line,
+    "",
+  ].join("\n");
 }

@@ -8,12 +8,23 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import * as net from "node:net";
-import type { ConnectRouter } from "@connectrpc/connect";
+import {
+  Code,
+  type ConnectError,
+  type ConnectRouter,
+  createContextKey,
+  createContextValues,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
+import { anonymousCaller, type Caller, callerKey, nobody } from "../auth/caller.js";
+import { DEV_ISSUER_PREFIX, type DevIssuer } from "../auth/dev-issuer.js";
+import type { Authenticator } from "../auth/verifier.js";
 import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
 import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
+import { sendError } from "../rest/errors.js";
 import { type RestRequest, type RestResponse, SERVER_HEADER } from "../rest/http.js";
 import { PollRoutes } from "../rest/poll.js";
 import { ResourceRoutes } from "../rest/resources.js";
@@ -21,7 +32,7 @@ import { handleRest, REST_PREFIX } from "../rest/router.js";
 import { StoreRoutes } from "../rest/stores.js";
 import { ChangeNotifier } from "../services/change-notifier.js";
 import { ChangeCore } from "../services/change-service.js";
-import { withConnectErrors } from "../services/connect-errors.js";
+import { toConnectError, withConnectErrors } from "../services/connect-errors.js";
 import { ResourceCore } from "../services/resource-service.js";
 import { StoreCore } from "../services/store-service.js";
 import type { StoragePort } from "../storage/port.js";
@@ -36,7 +47,38 @@ export interface TroveServerOptions {
   /** How often expired tombstones are purged, in milliseconds (default 60 s). */
   purgeInterval?: number;
   now?: () => number;
+  /**
+   * How callers are authenticated: a token verifier (every request then needs
+   * `Authorization: Bearer <token>`), or "anonymous", where every caller has full access
+   * without credentials. Only tests and the auth-off benchmark choose "anonymous"; the CLI never does.
+   */
+  auth: Authenticator | "anonymous";
+  /** The development issuer, served under /auth/ (`trove serve` without a configured issuer). */
+  devIssuer?: DevIssuer;
 }
+
+/** What authentication leaves on a request: the caller, or why there is none. */
+interface Authenticated {
+  trove?: { caller: Caller; error?: ConnectError };
+}
+
+/** Context value of a Connect call refused by authentication: the error its interceptor throws. */
+const refusalKey = createContextKey<ConnectError | undefined>(undefined, { description: "authentication refusal" });
+
+function contextValues(req: unknown) {
+  const values = createContextValues();
+  const trove = (req as Authenticated).trove;
+  values.set(callerKey, trove?.caller ?? nobody);
+  if (trove?.error) values.set(refusalKey, trove.error);
+  return values;
+}
+
+/** Answers a Connect, gRPC or gRPC-Web call refused by authentication in its own protocol. */
+const refuse: Interceptor = (next) => (req) => {
+  const refusal = req.contextValues.get(refusalKey);
+  if (refusal) throw refusal;
+  return next(req);
+};
 
 export interface TroveServer {
   listen(port: number, host: string): Promise<AddressInfo>;
@@ -46,6 +88,9 @@ export interface TroveServer {
   /** Armed long-poll and watch waiters (leak checks, metrics). */
   readonly notifier: ChangeNotifier;
 }
+
+/** Paths of the RPC services: a refused call there is answered in its RPC protocol, anything else as REST. */
+const CONNECT_PATHS = [ResourceService, StoreService, ChangeService].map((s) => `/${s.typeName}/`);
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export const DEFAULT_MAX_RESOURCE_SIZE = 4 * 1024 ** 3;
@@ -66,13 +111,31 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     router.service(StoreService, withConnectErrors(stores));
     router.service(ChangeService, withConnectErrors(changes));
   };
-  const connect = connectNodeAdapter({ routes });
+  const connect = connectNodeAdapter({ routes, contextValues, interceptors: [refuse] });
   const rest = {
     resources: new ResourceRoutes(resources),
     stores: new StoreRoutes(stores),
     poll: new PollRoutes(changes),
     onServerError: (err: unknown) => logger.error({ err }, "request failed"),
   };
+
+  const dispatch = (req: RestRequest, res: RestResponse, caller: Caller) => {
+    (req as Authenticated).trove = { caller };
+    if (req.url?.startsWith(REST_PREFIX)) void handleRest(rest, req, res);
+    else connect(req as http.IncomingMessage, res as http.ServerResponse);
+  };
+  const refused = (req: RestRequest, res: RestResponse, err: unknown) => {
+    const error = toConnectError(err);
+    if (error.code === Code.Internal) logger.error({ err }, "authentication failed");
+    if (!CONNECT_PATHS.some((prefix) => req.url?.startsWith(prefix))) {
+      sendError(req, res, error);
+    } else {
+      (req as Authenticated).trove = { caller: nobody, error };
+      connect(req as http.IncomingMessage, res as http.ServerResponse);
+    }
+  };
+  const auth = options.auth;
+  const devIssuer = options.devIssuer;
 
   const idPrefix = randomBytes(4).toString("hex");
   let counter = 0;
@@ -83,20 +146,44 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     (res as http.ServerResponse).setHeader("X-Request-Id", id);
     (res as http.ServerResponse).once("finish", () => {
       if (logger.isLevelEnabled("info")) {
+        // Never the headers (Authorization) nor, for the issuer, the query string.
+        const url = req.url?.startsWith(DEV_ISSUER_PREFIX) ? req.url.replace(/\?.*$/, "") : req.url;
         logger.info(
           {
             req: id,
             method: req.method,
-            url: req.url,
+            url,
             status: res.statusCode,
+            caller: (req as Authenticated).trove?.caller.subject,
             ms: Math.round((performance.now() - started) * 10) / 10,
           },
           "request",
         );
       }
     });
-    if (req.url?.startsWith(REST_PREFIX)) void handleRest(rest, req, res);
-    else connect(req as http.IncomingMessage, res as http.ServerResponse);
+    if (devIssuer && req.url?.startsWith(DEV_ISSUER_PREFIX)) {
+      devIssuer.handle(req, res);
+      return;
+    }
+    if (auth === "anonymous") {
+      dispatch(req, res, anonymousCaller);
+      return;
+    }
+    let caller: Caller | Promise<Caller>;
+    try {
+      caller = auth.authenticate(req.headers.authorization);
+    } catch (err) {
+      refused(req, res, err);
+      return;
+    }
+    if (caller instanceof Promise) {
+      caller.then(
+        (c) => dispatch(req, res, c),
+        (err) => refused(req, res, err),
+      );
+    } else {
+      dispatch(req, res, caller);
+    }
   };
 
   const h1 = http.createServer({ requestTimeout: 0 }, handler);
@@ -154,7 +241,9 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
         tcp.once("error", reject);
         tcp.listen(port, host, () => {
           tcp.off("error", reject);
-          resolve(tcp.address() as AddressInfo);
+          const address = tcp.address() as AddressInfo;
+          devIssuer?.listening(host, address.port);
+          resolve(address);
         });
       });
     },

@@ -21,6 +21,7 @@ import {
   WatchChangesResponseSchema,
 } from "../gen/trove/resources/v2/changes_pb.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
+import { requireOperation } from "./access.js";
 import type { ChangeNotifier } from "./change-notifier.js";
 
 export interface ChangeServiceOptions {
@@ -72,6 +73,12 @@ export function cursorMap(cursors: readonly Cursor[]): Map<string, number> {
   return map;
 }
 
+/** Cursors of stores the caller may read something in; following any other store is refused. */
+function followable(cursors: Map<string, number>, caller: Caller): Map<string, number> {
+  for (const store of cursors.keys()) requireOperation(caller, "read", store, "");
+  return cursors;
+}
+
 /** Moves cursors past what a batch of events delivered. */
 export function advance(cursors: Map<string, number>, events: readonly Event[]): void {
   for (const e of events) {
@@ -95,7 +102,7 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
 
   async poll(req: PollRequest, ctx: HandlerContext): Promise<PollResponse> {
     const caller = ctx.values.get(callerKey);
-    const cursors = cursorMap(req.cursors);
+    const cursors = followable(cursorMap(req.cursors), caller);
     if (cursors.size === 0) return create(PollResponseSchema, { events: await this.status(caller) });
     const wait = req.waitMillis === 0 ? this.pollWait : Math.min(req.waitMillis, this.pollWait);
     const deadline = Date.now() + wait;
@@ -114,7 +121,7 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
 
   async *watchChanges(req: WatchChangesRequest, ctx: HandlerContext): AsyncIterable<WatchChangesResponse> {
     const caller = ctx.values.get(callerKey);
-    const cursors = cursorMap(req.cursors);
+    const cursors = followable(cursorMap(req.cursors), caller);
     const heartbeat = req.heartbeatMillis === 0 ? DEFAULT_HEARTBEAT : Math.max(100, req.heartbeatMillis);
     if (cursors.size === 0) {
       const events = await this.status(caller);
@@ -155,8 +162,17 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
         events.push(resetEvent(store, position.reset));
         continue;
       }
-      const nodes = await this.storage.changesSince(store, position.since, this.maxEvents - events.length);
-      for (const node of nodes) if (caller.may("read", store, node.path)) events.push(changeEvent(node));
+      // Changes the caller may not see do not count against the limit: read on until it has as
+      // many as it may see, or the end. Otherwise a follower whose next changes are all hidden
+      // from it would be answered nothing, forever, from the same cursor.
+      for (let since = position.since; ; ) {
+        const want = this.maxEvents - events.length;
+        const nodes = await this.storage.changesSince(store, since, want);
+        for (const node of nodes) if (caller.may("read", store, node.path)) events.push(changeEvent(node));
+        const last = nodes.at(-1);
+        if (last === undefined || nodes.length < want || events.length >= this.maxEvents) break;
+        since = last.eventId;
+      }
     }
     return events;
   }

@@ -62,6 +62,22 @@ export interface ListOptions {
   batchSize?: number;
 }
 
+/** What a read of one path needs: the live store's configuration and the node at the path. */
+export interface StoreNode {
+  config: StoreConfig;
+  /** The node at the path, tombstones included; undefined when there is none. */
+  node: NodeRecord | undefined;
+}
+
+export interface GetStoreNodeOptions {
+  /**
+   * Whether the caller needs the contents kept with the metadata. When false, an adapter may
+   * leave `inline` null to save copying them (a HEAD or a 304 sends none); `readBlob` must
+   * still return the contents of a node read that way.
+   */
+  contents: boolean;
+}
+
 export interface WriteResult {
   node: NodeRecord;
   created: boolean;
@@ -93,6 +109,11 @@ export interface StoragePort {
 
   /** The node at a path, tombstones included. */
   getNode(store: string, path: string): Promise<NodeRecord | undefined>;
+  /**
+   * The configuration of a live store together with the node at a path in it, in one read where
+   * the backend can (every GET needs both); undefined when the store does not exist or is deleted.
+   */
+  getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined>;
   /** Children (or all descendants) of a directory in path order, in batches. */
   listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]>;
 
@@ -111,7 +132,10 @@ export interface StoragePort {
 
   /** Receives contents, computing size and MD5 as they flow. */
   writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo>;
-  /** The contents of a file node; throws NotFoundError when the blob is gone. */
+  /**
+   * The contents of a file node, also of one read without its contents; throws NotFoundError
+   * when the blob is gone (the node was replaced or deleted since it was read).
+   */
   readBlob(node: NodeRecord): AsyncIterable<Uint8Array>;
   /** Removes a blob that no resource references (e.g. after a failed precondition). */
   discardBlob(blob: BlobInfo): Promise<void>;

@@ -2,20 +2,42 @@
 // database, and a process killed in the middle of writing (issue 4).
 
 import { randomBytes } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
+import { ADMIN, type Issuer, startIssuer } from "../auth/support.js";
 import { followByPoll, Mirror, snapshot } from "../feed/mirror.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
 
 const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
 if (!MONGODB_URL) console.warn("MongoDB instance tests NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
 
+// The instances share one authorization server, as in production (each one's development issuer
+// would refuse the others' tokens), and every request of this file carries its token.
+let issuer: Issuer | undefined;
+let token = "";
+const fetchWithoutToken = globalThis.fetch;
+beforeAll(async () => {
+  if (!MONGODB_URL) return;
+  issuer = await startIssuer();
+  token = await issuer.token(ADMIN, { expiresIn: 3600 });
+  vi.stubGlobal("fetch", (input: string | URL | Request, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("Authorization", `Bearer ${token}`);
+    return fetchWithoutToken(input, { ...init, headers });
+  });
+});
+afterAll(async () => {
+  vi.unstubAllGlobals();
+  await issuer?.stop();
+});
+
 const started: ChildServer[] = [];
 let database = "";
 
 async function instance(): Promise<ChildServer> {
   const server = await startChildServer({
-    args: ["--mongodb-url", MONGODB_URL as string, "--mongodb-database", database],
+    args: ["--mongodb-url", MONGODB_URL as string, "--mongodb-database", database, "--issuer", issuer?.url as string],
+    token,
   });
   started.push(server);
   return server;

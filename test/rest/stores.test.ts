@@ -389,7 +389,11 @@ describe("store settings that hold secrets", () => {
     const withCredentials = Object.create(storage, {
       reportedSettings: { value: () => ({ ...storage.reportedSettings(), ...reported }) },
     }) as SqliteStorage;
-    const server = createTroveServer({ logger: pino({ level: "silent" }), storage: withCredentials });
+    const server = createTroveServer({
+      logger: pino({ level: "silent" }),
+      storage: withCredentials,
+      auth: "anonymous",
+    });
     const { port } = await server.listen(0, "127.0.0.1");
     client = restClient({ url: `http://127.0.0.1:${port}`, port });
     stop = async () => {

@@ -14,6 +14,8 @@ const MiB = 1024 * 1024;
 const SIZE = 256 * MiB;
 const CHUNK = 256 * 1024;
 const GROWTH_LIMIT = 100 * MiB;
+/** The Authorization header value of the server under test. */
+let authorization = "";
 
 /** SIZE bytes in CHUNK-sized pieces, each one different; `md5` is complete once it is drained. */
 function body(): { chunks: AsyncIterable<Buffer>; md5: () => string } {
@@ -34,7 +36,7 @@ function put(url: string, source: AsyncIterable<Buffer>, length: number): Promis
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: "PUT",
-      headers: { "Content-Length": length, "Content-Type": "application/octet-stream" },
+      headers: { "Content-Length": length, "Content-Type": "application/octet-stream", Authorization: authorization },
     });
     req.once("response", (res) => {
       res.resume();
@@ -47,7 +49,7 @@ function put(url: string, source: AsyncIterable<Buffer>, length: number): Promis
 function get(url: string): Promise<{ res: http.IncomingMessage; size: number; md5: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get(url, (res) => {
+      .get(url, { headers: { Authorization: authorization } }, (res) => {
         const hash = createHash("md5");
         let size = 0;
         res.on("data", (chunk: Buffer) => {
@@ -89,6 +91,7 @@ describe.skipIf(process.platform !== "linux")("streaming a 256 MiB resource", ()
 
   beforeAll(async () => {
     server = await startChildServer();
+    authorization = server.authorization;
     // Warm the code paths of a large PUT and GET so that the baseline holds the compiled code.
     const warm = body();
     const url = `${server.url}/resources/v2/data/home/warm.bin`;

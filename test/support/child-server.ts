@@ -1,5 +1,7 @@
 // Starts `trove serve` from the built dist/ in a child process, so that its
 // memory can be measured apart from the test's. Needs dist/ (see build-dist.ts).
+// Without --issuer it runs its development issuer: `authorization` then holds
+// a token from it, as `trove token` would print it.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -7,6 +9,7 @@ import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { fetchDevToken } from "../../src/auth/token-command.js";
 
 const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
 
@@ -15,6 +18,8 @@ export interface ChildServer {
   port: number;
   pid: number;
   dataDir: string;
+  /** `Bearer {token}`: the Authorization header value every request to this server needs. */
+  authorization: string;
   stop(): Promise<void>;
   /** Ends the process with SIGKILL, as a crash would; the data directory stays. */
   kill(): Promise<void>;
@@ -26,6 +31,11 @@ export interface ChildServerOptions {
   args?: string[];
   /** Reuse a data directory (a restart); it is then not removed by stop(). */
   dataDir?: string;
+  /**
+   * A token for a server started with `--issuer` in `args`. Without it, the server runs its
+   * development issuer and the token comes from there (each instance has its own issuer).
+   */
+  token?: string;
 }
 
 /** A port that was free a moment ago: the CLI takes a fixed port. */
@@ -40,13 +50,19 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function ready(url: string, child: ChildProcess, output: () => string): Promise<void> {
+async function ready(
+  url: string,
+  child: ChildProcess,
+  output: () => string,
+  token: () => Promise<string>,
+): Promise<string> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`trove serve exited with ${child.exitCode}: ${output()}`);
     try {
-      const res = await fetch(`${url}/resources/v2/data/home/`, { method: "HEAD" });
-      if (res.status === 200) return;
+      const authorization = `Bearer ${await token()}`;
+      const res = await fetch(`${url}/resources/v2/data/home/`, { method: "HEAD", headers: { authorization } });
+      if (res.status === 200) return authorization;
     } catch {
       // not listening yet
     }
@@ -70,6 +86,9 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
       dataDir,
       "--log-level",
       options.logLevel ?? "silent",
+      // Development tokens that outlast any test.
+      "--token-lifetime",
+      "86400",
       ...(options.args ?? []),
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
@@ -80,8 +99,10 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
   });
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const token = () => (options.token !== undefined ? Promise.resolve(options.token) : fetchDevToken({ url, dataDir }));
+  let authorization: string;
   try {
-    await ready(url, child, () => stderr);
+    authorization = await ready(url, child, () => stderr, token);
   } catch (err) {
     child.kill("SIGKILL");
     if (ownDir) await rm(dataDir, { recursive: true, force: true });
@@ -92,6 +113,7 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     port,
     pid: child.pid as number,
     dataDir,
+    authorization,
     async stop() {
       if (child.exitCode === null) {
         child.kill("SIGTERM");

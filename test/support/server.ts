@@ -4,13 +4,13 @@
 // TROVE_TEST_BACKEND=mongodb and TROVE_TEST_MONGODB_URL are set: the same
 // suites then run unchanged against it (see .ci/run).
 
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer, type TroveServerOptions } from "../../src/server/server.js";
-import { randomBytes } from "node:crypto";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
@@ -49,7 +49,13 @@ export async function startServer(options: Partial<Omit<TroveServerOptions, "sto
   const dataDir = await mkdtemp(join(tmpdir(), "trove-test-"));
   const { storage, drop } = await openStorage(dataDir);
   await ensureHomeStore(storage, (options.now ?? Date.now)());
-  const server = createTroveServer({ logger: pino({ level: "silent" }), ...options, storage });
+  // Anonymous full access unless a test passes its own authenticator (test/auth/).
+  const server = createTroveServer({
+    logger: pino({ level: "silent" }),
+    ...options,
+    auth: options.auth ?? "anonymous",
+    storage,
+  });
   const { port } = await server.listen(0, "127.0.0.1");
   return {
     url: `http://127.0.0.1:${port}`,

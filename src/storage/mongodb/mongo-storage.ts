@@ -24,10 +24,12 @@ import { INLINE_MAX } from "../local/blob-files.js";
 import type {
   BlobInfo,
   DeleteResult,
+  GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
   Preconditions,
   StoragePort,
+  StoreNode,
   StoreRecord,
   WriteBlobOptions,
   WriteResult,
@@ -288,6 +290,18 @@ export class MongoStorage implements StoragePort {
     return this.guard(async () => {
       const doc = await this.nodes.findOne({ _id: nodeKey(store, path) });
       return doc ? toNode(doc) : undefined;
+    });
+  }
+
+  // Two reads, store then node, as the services made before this method existed; the contents
+  // always come along (the option allows leaving them out, not requires it).
+  async getStoreNode(store: string, path: string, _options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
+    return this.guard(async () => {
+      const doc = await this.stores.findOne({ _id: store });
+      if (!doc || doc.deleted) return undefined;
+      const node = await this.nodes.findOne({ _id: nodeKey(store, path) });
+      const config = { name: doc._id, type: doc.type as StoreType, settings: doc.settings };
+      return { config, node: node ? toNode(node) : undefined };
     });
   }
 

@@ -13,10 +13,12 @@ import { BlobFiles } from "../local/blob-files.js";
 import type {
   BlobInfo,
   DeleteResult,
+  GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
   Preconditions,
   StoragePort,
+  StoreNode,
   StoreRecord,
   WriteBlobOptions,
   WriteResult,
@@ -111,9 +113,42 @@ function toNode(row: NodeRow): NodeRecord {
   };
 }
 
+// The hot reads return rows as arrays (better-sqlite3's raw mode): a keyed row object costs the
+// interning of every column name of every row, more than the SQLite lookup itself.
+const NODE_COLUMNS = "n.directory, n.deleted, n.tag, n.prev_tag, n.type, n.size, n.md5, n.blob";
+const NODE_TIMES = "n.created, n.modified, n.event_id";
+
+/**
+ * A node from a raw row, starting at column `at`: NODE_COLUMNS, then the inline contents (a
+ * Buffer, or null; a number when the query asked only whether there are any), then NODE_TIMES.
+ */
+function rawNode(store: string, path: string, r: readonly unknown[], at: number): NodeRecord {
+  const inline = r[at + 8];
+  return {
+    store,
+    path,
+    directory: r[at] === 1,
+    deleted: r[at + 1] === 1,
+    tag: r[at + 2] as string,
+    prevTag: r[at + 3] as string,
+    type: r[at + 4] as string,
+    size: r[at + 5] as number,
+    md5: r[at + 6] as string,
+    blob: r[at + 7] as string,
+    inline: inline instanceof Uint8Array ? inline : null,
+    created: r[at + 9] as number,
+    modified: r[at + 10] as number,
+    eventId: r[at + 11] as number,
+  };
+}
+
+function toConfig(name: string, type: string, settings: string): StoreConfig {
+  return { name, type: type as StoreType, settings: JSON.parse(settings) };
+}
+
 function toStore(row: StoreRow): StoreRecord {
   return {
-    config: { name: row.name, type: row.type as StoreType, settings: JSON.parse(row.settings) },
+    config: toConfig(row.name, row.type, row.settings),
     deleted: row.deleted === 1,
     lastEventId: row.last_event_id,
     purgedEventId: row.purged_event_id,
@@ -123,12 +158,20 @@ function toStore(row: StoreRow): StoreRecord {
   };
 }
 
+/** The contents a write replaced or removed: their blob file goes once nothing refers to it. */
+interface Replaced {
+  blob: string;
+  /** The contents were inline: there is no file. */
+  inlined: boolean;
+}
+
 export class SqliteStorage implements StoragePort {
   private readonly db: Database.Database;
   private readonly blobs: BlobFiles;
   private readonly dbFile: string;
   private readonly busyTimeout: number;
   private readonly stmt;
+  private readonly tx;
   private readonly listeners = new Set<(store: string) => void>();
 
   private constructor(options: SqliteStorageOptions) {
@@ -163,6 +206,31 @@ export class SqliteStorage implements StoragePort {
         "UPDATE stores SET last_event_id = last_event_id + ? WHERE name = ? AND deleted = 0 RETURNING last_event_id",
       ),
       getNode: db.prepare<[string, string], NodeRow>("SELECT * FROM nodes WHERE store = ? AND path = ?"),
+      // Store and node in one statement, one read transaction (raw: type, settings, then rawNode's columns).
+      storeNode: db
+        .prepare<[string, string], unknown[]>(
+          `SELECT s.type, s.settings, ${NODE_COLUMNS}, n.inline, ${NODE_TIMES}
+           FROM stores s LEFT JOIN nodes n ON n.store = s.name AND n.path = ? WHERE s.name = ? AND s.deleted = 0`,
+        )
+        .raw(true),
+      storeNodeMetadata: db
+        .prepare<[string, string], unknown[]>(
+          `SELECT s.type, s.settings, ${NODE_COLUMNS}, NULL, ${NODE_TIMES}
+           FROM stores s LEFT JOIN nodes n ON n.store = s.name AND n.path = ? WHERE s.name = ? AND s.deleted = 0`,
+        )
+        .raw(true),
+      // A node without its contents, but with whether it has inline ones (rawNode's columns).
+      nodeMetadata: db
+        .prepare<[string, string], unknown[]>(
+          `SELECT ${NODE_COLUMNS}, n.inline IS NOT NULL, ${NODE_TIMES} FROM nodes n WHERE n.store = ? AND n.path = ?`,
+        )
+        .raw(true),
+      inlineOf: db
+        .prepare<[string, string, string], unknown[]>("SELECT inline FROM nodes WHERE store = ? AND path = ? AND blob = ?")
+        .raw(true),
+      liveStoreConfig: db
+        .prepare<[string], unknown[]>("SELECT type, settings FROM stores WHERE name = ? AND deleted = 0")
+        .raw(true),
       upsertNode: db.prepare(
         `INSERT INTO nodes (store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id)
          VALUES (@store, @path, @parent, @directory, @deleted, @tag, @prevTag, @type, @size, @md5, @blob, @inline, @created, @modified, @eventId)
@@ -200,6 +268,31 @@ export class SqliteStorage implements StoragePort {
       ),
       blobInUse: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM nodes WHERE blob = ? LIMIT 1"),
     };
+    // Made once: db.transaction() builds four wrapper functions on every call.
+    this.tx = {
+      createStore: db.transaction((config: StoreConfig, now: number) => this.createStoreTx(config, now)).immediate,
+      deleteStore: db.transaction((name: string, now: number) => this.deleteStoreTx(name, now)).immediate,
+      putFile: db.transaction(
+        (store: string, path: string, blob: BlobInfo, type: string, pre: Preconditions, now: number) =>
+          this.putFileTx(store, path, blob, type, pre, now),
+      ).immediate,
+      makeDirectory: db.transaction((store: string, path: string, pre: Preconditions, now: number) =>
+        this.makeDirectoryTx(store, path, pre, now),
+      ).immediate,
+      deleteTree: db.transaction((store: string, path: string, pre: Preconditions, now: number) =>
+        this.deleteTreeTx(store, path, pre, now),
+      ).immediate,
+      purge: db.transaction((store: string, rows: ReadonlyArray<{ path: string; event_id: number }>) => {
+        let removed = 0;
+        for (const r of rows) {
+          if (this.stmt.deleteNode.run(store, r.path, r.event_id).changes > 0) {
+            this.stmt.raisePurged.run(r.event_id, store);
+            removed += 1;
+          }
+        }
+        return removed;
+      }),
+    };
   }
 
   static async open(options: SqliteStorageOptions): Promise<SqliteStorage> {
@@ -231,21 +324,19 @@ export class SqliteStorage implements StoragePort {
   }
 
   async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    this.db
-      .transaction(() => {
-        const existing = this.stmt.getStore.get(config.name);
-        planCreateStore(existing && { deleted: existing.deleted === 1 }, config.name);
-        const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
-        if (existing) this.stmt.reviveStore.run(params);
-        else this.stmt.insertStore.run(params);
-        const eventId = this.allocate(config.name, 1);
-        this.stmt.upsertNode.run(
-          this.row({ store: config.name, path: "", directory: true, now, eventId, prevTag: "" }),
-        );
-      })
-      .immediate();
+    this.tx.createStore(config, now);
     this.changed(config.name);
     return this.mustGetStore(config.name);
+  }
+
+  private createStoreTx(config: StoreConfig, now: number): void {
+    const existing = this.stmt.getStore.get(config.name);
+    planCreateStore(existing && { deleted: existing.deleted === 1 }, config.name);
+    const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
+    if (existing) this.stmt.reviveStore.run(params);
+    else this.stmt.insertStore.run(params);
+    const eventId = this.allocate(config.name, 1);
+    this.stmt.upsertNode.run(this.row({ store: config.name, path: "", directory: true, now, eventId, prevTag: "" }));
   }
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
@@ -256,22 +347,30 @@ export class SqliteStorage implements StoragePort {
   }
 
   async deleteStore(name: string, now: number): Promise<StoreRecord> {
-    const removed = this.db
-      .transaction(() => {
-        const existing = this.stmt.getStore.get(name);
-        if (!existing || existing.deleted === 1) throw new NotFoundError(`store ${name} not found`);
-        this.stmt.buryStore.run({ name, now });
-        return this.stmt.deleteStoreNodes.all(name);
-      })
-      .immediate();
+    const removed = this.tx.deleteStore(name, now);
     this.changed(name);
-    await this.removeBlobs(removed);
+    await this.removeBlobs(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
     return this.mustGetStore(name);
+  }
+
+  private deleteStoreTx(name: string, now: number): Array<{ blob: string; inline: Buffer | null }> {
+    const existing = this.stmt.getStore.get(name);
+    if (!existing || existing.deleted === 1) throw new NotFoundError(`store ${name} not found`);
+    this.stmt.buryStore.run({ name, now });
+    return this.stmt.deleteStoreNodes.all(name);
   }
 
   async getNode(store: string, path: string): Promise<NodeRecord | undefined> {
     const row = this.stmt.getNode.get(store, path);
     return row && toNode(row);
+  }
+
+  async getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
+    const row = (options.contents ? this.stmt.storeNode : this.stmt.storeNodeMetadata).get(path, store);
+    if (!row) return undefined;
+    const config = toConfig(store, row[0] as string, row[1] as string);
+    // tag is NOT NULL: null means the LEFT JOIN found no node.
+    return { config, node: row[4] === null ? undefined : rawNode(store, path, row, 2) };
   }
 
   async *listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
@@ -302,93 +401,107 @@ export class SqliteStorage implements StoragePort {
     pre: Preconditions,
     now: number,
   ): Promise<WriteResult> {
-    const { result, replaced } = this.db
-      .transaction(() => {
-        const config = this.liveStore(store, now);
-        const target = this.currentNode(store, path, config, now);
-        const parent = this.currentNode(store, parentOf(path) ?? "", config, now);
-        const { created } = planPutFile(path, target, parent, pre.ifMatch);
-        const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
-        this.stmt.upsertNode.run({
-          store,
-          path,
-          parent: parentOf(path),
-          directory: 0,
-          deleted: 0,
-          tag: newTag(),
-          prevTag: target && !target.deleted ? target.tag : "",
-          type,
-          size: blob.size,
-          md5: blob.md5,
-          blob: blob.blob,
-          inline: blob.inline,
-          created: created ? now : (target?.created ?? now),
-          modified: now,
-          eventId,
-        });
-        this.retagAncestors(config, path, eventId + 1);
-        return { result: { node: this.mustGetNode(store, path), created }, replaced: target };
-      })
-      .immediate();
+    const { result, replaced } = this.tx.putFile(store, path, blob, type, pre, now);
     this.changed(store);
     if (replaced) await this.removeBlobs([replaced]);
     return result;
   }
 
+  private putFileTx(
+    store: string,
+    path: string,
+    blob: BlobInfo,
+    type: string,
+    pre: Preconditions,
+    now: number,
+  ): { result: WriteResult; replaced: Replaced | undefined } {
+    const config = this.liveStore(store);
+    const target = this.currentMetadata(store, path, config, now);
+    const parent = this.currentMetadata(store, parentOf(path) ?? "", config, now);
+    const { created } = planPutFile(path, target?.node, parent?.node, pre.ifMatch);
+    const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
+    // The stored row, as getNode would read it back.
+    const node: NodeRecord = {
+      store,
+      path,
+      directory: false,
+      deleted: false,
+      tag: newTag(),
+      prevTag: target && !target.node.deleted ? target.node.tag : "",
+      type,
+      size: blob.size,
+      md5: blob.md5,
+      blob: blob.blob,
+      inline: blob.inline,
+      created: created ? now : (target?.node.created ?? now),
+      modified: now,
+      eventId,
+    };
+    this.stmt.upsertNode.run({ ...node, parent: parentOf(path), directory: 0, deleted: 0 });
+    this.retagAncestors(config, path, eventId + 1);
+    const replaced = target && { blob: target.node.blob, inlined: target.inlined };
+    return { result: { node, created }, replaced };
+  }
+
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    const result = this.db
-      .transaction(() => {
-        const config = this.liveStore(store, now);
-        const target = this.currentNode(store, path, config, now);
-        const parent = path === "" ? undefined : this.currentNode(store, parentOf(path) ?? "", config, now);
-        const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
-        if (created) {
-          const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
-          this.stmt.upsertNode.run(this.row({ store, path, directory: true, now, eventId, prevTag: "" }));
-          this.retagAncestors(config, path, eventId + 1);
-        }
-        return { node: this.mustGetNode(store, path), created };
-      })
-      .immediate();
+    const result = this.tx.makeDirectory(store, path, pre, now);
     if (result.created) this.changed(store);
     return result;
   }
 
+  private makeDirectoryTx(store: string, path: string, pre: Preconditions, now: number): WriteResult {
+    const config = this.liveStore(store);
+    const target = this.currentMetadata(store, path, config, now)?.node;
+    const parent = path === "" ? undefined : this.currentMetadata(store, parentOf(path) ?? "", config, now)?.node;
+    const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
+    if (created) {
+      const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
+      this.stmt.upsertNode.run(this.row({ store, path, directory: true, now, eventId, prevTag: "" }));
+      this.retagAncestors(config, path, eventId + 1);
+    }
+    return { node: this.mustGetNode(store, path), created };
+  }
+
   async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
-    const { result, removed } = this.db
-      .transaction(() => {
-        const config = this.liveStore(store, now);
-        const target = this.currentNode(store, path, config, now);
-        planDelete(path, target, pre.ifMatch);
-        const { low, high } = descendantRange(path);
-        // The node itself sorts first ("a" < "a/..."); its delete event comes after those of its contents.
-        const doomed = target?.directory
-          ? this.stmt.liveSubtree.all(store, path, low, high)
-          : [this.stmt.getNode.get(store, path)];
-        const ordered = [...doomed.slice(1), doomed[0]].filter((r): r is NodeRow => r !== undefined);
-        let eventId = this.allocate(store, ordered.length + this.ancestorCount(config, path)) - 1;
-        for (const row of ordered) {
-          eventId += 1;
-          this.stmt.upsertNode.run({
-            ...toNode(row),
-            parent: parentOf(row.path),
-            directory: row.directory,
-            deleted: 1,
-            tag: newTag(),
-            prevTag: row.tag,
-            blob: "",
-            inline: null,
-            modified: now,
-            eventId,
-          });
-        }
-        this.retagAncestors(config, path, eventId + 1);
-        return { result: { node: this.mustGetNode(store, path), count: ordered.length }, removed: ordered };
-      })
-      .immediate();
+    const { result, removed } = this.tx.deleteTree(store, path, pre, now);
     this.changed(store);
-    await this.removeBlobs(removed);
+    await this.removeBlobs(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
     return result;
+  }
+
+  private deleteTreeTx(
+    store: string,
+    path: string,
+    pre: Preconditions,
+    now: number,
+  ): { result: DeleteResult; removed: NodeRow[] } {
+    const config = this.liveStore(store);
+    const target = this.currentMetadata(store, path, config, now)?.node;
+    planDelete(path, target, pre.ifMatch);
+    const { low, high } = descendantRange(path);
+    // The node itself sorts first ("a" < "a/..."); its delete event comes after those of its contents.
+    const doomed = target?.directory
+      ? this.stmt.liveSubtree.all(store, path, low, high)
+      : [this.stmt.getNode.get(store, path)];
+    const ordered = [...doomed.slice(1), doomed[0]].filter((r): r is NodeRow => r !== undefined);
+    let eventId = this.allocate(store, ordered.length + this.ancestorCount(config, path)) - 1;
+    for (const row of ordered) {
+      eventId += 1;
+      this.stmt.upsertNode.run({
+        ...toNode(row),
+        parent: parentOf(row.path),
+        directory: row.directory,
+        deleted: 1,
+        tag: newTag(),
+        prevTag: row.tag,
+        blob: "",
+        inline: null,
+        modified: now,
+        eventId,
+      });
+    }
+    this.retagAncestors(config, path, eventId + 1);
+    return { result: { node: this.mustGetNode(store, path), count: ordered.length }, removed: ordered };
   }
 
   writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
@@ -401,6 +514,13 @@ export class SqliteStorage implements StoragePort {
       return;
     }
     if (node.size === 0) return;
+    // Read without its contents (getStoreNode): they may be inline all the same. The blob UUID
+    // names this version of the contents; when the node has changed since, the file is gone too.
+    const inline = this.stmt.inlineOf.get(node.store, node.path, node.blob)?.[0];
+    if (inline instanceof Uint8Array) {
+      yield inline;
+      return;
+    }
     yield* this.blobs.read(node.blob);
   }
 
@@ -431,15 +551,7 @@ export class SqliteStorage implements StoragePort {
       const cutoff = now - keepDeletedMillis(store.config);
       for (;;) {
         const rows = this.stmt.expiredTombstones.all(store.config.name, cutoff);
-        let removed = 0;
-        this.db.transaction(() => {
-          for (const r of rows) {
-            if (this.stmt.deleteNode.run(store.config.name, r.path, r.event_id).changes > 0) {
-              this.stmt.raisePurged.run(r.event_id, store.config.name);
-              removed += 1;
-            }
-          }
-        })();
+        const removed = this.tx.purge(store.config.name, rows);
         purged += removed;
         if (rows.length < 1000 || removed === 0) break;
       }
@@ -463,18 +575,26 @@ export class SqliteStorage implements StoragePort {
     return toNode(row);
   }
 
-  private liveStore(name: string, _now: number): StoreConfig {
-    const row = this.stmt.getStore.get(name);
-    if (!row || row.deleted === 1) throw new NotFoundError(`store ${name} not found`);
-    return toStore(row).config;
+  private liveStore(name: string): StoreConfig {
+    const row = this.stmt.liveStoreConfig.get(name);
+    if (!row) throw new NotFoundError(`store ${name} not found`);
+    return toConfig(name, row[0] as string, row[1] as string);
   }
 
-  /** The node at a path, with an expired tombstone treated as absent. */
-  private currentNode(store: string, path: string, config: StoreConfig, now: number): NodeRecord | undefined {
-    const row = this.stmt.getNode.get(store, path);
+  /**
+   * The node at a path without its contents, with an expired tombstone treated as absent, and
+   * whether its contents are inline (its blob then has no file to remove).
+   */
+  private currentMetadata(
+    store: string,
+    path: string,
+    config: StoreConfig,
+    now: number,
+  ): { node: NodeRecord; inlined: boolean } | undefined {
+    const row = this.stmt.nodeMetadata.get(store, path);
     if (!row) return undefined;
-    const node = toNode(row);
-    return isExpiredTombstone(node, config, now) ? undefined : node;
+    const node = rawNode(store, path, row, 0);
+    return isExpiredTombstone(node, config, now) ? undefined : { node, inlined: row[8] === 1 };
   }
 
   /** Reserves `count` event ids; returns the first. */
@@ -518,9 +638,9 @@ export class SqliteStorage implements StoragePort {
     };
   }
 
-  private async removeBlobs(rows: ReadonlyArray<{ blob: string; inline: Buffer | Uint8Array | null }>): Promise<void> {
-    for (const { blob, inline } of rows) {
-      if (blob !== "" && !inline && !this.stmt.blobInUse.get(blob)) await this.blobs.remove(blob);
+  private async removeBlobs(rows: readonly Replaced[]): Promise<void> {
+    for (const { blob, inlined } of rows) {
+      if (blob !== "" && !inlined && !this.stmt.blobInUse.get(blob)) await this.blobs.remove(blob);
     }
   }
 }
