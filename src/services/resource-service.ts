@@ -2,8 +2,14 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { accessOf, callerKey, type Operation } from "../auth/caller.js";
-import { BadRequestError, DeletedError, NotFoundError, TooLargeError } from "../domain/errors.js";
+import { accessOf, type Caller, callerKey, type Operation } from "../auth/caller.js";
+import {
+  BadRequestError,
+  DeletedError,
+  NotFoundError,
+  PermissionDeniedError,
+  TooLargeError,
+} from "../domain/errors.js";
 import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
@@ -78,16 +84,20 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   async stat(req: StatRequest, ctx: HandlerContext): Promise<StatResponse> {
     const { store, path } = this.target(req);
-    requireOperation(ctx.values.get(callerKey), "read", store, path);
+    const caller = ctx.values.get(callerKey);
+    requireOperation(caller, "read", store, path);
     const { node } = await this.visible(store, path);
+    requireFileRead(caller, node);
     return create(StatResponseSchema, { resource: toResource(node) });
   }
 
   async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
     const { store, path } = this.target(req);
-    requireOperation(ctx.values.get(callerKey), "read", store, path);
+    const caller = ctx.values.get(callerKey);
+    requireOperation(caller, "read", store, path);
     for (let attempt = 0; ; attempt++) {
       const { node } = await this.visible(store, path);
+      requireFileRead(caller, node);
       const resource = toResource(node);
       if (node.directory) {
         yield create(ReadResponseSchema, { resource });
@@ -227,6 +237,16 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     };
     const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
     planPutFile(path, await current(path), await current(parent), ifMatch.length > 0 ? ifMatch : undefined);
+  }
+}
+
+/**
+ * A read grant below a path lets the caller traverse the directories on the way;
+ * a file sitting where such a directory would be is not covered by it.
+ */
+function requireFileRead(caller: Caller, node: NodeRecord): void {
+  if (!node.directory && !caller.mayReadFile(node.store, node.path)) {
+    throw new PermissionDeniedError(`${caller.subject} may not read /${node.path} in store ${node.store}`);
   }
 }
 
