@@ -226,7 +226,9 @@ export class SqliteStorage implements StoragePort {
         )
         .raw(true),
       inlineOf: db
-        .prepare<[string, string, string], unknown[]>("SELECT inline FROM nodes WHERE store = ? AND path = ? AND blob = ?")
+        .prepare<[string, string, string], unknown[]>(
+          "SELECT inline FROM nodes WHERE store = ? AND path = ? AND blob = ?",
+        )
         .raw(true),
       liveStoreConfig: db
         .prepare<[string], unknown[]>("SELECT type, settings FROM stores WHERE name = ? AND deleted = 0")
