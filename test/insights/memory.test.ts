@@ -84,10 +84,11 @@ describe("report generation memory", () => {
     expect(report.resources).toHaveLength(COUNT);
     expect(report.resources[0]).toMatchObject({ size: SIZE, tags: { n: "0" } });
     expect(report.resources.every((r) => r.problems === undefined && r.contentBlocks.length === 1)).toBe(true);
-    // Held at the end: only the entries (a few hundred bytes each).
-    expect(after - before).toBeLessThan(8 * MiB);
+    // Held at the end: only the entries (a few hundred bytes each; measured 2-15 MiB with the
+    // collector's slack on a loaded machine), never the 500 MiB of content.
+    expect(after - before).toBeLessThan(32 * MiB);
     // While reading: the entries so far and the resource being read, nothing else.
-    expect(live - heapBefore).toBeLessThan(16 * MiB);
+    expect(live - heapBefore).toBeLessThan(32 * MiB);
     // At any time, garbage included: far less than the 500 MiB that went through.
     expect(peak - before).toBeLessThan(LIMIT);
     console.log(
