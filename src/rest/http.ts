@@ -87,8 +87,17 @@ export function requestSignal(res: RestResponse): AbortSignal {
   return controller.signal;
 }
 
+// The last date formatted: a resource read again and again has the same Last-Modified.
+let lastDateSecond = Number.NaN;
+let lastDate = "";
+
 export function httpDate(millis: number): string {
-  return new Date(millis).toUTCString();
+  const second = Math.floor(millis / 1000);
+  if (second !== lastDateSecond) {
+    lastDate = new Date(millis).toUTCString();
+    lastDateSecond = second;
+  }
+  return lastDate;
 }
 
 /** Path and query of a request target, split without normalizing: "." and ".." stay for the path rules to refuse. */

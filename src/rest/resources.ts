@@ -27,6 +27,7 @@ import {
   type RestRequest,
   type RestResponse,
   restContextValues,
+  SERVER_HEADER,
   send,
   start,
   write,
@@ -45,13 +46,16 @@ interface Target {
 /** Splits the raw URL path into store and resource path, percent-decoding each segment once. */
 export function parseTarget(rawPath: string): Target {
   const rest = rawPath.slice(DATA_PREFIX.length);
-  const segments = rest.split("/").map((s) => {
-    try {
-      return decodeURIComponent(s);
-    } catch {
-      throw new BadRequestError(`malformed percent-encoding in ${JSON.stringify(s)}`);
-    }
-  });
+  const split = rest.split("/");
+  const segments = !rest.includes("%")
+    ? split
+    : split.map((s) => {
+        try {
+          return decodeURIComponent(s);
+        } catch {
+          throw new BadRequestError(`malformed percent-encoding in ${JSON.stringify(s)}`);
+        }
+      });
   const store = validateStoreName(segments.shift() ?? "");
   const directory = segments.length === 0 || segments.at(-1) === "";
   if (segments.at(-1) === "") segments.pop();
@@ -69,6 +73,7 @@ interface Query {
 export function parseQuery(search: string): Query {
   const flags = { recursive: false, "include-access": false, "include-blob-uuid": false, "include-deleted": false };
   const q: Query = { flags };
+  if (search === "") return q;
   const seen = new Set<string>();
   for (const [name, value] of new URLSearchParams(search)) {
     if (seen.has(name)) throw new BadRequestError(`query parameter ${name} given twice`);
@@ -154,6 +159,14 @@ function tagList(req: RestRequest, name: string): string[] {
   return v === undefined ? [] : parseTagList(v);
 }
 
+/** Sets the metadata headers of a resource or directory, in the order metadataHeaders gives them. */
+function setMetadataHeaders(res: ServerResponse, r: Resource): void {
+  res.setHeader("ETag", quoteTag(r.tag));
+  res.setHeader("Last-Modified", httpDate(Number(r.lastModifiedMillis)));
+  res.setHeader("Last-Modified-Millis", String(r.lastModifiedMillis));
+  if (!r.directory) res.setHeader("Content-MD5", r.md5);
+}
+
 function metadataHeaders(r: Resource): Record<string, string> {
   const h: Record<string, string> = {
     ETag: quoteTag(r.tag),
@@ -162,6 +175,19 @@ function metadataHeaders(r: Resource): Record<string, string> {
   };
   if (!r.directory) h["Content-MD5"] = r.md5;
   return h;
+}
+
+function redirectToDirectory(res: RestResponse, url: RequestUrl): void {
+  send(res, 303, { Location: `${url.pathname}/${url.search}`, "Content-Length": 0 });
+}
+
+/** Status and headers of a 200 answer to a GET or HEAD of a resource. */
+function startResource(res: ServerResponse, r: Resource, query: Query): void {
+  res.statusCode = 200;
+  res.setHeader("Server", SERVER_HEADER);
+  setMetadataHeaders(res, r);
+  res.setHeader("Content-Type", query.overrideMime ?? r.type);
+  res.setHeader("Content-Length", String(r.size));
 }
 
 export class ResourceRoutes {
@@ -199,48 +225,53 @@ export class ResourceRoutes {
     const query = parseQuery(url.search);
     const ifNoneMatch = tagList(req, "if-none-match");
     if (t.directory) return this.list(req, res, t, query, ifNoneMatch);
-    const head = req.method === "HEAD";
-    const responses = head
-      ? this.statAsRead(req, res, t)
-      : this.core.read(
-          create(ReadRequestSchema, { store: t.store, path: t.path, ifNoneMatch }),
-          this.context(req, res, ResourceService.method.read),
-        );
-    const iterator = responses[Symbol.asyncIterator]();
+    if (req.method === "HEAD") return this.head(req, res, url, t, query, ifNoneMatch);
+    const iterator = this.core
+      .read(
+        create(ReadRequestSchema, { store: t.store, path: t.path, ifNoneMatch }),
+        this.context(req, res, ResourceService.method.read),
+      )
+      [Symbol.asyncIterator]();
     const first = await iterator.next();
     const resource = first.done ? undefined : first.value.resource;
     if (!resource) throw new Error("read answered without a resource");
-    if (resource.directory) {
-      send(res, 303, { Location: `${url.pathname}/${url.search}`, "Content-Length": 0 });
+    if (resource.directory) return redirectToDirectory(res, url);
+    if (first.value?.notModified) return send(res, 304, { ETag: quoteTag(resource.tag) });
+    const r = res as ServerResponse;
+    startResource(r, resource, query);
+    const chunk = first.value?.chunk;
+    let next = await iterator.next();
+    if (next.done) {
+      // The whole contents in one message (small ones are kept inline): one write with the headers.
+      if (r.destroyed) throw new Error("client went away");
+      r.end(chunk);
       return;
     }
-    const notModified = head
-      ? ifNoneMatch.length > 0 && ifNoneMatch.some((x) => x === "*" || x === resource.tag)
-      : first.value?.notModified;
-    if (notModified) {
-      send(res, 304, { ETag: quoteTag(resource.tag) });
-      return;
-    }
-    start(res, 200, {
-      ...metadataHeaders(resource),
-      "Content-Type": query.overrideMime ?? resource.type,
-      "Content-Length": String(resource.size),
-    });
-    if (head) {
-      (res as { end(): void }).end();
-      return;
-    }
-    if (first.value?.chunk && first.value.chunk.byteLength > 0) await write(res, first.value.chunk);
-    for (let next = await iterator.next(); !next.done; next = await iterator.next()) await write(res, next.value.chunk);
-    (res as { end(): void }).end();
+    if (chunk && chunk.byteLength > 0) await write(res, chunk);
+    for (; !next.done; next = await iterator.next()) await write(res, next.value.chunk);
+    r.end();
   }
 
-  private async *statAsRead(req: RestRequest, res: RestResponse, t: Target) {
+  private async head(
+    req: RestRequest,
+    res: RestResponse,
+    url: RequestUrl,
+    t: Target,
+    query: Query,
+    ifNoneMatch: string[],
+  ): Promise<void> {
     const { resource } = await this.core.stat(
       create(StatRequestSchema, { store: t.store, path: t.path }),
       this.context(req, res, ResourceService.method.stat),
     );
-    yield { resource, notModified: false, chunk: new Uint8Array(0) };
+    if (!resource) throw new Error("stat answered without a resource");
+    if (resource.directory) return redirectToDirectory(res, url);
+    if (ifNoneMatch.length > 0 && ifNoneMatch.some((x) => x === "*" || x === resource.tag)) {
+      return send(res, 304, { ETag: quoteTag(resource.tag) });
+    }
+    const r = res as ServerResponse;
+    startResource(r, resource, query);
+    r.end();
   }
 
   private async list(
@@ -321,8 +352,12 @@ export class ResourceRoutes {
       },
     });
     const out = await this.core.write(bodyMessages(head, req), this.context(req, res, ResourceService.method.write));
-    const r = out.resource as Resource;
-    send(res, out.created ? 201 : 200, { ...metadataHeaders(r), ...(out.created ? { Location: req.url ?? "" } : {}) });
+    const w = res as ServerResponse;
+    w.statusCode = out.created ? 201 : 200;
+    w.setHeader("Server", SERVER_HEADER);
+    setMetadataHeaders(w, out.resource as Resource);
+    if (out.created) w.setHeader("Location", req.url ?? "");
+    w.end();
   }
 
   private async delete(req: RestRequest, res: RestResponse, t: Target): Promise<void> {

@@ -29,7 +29,6 @@ import {
   type ReadResponse,
   ReadResponseSchema,
   type Resource,
-  ResourceSchema,
   type ResourceService,
   type StatRequest,
   type StatResponse,
@@ -53,7 +52,10 @@ export interface ResourceServiceOptions {
 }
 
 export function toResource(node: NodeRecord, access?: readonly Operation[]): Resource {
-  return create(ResourceSchema, {
+  // The message create(ResourceSchema, ...) would build (proto3: a plain object, every field
+  // set), written out: create walks the schema for each field, a cost paid on every read.
+  return {
+    $typeName: "trove.resources.v2.Resource",
     store: node.store,
     path: node.path,
     name: nameOf(node.path),
@@ -68,7 +70,7 @@ export function toResource(node: NodeRecord, access?: readonly Operation[]): Res
     lastModifiedMillis: BigInt(node.modified),
     eventId: BigInt(node.eventId),
     access: access ? [...access] : [],
-  });
+  };
 }
 
 export class ResourceCore implements ServiceImpl<typeof ResourceService> {
@@ -86,7 +88,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", store, path);
-    const { node } = await this.visible(store, path);
+    const { node } = await this.visible(store, path, false);
     requireFileRead(caller, node);
     return create(StatResponseSchema, { resource: toResource(node) });
   }
@@ -95,15 +97,18 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", store, path);
+    const conditional = req.ifNoneMatch.length > 0;
     for (let attempt = 0; ; attempt++) {
-      const { node } = await this.visible(store, path);
+      // A conditional read is usually answered "not modified": it reads the contents only when
+      // it sends them, through readBlob.
+      const { node } = await this.visible(store, path, !conditional);
       requireFileRead(caller, node);
       const resource = toResource(node);
       if (node.directory) {
         yield create(ReadResponseSchema, { resource });
         return;
       }
-      if (req.ifNoneMatch.length > 0 && tagMatches(tags(req.ifNoneMatch), node.tag)) {
+      if (conditional && tagMatches(tags(req.ifNoneMatch), node.tag)) {
         yield create(ReadResponseSchema, { resource, notModified: true });
         return;
       }
@@ -188,7 +193,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", store, path);
-    const { node, config } = await this.visible(store, path);
+    const { node, config } = await this.visible(store, path, false);
     if (!node.directory) throw new NotFoundError(`/${path} is not a directory`);
     const access = (p: string) => (req.includeAccess ? accessOf(caller, store, p) : undefined);
     const directory = toResource(node, access(path));
@@ -211,16 +216,23 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     return { store: validateStoreName(req.store), path: parsePath(req.path) };
   }
 
-  /** The node at a path as a client may see it: expired tombstones are absent, live ones are DeletedError. */
-  private async visible(store: string, path: string): Promise<{ node: NodeRecord; config: StoreConfig }> {
-    const record = await this.storage.getStore(store);
-    if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
-    const node = await this.storage.getNode(store, path);
-    if (!node || isExpiredTombstone(node, record.config, this.now())) {
+  /**
+   * The node at a path as a client may see it: expired tombstones are absent, live ones are
+   * DeletedError. Without `contents`, `node.inline` may be null for small contents too.
+   */
+  private async visible(
+    store: string,
+    path: string,
+    contents: boolean,
+  ): Promise<{ node: NodeRecord; config: StoreConfig }> {
+    const found = await this.storage.getStoreNode(store, path, { contents });
+    if (!found) throw new NotFoundError(`store ${store} not found`);
+    const { node, config } = found;
+    if (!node || isExpiredTombstone(node, config, this.now())) {
       throw new NotFoundError(`/${path} not found in store ${store}`);
     }
     if (node.deleted) throw new DeletedError(`/${path} is deleted`, node.tag);
-    return { node, config: record.config };
+    return { node, config };
   }
 
   /**
@@ -228,15 +240,19 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * authoritative check is repeated atomically when the resource is stored.
    */
   private async checkBeforeUpload(store: string, path: string, ifMatch: readonly string[]): Promise<void> {
-    const record = await this.storage.getStore(store);
-    if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
+    const found = await this.storage.getStoreNode(store, path, { contents: false });
+    if (!found) throw new NotFoundError(`store ${store} not found`);
     const now = this.now();
-    const current = async (p: string) => {
-      const node = await this.storage.getNode(store, p);
-      return node && !isExpiredTombstone(node, record.config, now) ? node : undefined;
-    };
-    const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
-    planPutFile(path, await current(path), await current(parent), ifMatch.length > 0 ? ifMatch : undefined);
+    const current = (node: NodeRecord | undefined) =>
+      node && !isExpiredTombstone(node, found.config, now) ? node : undefined;
+    const target = current(found.node);
+    const parentPath = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+    // A live resource is in a live directory: read the parent only for a new resource.
+    const parent =
+      target && !target.deleted
+        ? { path: parentPath, directory: true, deleted: false, tag: "" }
+        : current((await this.storage.getStoreNode(store, parentPath, { contents: false }))?.node);
+    planPutFile(path, target, parent, ifMatch.length > 0 ? ifMatch : undefined);
   }
 }
 

@@ -142,13 +142,63 @@ function rawNode(store: string, path: string, r: readonly unknown[], at: number)
   };
 }
 
+/** The upsertNode parameters that store a node. */
+function upsertParams(n: NodeRecord): unknown[] {
+  return [
+    n.store,
+    n.path,
+    parentOf(n.path) ?? null,
+    n.directory ? 1 : 0,
+    n.deleted ? 1 : 0,
+    n.tag,
+    n.prevTag,
+    n.type,
+    n.size,
+    n.md5,
+    n.blob,
+    n.inline,
+    n.created,
+    n.modified,
+    n.eventId,
+  ];
+}
+
+function newDirectory(store: string, path: string, now: number, eventId: number): NodeRecord {
+  return {
+    store,
+    path,
+    directory: true,
+    deleted: false,
+    tag: newTag(),
+    prevTag: "",
+    type: "",
+    size: 0,
+    md5: "",
+    blob: "",
+    inline: null,
+    created: now,
+    modified: now,
+    eventId,
+  };
+}
+
+// Parsed settings by their stored text, for the reads and writes of nodes (every one needs its
+// store's keep-deleted): a pure function of the text, so never stale; frozen, as they are shared.
+const parsedSettings = new Map<string, Readonly<Record<string, string>>>();
+
 function toConfig(name: string, type: string, settings: string): StoreConfig {
-  return { name, type: type as StoreType, settings: JSON.parse(settings) };
+  let parsed = parsedSettings.get(settings);
+  if (parsed === undefined) {
+    if (parsedSettings.size >= 1000) parsedSettings.clear();
+    parsed = Object.freeze(JSON.parse(settings) as Record<string, string>);
+    parsedSettings.set(settings, parsed);
+  }
+  return { name, type: type as StoreType, settings: parsed as Record<string, string> };
 }
 
 function toStore(row: StoreRow): StoreRecord {
   return {
-    config: toConfig(row.name, row.type, row.settings),
+    config: { name: row.name, type: row.type as StoreType, settings: JSON.parse(row.settings) },
     deleted: row.deleted === 1,
     lastEventId: row.last_event_id,
     purgedEventId: row.purged_event_id,
@@ -202,9 +252,11 @@ export class SqliteStorage implements StoragePort {
         // Deleting a store is an event of its own: every cursor taken before it is stale (RESET).
         "UPDATE stores SET deleted = 1, modified = @now, last_event_id = last_event_id + 1, purged_event_id = last_event_id + 1 WHERE name = @name",
       ),
-      nextEventId: db.prepare<[number, string], { last_event_id: number }>(
-        "UPDATE stores SET last_event_id = last_event_id + ? WHERE name = ? AND deleted = 0 RETURNING last_event_id",
-      ),
+      nextEventId: db
+        .prepare<[number, string], number>(
+          "UPDATE stores SET last_event_id = last_event_id + ? WHERE name = ? AND deleted = 0 RETURNING last_event_id",
+        )
+        .pluck(true),
       getNode: db.prepare<[string, string], NodeRow>("SELECT * FROM nodes WHERE store = ? AND path = ?"),
       // Store and node in one statement, one read transaction (raw: type, settings, then rawNode's columns).
       storeNode: db
@@ -233,9 +285,10 @@ export class SqliteStorage implements StoragePort {
       liveStoreConfig: db
         .prepare<[string], unknown[]>("SELECT type, settings FROM stores WHERE name = ? AND deleted = 0")
         .raw(true),
-      upsertNode: db.prepare(
+      // Positional parameters (upsertParams): binding fifteen by name costs more than the rest.
+      upsertNode: db.prepare<unknown[]>(
         `INSERT INTO nodes (store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id)
-         VALUES (@store, @path, @parent, @directory, @deleted, @tag, @prevTag, @type, @size, @md5, @blob, @inline, @created, @modified, @eventId)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (store, path) DO UPDATE SET directory = excluded.directory, deleted = excluded.deleted, tag = excluded.tag,
            prev_tag = excluded.prev_tag, type = excluded.type, size = excluded.size, md5 = excluded.md5, blob = excluded.blob,
            inline = excluded.inline, created = excluded.created, modified = excluded.modified, event_id = excluded.event_id`,
@@ -338,7 +391,7 @@ export class SqliteStorage implements StoragePort {
     if (existing) this.stmt.reviveStore.run(params);
     else this.stmt.insertStore.run(params);
     const eventId = this.allocate(config.name, 1);
-    this.stmt.upsertNode.run(this.row({ store: config.name, path: "", directory: true, now, eventId, prevTag: "" }));
+    this.stmt.upsertNode.run(upsertParams(newDirectory(config.name, "", now, eventId)));
   }
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
@@ -439,7 +492,7 @@ export class SqliteStorage implements StoragePort {
       modified: now,
       eventId,
     };
-    this.stmt.upsertNode.run({ ...node, parent: parentOf(path), directory: 0, deleted: 0 });
+    this.stmt.upsertNode.run(upsertParams(node));
     this.retagAncestors(config, path, eventId + 1);
     const replaced = target && { blob: target.node.blob, inlined: target.inlined };
     return { result: { node, created }, replaced };
@@ -458,7 +511,7 @@ export class SqliteStorage implements StoragePort {
     const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
     if (created) {
       const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
-      this.stmt.upsertNode.run(this.row({ store, path, directory: true, now, eventId, prevTag: "" }));
+      this.stmt.upsertNode.run(upsertParams(newDirectory(store, path, now, eventId)));
       this.retagAncestors(config, path, eventId + 1);
     }
     return { node: this.mustGetNode(store, path), created };
@@ -489,18 +542,18 @@ export class SqliteStorage implements StoragePort {
     let eventId = this.allocate(store, ordered.length + this.ancestorCount(config, path)) - 1;
     for (const row of ordered) {
       eventId += 1;
-      this.stmt.upsertNode.run({
-        ...toNode(row),
-        parent: parentOf(row.path),
-        directory: row.directory,
-        deleted: 1,
-        tag: newTag(),
-        prevTag: row.tag,
-        blob: "",
-        inline: null,
-        modified: now,
-        eventId,
-      });
+      this.stmt.upsertNode.run(
+        upsertParams({
+          ...toNode(row),
+          deleted: true,
+          tag: newTag(),
+          prevTag: row.tag,
+          blob: "",
+          inline: null,
+          modified: now,
+          eventId,
+        }),
+      );
     }
     this.retagAncestors(config, path, eventId + 1);
     return { result: { node: this.mustGetNode(store, path), count: ordered.length }, removed: ordered };
@@ -601,9 +654,9 @@ export class SqliteStorage implements StoragePort {
 
   /** Reserves `count` event ids; returns the first. */
   private allocate(store: string, count: number): number {
-    const row = this.stmt.nextEventId.get(count, store);
-    if (!row) throw new NotFoundError(`store ${store} not found`);
-    return row.last_event_id - count + 1;
+    const last = this.stmt.nextEventId.get(count, store);
+    if (last === undefined) throw new NotFoundError(`store ${store} not found`);
+    return last - count + 1;
   }
 
   private ancestorCount(config: StoreConfig, path: string): number {
@@ -618,26 +671,6 @@ export class SqliteStorage implements StoragePort {
       this.stmt.retag.run({ store: config.name, path: dir, tag: newTag(), eventId });
       eventId += 1;
     }
-  }
-
-  private row(n: { store: string; path: string; directory: boolean; now: number; eventId: number; prevTag: string }) {
-    return {
-      store: n.store,
-      path: n.path,
-      parent: parentOf(n.path) ?? null,
-      directory: n.directory ? 1 : 0,
-      deleted: 0,
-      tag: newTag(),
-      prevTag: n.prevTag,
-      type: "",
-      size: 0,
-      md5: "",
-      blob: "",
-      inline: null,
-      created: n.now,
-      modified: n.now,
-      eventId: n.eventId,
-    };
   }
 
   private async removeBlobs(rows: readonly Replaced[]): Promise<void> {
