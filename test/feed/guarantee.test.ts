@@ -6,7 +6,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChangeService, Operation } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { startServer, type TestServer } from "../support/server.js";
-import { followByPoll, Mirror, snapshot } from "./mirror.js";
+import { followByPoll, lastEventId, Mirror, snapshot, until } from "./mirror.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {
@@ -30,24 +30,6 @@ async function followByWatch(mirror: Mirror, url: string, signal: AbortSignal): 
     }
   } catch (err) {
     if (!signal.aborted) throw err;
-  }
-}
-
-async function lastEventId(url: string, store: string): Promise<number> {
-  const text = await (await fetch(`${url}/resources/v2/poll`)).text();
-  return Number(
-    text
-      .split("\n")
-      .find((l) => l.startsWith(`RESET ${store} `))
-      ?.split(" ")[2],
-  );
-}
-
-async function until(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -76,3 +76,23 @@ export async function followByPoll(mirror: Mirror, url: string, signal: AbortSig
     for (const line of (await res.text()).trim().split("\n")) await mirror.applyLine(line);
   }
 }
+
+/** The last event id of a store, from the poll's initial status line `RESET {store} {id}`. */
+export async function lastEventId(url: string, store = "home"): Promise<number> {
+  const text = await (await fetch(`${url}/resources/v2/poll`)).text();
+  return Number(
+    text
+      .split("\n")
+      .find((l) => l.startsWith(`RESET ${store} `))
+      ?.split(" ")[2],
+  );
+}
+
+/** Waits until `cond()` holds, checking every 20 ms; fails naming `what` after `ms`. */
+export async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { ADMIN, type Issuer, startIssuer } from "../auth/support.js";
-import { followByPoll, Mirror, snapshot } from "../feed/mirror.js";
+import { followByPoll, lastEventId, Mirror, snapshot, until } from "../feed/mirror.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
 
 const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
@@ -49,24 +49,6 @@ afterEach(async () => {
   await admin.dropDatabase();
   await admin.close();
 });
-
-async function lastEventId(url: string, store = "home"): Promise<number> {
-  const text = await (await fetch(`${url}/resources/v2/poll`)).text();
-  return Number(
-    text
-      .split("\n")
-      .find((l) => l.startsWith(`RESET ${store} `))
-      ?.split(" ")[2],
-  );
-}
-
-async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe.runIf(MONGODB_URL)("several instances on one MongoDB", () => {
   it("a long poll on instance B wakes within one second of a write on instance A (best of three)", async () => {

@@ -4,7 +4,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, readdir, rename, rm, unlink } from "node:fs/promises";
+import { mkdir, open, rename, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { NotFoundError, TooLargeError } from "../../domain/errors.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
@@ -88,12 +88,5 @@ export class BlobFiles {
     await unlink(this.pathOf(blob)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOENT") throw err;
     });
-  }
-
-  /** Every blob file present, for the sweep of unreferenced blobs. */
-  async *all(): AsyncIterable<string> {
-    for (const prefix of await readdir(this.blobDir)) {
-      for (const name of await readdir(join(this.blobDir, prefix))) yield name;
-    }
   }
 }

@@ -20,6 +20,7 @@ import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
+import { keysetPages } from "../keyset-pages.js";
 import { INLINE_MAX } from "../local/blob-files.js";
 import type {
   BlobInfo,
@@ -305,19 +306,11 @@ export class MongoStorage implements StoragePort {
     });
   }
 
-  async *listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
-    const limit = options.batchSize ?? 1000;
+  listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
     const { low, high } = descendantRange(dir);
-    let after = options.recursive ? low : "";
-    let first = true;
-    for (;;) {
-      const range =
-        options.recursive && dir === ""
-          ? { $gt: after }
-          : options.recursive
-            ? { [first ? "$gte" : "$gt"]: after, $lt: high }
-            : { $gt: after };
-      const filter = options.recursive ? { store, path: range } : { store, parent: dir, path: range };
+    const page = async (after: string, limit: number) => {
+      const path = options.recursive && dir !== "" ? { $gt: after, $lt: high } : { $gt: after };
+      const filter = options.recursive ? { store, path } : { store, parent: dir, path };
       const docs = await this.guard(() =>
         this.nodes
           .find(filter, { projection: { inline: 0 } })
@@ -325,14 +318,9 @@ export class MongoStorage implements StoragePort {
           .limit(limit)
           .toArray(),
       );
-      first = false;
-      const last = docs.at(-1);
-      if (!last) return;
-      after = last.path;
-      const nodes = docs.map((d) => toNode({ ...d, inline: null })).filter((n) => options.includeDeleted || !n.deleted);
-      if (nodes.length > 0) yield nodes;
-      if (docs.length < limit) return;
-    }
+      return docs.map((d) => toNode({ ...d, inline: null }));
+    };
+    return keysetPages(page, options.recursive ? low : "", options);
   }
 
   async putFile(

@@ -9,6 +9,7 @@ import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
+import { keysetPages } from "../keyset-pages.js";
 import { BlobFiles } from "../local/blob-files.js";
 import type {
   BlobInfo,
@@ -428,24 +429,16 @@ export class SqliteStorage implements StoragePort {
     return { config, node: row[4] === null ? undefined : rawNode(store, path, row, 2) };
   }
 
-  async *listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
-    const limit = options.batchSize ?? 1000;
+  listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
     const { low, high } = descendantRange(dir);
-    let after = options.recursive ? low : "";
-    for (;;) {
-      // Keyset pages: better-sqlite3 cannot keep a cursor open across awaits.
-      const rows = !options.recursive
+    const page = (after: string, limit: number) =>
+      (!options.recursive
         ? this.stmt.children.all(store, dir, after, limit)
         : dir === ""
           ? this.stmt.belowRoot.all(store, after, limit)
-          : this.stmt.descendants.all(store, after, high, limit);
-      const last = rows.at(-1);
-      if (!last) return;
-      after = last.path;
-      const nodes = rows.map(toNode).filter((n) => options.includeDeleted || !n.deleted);
-      if (nodes.length > 0) yield nodes;
-      if (rows.length < limit) return;
-    }
+          : this.stmt.descendants.all(store, after, high, limit)
+      ).map(toNode);
+    return keysetPages(page, options.recursive ? low : "", options);
   }
 
   async putFile(
