@@ -93,6 +93,74 @@ export interface WriteBlobOptions {
   maxSize: number;
 }
 
+/** A content-insights project: its environments are top-level directories of its store. */
+export interface ProjectRecord {
+  /** Lower-case UUID. */
+  id: string;
+  name: string;
+  account: string;
+  store: string;
+  created: number;
+  creator: string;
+}
+
+export interface EnvironmentRecord {
+  /** Lower-case UUID. */
+  id: string;
+  projectId: string;
+  /** Also the name of the top-level directory of the project's store. */
+  name: string;
+  created: number;
+  creator: string;
+}
+
+/** The last promotion of a resource into an environment. */
+export interface PromotionRecord {
+  environmentId: string;
+  /** Path within the environment, starting with "/". */
+  path: string;
+  date: number;
+  by: string;
+}
+
+export type ReportStatusValue = "generating" | "generated" | "failed";
+
+/**
+ * A report and its generation job in one record: a report that is "generating" is a job, claimed
+ * by a worker with a lease (`leaseOwner` until `leaseExpires`); an expired lease may be claimed
+ * again by any worker of any instance.
+ */
+export interface ReportRecord {
+  /** Lower-case UUID. */
+  id: string;
+  projectId: string;
+  environmentId: string;
+  creator: string;
+  /** When the report was requested. */
+  created: number;
+  additionalFields: string[];
+  status: ReportStatusValue;
+  /** When it became generated or failed; 0 while generating. */
+  finished: number;
+  /** From this instant on the report answers 404, and its data may be purged. */
+  expiresAt: number;
+  /** Why it failed, or why the last attempt failed; "" when none. */
+  reason: string;
+  /** Generation attempts started so far. */
+  attempts: number;
+  /** Worker holding the job; "" when none. */
+  leaseOwner: string;
+  /** The lease is over at this instant; a job with leaseExpires <= now may be claimed. */
+  leaseExpires: number;
+  /** The stored report document (JSON), once generated. */
+  document: BlobInfo | null;
+}
+
+/** Fields a lease holder may change on its job (see `updateReportJob`). */
+export type ReportJobUpdate = Partial<
+  Pick<ReportRecord, "status" | "finished" | "expiresAt" | "reason" | "leaseExpires" | "leaseOwner" | "document">
+>;
+
 export interface StoragePort {
   /** Settings that describe the deployment, reported in every store listing. */
   reportedSettings(): Record<string, string>;
@@ -153,7 +221,44 @@ export interface StoragePort {
    */
   onChange(listener: (store: string) => void): () => void;
 
-  /** Removes tombstones older than their store's keep-deleted; returns how many. */
+  // Content insights: projects, environments, promotion records, reports and their jobs.
+
+  /** Throws AlreadyExistsError when the account already has a project of that name. */
+  createProject(project: ProjectRecord): Promise<ProjectRecord>;
+  getProject(id: string): Promise<ProjectRecord | undefined>;
+  /** Every project, ordered by account then name. */
+  listProjects(): Promise<ProjectRecord[]>;
+  /** Throws AlreadyExistsError when the project already has an environment of that name. */
+  createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord>;
+  getEnvironment(id: string): Promise<EnvironmentRecord | undefined>;
+  /** The project's environments, ordered by name. */
+  listEnvironments(projectId: string): Promise<EnvironmentRecord[]>;
+  /** Records (replaces) the last promotion of a resource into an environment. */
+  recordPromotion(promotion: PromotionRecord): Promise<void>;
+  /** The last promotion of every promoted resource of an environment. */
+  listPromotions(environmentId: string): AsyncIterable<PromotionRecord>;
+
+  /** Stores a new report (status "generating", a job no one holds yet). */
+  createReport(report: ReportRecord): Promise<void>;
+  /** The report, expired or not (the caller decides what an expired one answers). */
+  getReport(id: string): Promise<ReportRecord | undefined>;
+  /**
+   * Atomically takes the oldest "generating" report whose lease is over (leaseExpires <= now):
+   * sets leaseOwner, leaseExpires = now + leaseMs, attempts + 1; undefined when there is none.
+   */
+  claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined>;
+  /**
+   * Applies `update` only while `owner` holds the job (leaseOwner = owner and status
+   * "generating"); returns whether it did. Finishing a report is one such update.
+   */
+  updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean>;
+  /** The stored report document; throws NotFoundError when it is gone. */
+  readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array>;
+
+  /**
+   * Removes tombstones older than their store's keep-deleted, and reports (with their
+   * documents) whose expiresAt has passed; returns how many records went.
+   */
   purgeExpired(now: number): Promise<number>;
   close(): Promise<void>;
 }
