@@ -1,5 +1,12 @@
 // @trove/sdk: typed clients for Trove. The generated service descriptors and
-// messages are exported here; the REST client, mirror and CLI follow.
+// messages, Connect clients for every service (createTroveClient), the REST v2
+// client (createRestClient), token providers, typed errors and the mirror.
 
+export * from "./auth.js";
+export * from "./client.js";
+export * from "./errors.js";
+export * from "./gen/trove/resources/v2/changes_pb.js";
 export * from "./gen/trove/resources/v2/resources_pb.js";
 export * from "./gen/trove/resources/v2/stores_pb.js";
+export * from "./rest/index.js";
+export { SERVICES } from "./services.js";

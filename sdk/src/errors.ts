@@ -1,0 +1,173 @@
+// Errors a Trove client can tell apart: one class per answer of the REST v2 API
+// (and the same classes for Connect errors, via fromConnectError), with type guards.
+
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/** Where an error came from: the request that got it. */
+export interface ErrorRequest {
+  method: string;
+  url: string;
+}
+
+/** Any error answer of a Trove server; `status` is the HTTP status (0: no answer at all). */
+export class TroveError extends Error {
+  override name = "TroveError";
+  /** HTTP status of the answer; 0 when the server could not be reached. */
+  readonly status: number;
+  /** The server's text/plain reason (one line), or a description of the failure. */
+  readonly reason: string;
+  readonly request: ErrorRequest | undefined;
+
+  constructor(status: number, reason: string, request?: ErrorRequest, options?: { cause?: unknown }) {
+    super(
+      request ? `${request.method} ${request.url}: ${status ? `${status} ` : ""}${reason}` : reason,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.status = status;
+    this.reason = reason;
+    this.request = request;
+  }
+}
+
+/** 400: the request was malformed; `reason` says what was wrong. */
+export class BadRequestError extends TroveError {
+  override name = "BadRequestError";
+}
+
+/** 401: no valid token, or the token does not grant the operation (`insufficientScope`). */
+export class UnauthorizedError extends TroveError {
+  override name = "UnauthorizedError";
+  /** The WWW-Authenticate challenge, when the server sent one. */
+  readonly challenge: string | undefined;
+  /** The token is valid but does not allow the operation (the challenge's error="insufficient_scope"). */
+  readonly insufficientScope: boolean;
+
+  constructor(status: number, reason: string, request?: ErrorRequest, challenge?: string) {
+    super(status, reason, request);
+    this.challenge = challenge;
+    this.insufficientScope = challenge?.includes('error="insufficient_scope"') ?? false;
+  }
+}
+
+/** 403: the operation is forbidden (a file named like a directory, a store that exists, deleting a store's root). */
+export class ForbiddenError extends TroveError {
+  override name = "ForbiddenError";
+}
+
+/** 404: the resource, its parent or the store does not exist. */
+export class NotFoundError extends TroveError {
+  override name = "NotFoundError";
+}
+
+/**
+ * 404 with body `deleted` and an ETag: the resource is known to be deleted (a tombstone within the
+ * store's keep-deleted). It is a NotFoundError too; `tag` is the tombstone's tag.
+ */
+export class DeletedError extends NotFoundError {
+  override name = "DeletedError";
+  readonly tag: string;
+
+  constructor(status: number, tag: string, request?: ErrorRequest) {
+    super(status, "deleted", request);
+    this.tag = tag;
+  }
+}
+
+/** 412: If-Match did not match the stored tag (or the resource is absent). */
+export class PreconditionFailedError extends TroveError {
+  override name = "PreconditionFailedError";
+}
+
+/** 413: the body is larger than the server accepts. */
+export class PayloadTooLargeError extends TroveError {
+  override name = "PayloadTooLargeError";
+}
+
+/** 503: the server cannot serve now (its storage or the token issuer is unreachable). */
+export class UnavailableError extends TroveError {
+  override name = "UnavailableError";
+}
+
+/** No answer: the server could not be reached, or the connection broke. `status` is 0. */
+export class ConnectionError extends TroveError {
+  override name = "ConnectionError";
+}
+
+/** A 5xx other than 503. */
+export class ServerError extends TroveError {
+  override name = "ServerError";
+}
+
+export const isTroveError = (e: unknown): e is TroveError => e instanceof TroveError;
+export const isBadRequestError = (e: unknown): e is BadRequestError => e instanceof BadRequestError;
+export const isUnauthorizedError = (e: unknown): e is UnauthorizedError => e instanceof UnauthorizedError;
+export const isForbiddenError = (e: unknown): e is ForbiddenError => e instanceof ForbiddenError;
+/** True for a missing and for a known-deleted resource; use isDeletedError to tell them apart. */
+export const isNotFoundError = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
+export const isDeletedError = (e: unknown): e is DeletedError => e instanceof DeletedError;
+export const isPreconditionFailedError = (e: unknown): e is PreconditionFailedError =>
+  e instanceof PreconditionFailedError;
+export const isPayloadTooLargeError = (e: unknown): e is PayloadTooLargeError => e instanceof PayloadTooLargeError;
+export const isUnavailableError = (e: unknown): e is UnavailableError => e instanceof UnavailableError;
+export const isConnectionError = (e: unknown): e is ConnectionError => e instanceof ConnectionError;
+export const isServerError = (e: unknown): e is ServerError => e instanceof ServerError;
+
+/** The typed error for an HTTP error answer. */
+export function errorForStatus(
+  status: number,
+  reason: string,
+  request?: ErrorRequest,
+  headers?: { etag?: string | null; challenge?: string | null },
+): TroveError {
+  switch (status) {
+    case 400:
+      return new BadRequestError(status, reason, request);
+    case 401:
+      return new UnauthorizedError(status, reason, request, headers?.challenge ?? undefined);
+    case 403:
+      return new ForbiddenError(status, reason, request);
+    case 404:
+      return new NotFoundError(status, reason, request);
+    case 412:
+      return new PreconditionFailedError(status, reason, request);
+    case 413:
+      return new PayloadTooLargeError(status, reason, request);
+    case 503:
+      return new UnavailableError(status, reason, request);
+    default:
+      return status >= 500 ? new ServerError(status, reason, request) : new TroveError(status, reason, request);
+  }
+}
+
+/** Metadata key the server sets on NotFound for a known-deleted resource (its value is the tag). */
+const DELETED_TAG_KEY = "trove-deleted-tag";
+
+/** The typed error for a Connect/gRPC error, with the HTTP status the REST face would answer. */
+export function fromConnectError(err: unknown): TroveError {
+  if (err instanceof TroveError) return err;
+  const e = ConnectError.from(err);
+  const reason = e.rawMessage;
+  switch (e.code) {
+    case Code.InvalidArgument:
+    case Code.OutOfRange:
+      return new BadRequestError(400, reason);
+    case Code.Unauthenticated:
+      return new UnauthorizedError(401, reason, undefined, e.metadata.get("www-authenticate") ?? undefined);
+    case Code.PermissionDenied:
+      return new UnauthorizedError(401, reason, undefined, 'Bearer error="insufficient_scope"');
+    case Code.AlreadyExists:
+      return new ForbiddenError(403, reason);
+    case Code.NotFound: {
+      const tag = e.metadata.get(DELETED_TAG_KEY);
+      return tag !== null ? new DeletedError(404, tag) : new NotFoundError(404, reason);
+    }
+    case Code.FailedPrecondition:
+      return new PreconditionFailedError(412, reason);
+    case Code.ResourceExhausted:
+      return new PayloadTooLargeError(413, reason);
+    case Code.Unavailable:
+      return new UnavailableError(503, reason);
+    default:
+      return new ServerError(500, reason, undefined);
+  }
+}

@@ -1,0 +1,452 @@
+// A typed client for the Resource Server REST API v2: one method per operation,
+// typed errors, bearer tokens from a TokenProvider (renewed once after a 401).
+
+import { Readable } from "node:stream";
+import { type Auth, type TokenProvider, toTokenProvider } from "../auth.js";
+import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "../errors.js";
+import { type FeedEvent, parseFeed } from "./poll.js";
+import { type ListingEntry, parseListing, parseStores, type StoreInfo } from "./xml.js";
+
+export interface RestClientOptions {
+  /** The server, e.g. http://127.0.0.1:13242 */
+  baseUrl: string;
+  /** A bearer token, a TokenProvider, or nothing (an anonymous server). */
+  auth?: Auth;
+  fetch?: typeof fetch;
+}
+
+/** Headers of a resource (GET, HEAD, PUT answers). Tags are unquoted. */
+export interface ResourceInfo {
+  tag: string;
+  /** Content-Type of the answer. */
+  type: string;
+  /** Content-Length, when the server sent one. */
+  size: number | undefined;
+  /** Base64 MD5 (Content-MD5); "" for a directory. */
+  md5: string;
+  lastModified: Date | undefined;
+  /** Last-Modified-Millis: the exact last-modified time. */
+  lastModifiedMillis: number | undefined;
+}
+
+export interface PutResult {
+  /** 201: the resource or directory was created; false: replaced (200). */
+  created: boolean;
+  tag: string;
+  md5: string;
+  lastModified: Date | undefined;
+  lastModifiedMillis: number | undefined;
+}
+
+/** What `put` sends: bytes, text (UTF-8), a Node Readable or a web ReadableStream. */
+export type Body = Uint8Array | string | Readable | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export interface PutOptions extends RequestOptions {
+  /** Only replace when the stored tag is one of these (or "*": when it exists). */
+  ifMatch?: string | string[];
+  /** Content-Type; without it the server takes the type from the extension. */
+  contentType?: string;
+  /** Base64 MD5 of the body: the server refuses (400) a body that does not match. */
+  contentMd5?: string;
+  /** Length of a streamed body, sent as Content-Length. */
+  contentLength?: number;
+  /** Called as the body is sent, with the bytes sent so far. */
+  onProgress?: (sent: number) => void;
+}
+
+export interface GetOptions extends RequestOptions {
+  /** Answer "not modified" when the stored tag is one of these. */
+  ifNoneMatch?: string | string[];
+  /** Serve the answer with this Content-Type. */
+  overrideMime?: string;
+  /** Called as the body arrives ("bytes" and "text" only), with the bytes received so far. */
+  onProgress?: (received: number, total: number | undefined) => void;
+}
+
+export type GetResult<T> = ({ notModified: false; body: T } & ResourceInfo) | { notModified: true; tag: string };
+
+export type HeadResult = ({ notModified: false } & ResourceInfo) | { notModified: true; tag: string };
+
+export interface ListOptions extends RequestOptions {
+  recursive?: boolean;
+  includeAccess?: boolean;
+  includeBlobUuid?: boolean;
+  includeDeleted?: boolean;
+}
+
+export interface Listing {
+  /** Tag of the listed directory. */
+  tag: string;
+  lastModified: Date | undefined;
+  entries: ListingEntry[];
+}
+
+export interface StoreInput {
+  /** "recursive" (sync-recursive, the default) or "snapshot" (sync-snapshot). */
+  type?: string;
+  /** e.g. { "keep-deleted": "1d" } */
+  settings?: Record<string, string>;
+}
+
+export interface PollOptions extends RequestOptions {
+  /**
+   * Store name -> last event id seen. Without cursors the answer is the current status: one
+   * reset event per store the caller may read.
+   */
+  cursors?: Record<string, number> | Map<string, number>;
+  /** Seconds to wait for an event before answering with none (the server caps it, 30 s by default). */
+  wait?: number;
+}
+
+type FetchBody = NonNullable<RequestInit["body"]>;
+
+const PREFIX = "/resources/v2";
+
+/** `store` and `path` as a URL path: each segment percent-encoded; a trailing "/" kept. */
+export function resourcePath(store: string, path: string): string {
+  const trimmed = path.replace(/^\/+/, "");
+  const segments = trimmed === "" ? [] : trimmed.split("/");
+  return `${PREFIX}/data/${encodeURIComponent(store)}/${segments.map(encodeURIComponent).join("/")}`;
+}
+
+function tagList(tags: string | string[]): string {
+  return (Array.isArray(tags) ? tags : [tags]).map((t) => (t === "*" || t.startsWith('"') ? t : `"${t}"`)).join(", ");
+}
+
+export function unquoteTag(etag: string | null): string {
+  if (!etag) return "";
+  return etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1");
+}
+
+function infoOf(res: Response): ResourceInfo {
+  const length = res.headers.get("content-length");
+  const lastModified = res.headers.get("last-modified");
+  const millis = res.headers.get("last-modified-millis");
+  return {
+    tag: unquoteTag(res.headers.get("etag")),
+    type: res.headers.get("content-type") ?? "",
+    size: length === null ? undefined : Number(length),
+    md5: res.headers.get("content-md5") ?? "",
+    lastModified: lastModified === null ? undefined : new Date(lastModified),
+    lastModifiedMillis: millis === null ? undefined : Number(millis),
+  };
+}
+
+function isReplayable(body: Body | undefined): body is Uint8Array | string | undefined {
+  return body === undefined || typeof body === "string" || body instanceof Uint8Array;
+}
+
+function toWebStream(body: Body, onProgress?: (n: number) => void): FetchBody {
+  if (typeof body === "string" || body instanceof Uint8Array) {
+    onProgress?.(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
+    return body as FetchBody;
+  }
+  let stream: ReadableStream<Uint8Array>;
+  if (body instanceof ReadableStream) stream = body;
+  else if (body instanceof Readable) stream = Readable.toWeb(body) as ReadableStream<Uint8Array>;
+  else stream = Readable.toWeb(Readable.from(body)) as ReadableStream<Uint8Array>;
+  if (!onProgress) return stream as FetchBody;
+  let sent = 0;
+  return stream.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        sent += chunk.byteLength;
+        onProgress(sent);
+        controller.enqueue(chunk);
+      },
+    }),
+  ) as FetchBody;
+}
+
+async function readAll(res: Response, onProgress?: (n: number, total: number | undefined) => void): Promise<Buffer> {
+  if (!onProgress || !res.body) return Buffer.from(await res.arrayBuffer());
+  const length = res.headers.get("content-length");
+  const total = length === null ? undefined : Number(length);
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    chunks.push(chunk);
+    received += chunk.byteLength;
+    onProgress(received, total);
+  }
+  return Buffer.concat(chunks);
+}
+
+interface Call {
+  method: string;
+  /** Path and query, from the server's root. */
+  target: string;
+  headers?: Record<string, string>;
+  body?: Body;
+  signal?: AbortSignal;
+  /** Statuses that are not errors besides 2xx (e.g. 304). */
+  accept?: number[];
+  onUploadProgress?: (n: number) => void;
+}
+
+/** Resources, stores and the change feed of one Trove server, over REST v2. */
+export class TroveRestClient {
+  readonly baseUrl: string;
+  readonly tokenProvider: TokenProvider | undefined;
+  private readonly doFetch: typeof fetch;
+  readonly stores: StoresApi;
+
+  constructor(options: RestClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.tokenProvider = toTokenProvider(options.auth);
+    this.doFetch = options.fetch ?? fetch;
+    this.stores = new StoresApi(this);
+  }
+
+  /** Adds or replaces a resource; a path ending in "/" creates a directory (no body). */
+  async put(store: string, path: string, body: Body | undefined, options: PutOptions = {}): Promise<PutResult> {
+    const headers: Record<string, string> = {};
+    if (options.ifMatch !== undefined) headers["If-Match"] = tagList(options.ifMatch);
+    if (options.contentType !== undefined) headers["Content-Type"] = options.contentType;
+    if (options.contentMd5 !== undefined) headers["Content-MD5"] = options.contentMd5;
+    if (options.contentLength !== undefined) headers["Content-Length"] = String(options.contentLength);
+    const res = await this.call({
+      method: "PUT",
+      target: resourcePath(store, path),
+      headers,
+      body,
+      signal: options.signal,
+      onUploadProgress: options.onProgress,
+    });
+    await res.body?.cancel();
+    const info = infoOf(res);
+    return {
+      created: res.status === 201,
+      tag: info.tag,
+      md5: info.md5,
+      lastModified: info.lastModified,
+      lastModifiedMillis: info.lastModifiedMillis,
+    };
+  }
+
+  /** Creates a directory (its parent must exist); `created` is false when it already existed. */
+  mkdir(store: string, path: string, options: RequestOptions = {}): Promise<PutResult> {
+    return this.put(store, path.endsWith("/") ? path : `${path}/`, undefined, options);
+  }
+
+  /** Reads a resource: `as` "bytes" (default, a Buffer), "text" (UTF-8) or "stream" (a web ReadableStream). */
+  get(store: string, path: string, options?: GetOptions & { as?: "bytes" }): Promise<GetResult<Buffer>>;
+  get(store: string, path: string, options: GetOptions & { as: "text" }): Promise<GetResult<string>>;
+  get(
+    store: string,
+    path: string,
+    options: GetOptions & { as: "stream" },
+  ): Promise<GetResult<ReadableStream<Uint8Array>>>;
+  async get(
+    store: string,
+    path: string,
+    options: GetOptions & { as?: "bytes" | "text" | "stream" } = {},
+  ): Promise<GetResult<Buffer | string | ReadableStream<Uint8Array>>> {
+    const res = await this.call({
+      method: "GET",
+      target: resourcePath(store, path) + query({ "override-mime": options.overrideMime }),
+      headers: options.ifNoneMatch === undefined ? {} : { "If-None-Match": tagList(options.ifNoneMatch) },
+      signal: options.signal,
+      accept: [304],
+    });
+    if (res.status === 304) {
+      await res.body?.cancel();
+      return { notModified: true, tag: unquoteTag(res.headers.get("etag")) };
+    }
+    const info = infoOf(res);
+    if (options.as === "stream") {
+      return { notModified: false, ...info, body: res.body ?? new ReadableStream({ start: (c) => c.close() }) };
+    }
+    const bytes = await readAll(res, options.onProgress);
+    return { notModified: false, ...info, body: options.as === "text" ? bytes.toString("utf8") : bytes };
+  }
+
+  /** The headers of a resource or directory, without its contents. */
+  async head(store: string, path: string, options: GetOptions = {}): Promise<HeadResult> {
+    const res = await this.call({
+      method: "HEAD",
+      target: resourcePath(store, path),
+      headers: options.ifNoneMatch === undefined ? {} : { "If-None-Match": tagList(options.ifNoneMatch) },
+      signal: options.signal,
+      accept: [304],
+    });
+    if (res.status === 304) return { notModified: true, tag: unquoteTag(res.headers.get("etag")) };
+    return { notModified: false, ...infoOf(res) };
+  }
+
+  /** Deletes a resource, or a directory with everything in it. */
+  async delete(store: string, path: string, options: RequestOptions & { ifMatch?: string | string[] } = {}) {
+    const res = await this.call({
+      method: "DELETE",
+      target: resourcePath(store, path),
+      headers: options.ifMatch === undefined ? {} : { "If-Match": tagList(options.ifMatch) },
+      signal: options.signal,
+    });
+    await res.body?.cancel();
+  }
+
+  /** Lists a directory ("" or "/" for the store's root). */
+  async list(store: string, path: string, options: ListOptions = {}): Promise<Listing> {
+    const dir = path === "" || path.endsWith("/") ? path : `${path}/`;
+    const flag = (b: boolean | undefined) => (b ? "true" : undefined);
+    const res = await this.call({
+      method: "GET",
+      target:
+        resourcePath(store, dir) +
+        query({
+          recursive: flag(options.recursive),
+          "include-access": flag(options.includeAccess),
+          "include-blob-uuid": flag(options.includeBlobUuid),
+          "include-deleted": flag(options.includeDeleted),
+        }),
+      signal: options.signal,
+    });
+    const info = infoOf(res);
+    return { tag: info.tag, lastModified: info.lastModified, entries: parseListing(await res.text()) };
+  }
+
+  /**
+   * One poll request. Without cursors: the current status, a reset event per store. With
+   * cursors: the events after them, waiting up to `wait` seconds; [] when none came.
+   */
+  async poll(options: PollOptions = {}): Promise<FeedEvent[]> {
+    const params = new URLSearchParams();
+    const cursors = options.cursors instanceof Map ? [...options.cursors] : Object.entries(options.cursors ?? {});
+    for (const [store, id] of cursors) params.append("store", `${store}:${id}`);
+    if (options.wait !== undefined && cursors.length > 0) params.set("wait", String(Math.max(0, options.wait)));
+    const search = params.toString();
+    const res = await this.call({
+      method: "GET",
+      target: `${PREFIX}/poll${search ? `?${search}` : ""}`,
+      signal: options.signal,
+    });
+    if (res.status === 204) return [];
+    return parseFeed(await res.text());
+  }
+
+  /** @internal A request with auth and typed errors; used by the store API and the mirror. */
+  async call(call: Call): Promise<Response> {
+    const retry = isReplayable(call.body) && this.tokenProvider !== undefined;
+    const token = await this.tokenProvider?.getToken(call.signal);
+    let res = await this.send(call, token);
+    if (res.status === 401 && retry && token !== undefined && this.tokenProvider) {
+      this.tokenProvider.invalidate(token);
+      const fresh = await this.tokenProvider.getToken(call.signal);
+      if (fresh !== token) {
+        await res.body?.cancel();
+        res = await this.send(call, fresh);
+      }
+    }
+    if (res.ok || call.accept?.includes(res.status)) return res;
+    throw await this.errorOf(call, res);
+  }
+
+  private async send(call: Call, token: string | undefined): Promise<Response> {
+    const headers = new Headers(call.headers);
+    if (token !== undefined) headers.set("Authorization", `Bearer ${token}`);
+    const url = this.baseUrl + call.target;
+    const init: RequestInit & { duplex?: "half" } = { method: call.method, headers, signal: call.signal };
+    if (call.body !== undefined) {
+      init.body = toWebStream(call.body, call.onUploadProgress);
+      if (!(typeof call.body === "string" || call.body instanceof Uint8Array)) init.duplex = "half";
+    }
+    try {
+      return await this.doFetch(url, init);
+    } catch (err) {
+      if (call.signal?.aborted) throw call.signal.reason ?? err;
+      const cause = ((err as Error).cause ?? err) as Error;
+      throw new ConnectionError(
+        0,
+        `cannot reach ${this.baseUrl}: ${cause.message ?? String(cause)}`,
+        {
+          method: call.method,
+          url,
+        },
+        { cause },
+      );
+    }
+  }
+
+  private async errorOf(call: Call, res: Response): Promise<TroveError> {
+    const request = { method: call.method, url: this.baseUrl + call.target };
+    const text = call.method === "HEAD" ? "" : await res.text().catch(() => "");
+    const etag = res.headers.get("etag");
+    // A known-deleted resource: 404 with body "deleted" (none on HEAD) and the tombstone's ETag.
+    if (res.status === 404 && etag !== null && (text === "" || text.trim() === "deleted")) {
+      return new DeletedError(404, unquoteTag(etag), request);
+    }
+    const reason = text.trim() || res.statusText || `status ${res.status}`;
+    return errorForStatus(res.status, reason, request, { challenge: res.headers.get("www-authenticate") });
+  }
+}
+
+function query(params: Record<string, string | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) p.set(k, v);
+  const s = p.toString();
+  return s ? `?${s}` : "";
+}
+
+/** Store configuration: /resources/v2/stores. */
+export class StoresApi {
+  constructor(private readonly client: TroveRestClient) {}
+
+  /** The stores the caller may read something in. */
+  async list(options: RequestOptions = {}): Promise<StoreInfo[]> {
+    const res = await this.client.call({ method: "GET", target: `${PREFIX}/stores`, signal: options.signal });
+    return parseStores(await res.text());
+  }
+
+  async get(name: string, options: RequestOptions = {}): Promise<StoreInfo> {
+    const res = await this.client.call({ method: "GET", target: storePath(name), signal: options.signal });
+    return single(await res.text());
+  }
+
+  /** Adds a store (needs the stores:admin permission). */
+  async create(name: string, input: StoreInput = {}, options: RequestOptions = {}): Promise<StoreInfo> {
+    const res = await this.client.call({
+      method: "POST",
+      target: `${PREFIX}/stores`,
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ name, ...input }),
+      signal: options.signal,
+    });
+    return single(await res.text());
+  }
+
+  /** Changes the type and the settings given; others keep their value. */
+  async update(name: string, input: StoreInput, options: RequestOptions = {}): Promise<StoreInfo> {
+    const res = await this.client.call({
+      method: "PUT",
+      target: storePath(name),
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ name, ...input }),
+      signal: options.signal,
+    });
+    return single(await res.text());
+  }
+
+  /** Removes the store and everything in it. */
+  async delete(name: string, options: RequestOptions = {}): Promise<void> {
+    const res = await this.client.call({ method: "DELETE", target: storePath(name), signal: options.signal });
+    await res.body?.cancel();
+  }
+}
+
+function storePath(name: string): string {
+  return `${PREFIX}/stores/${encodeURIComponent(name)}`;
+}
+
+function single(xml: string): StoreInfo {
+  const [store] = parseStores(xml);
+  if (!store) throw new Error("the answer holds no store element");
+  return store;
+}
+
+export function createRestClient(options: RestClientOptions): TroveRestClient {
+  return new TroveRestClient(options);
+}

@@ -1,0 +1,13 @@
+// Every Connect service of Trove, by the property name a TroveClient gives it.
+// Adding a service to the SDK is one line here.
+
+import { ChangeService } from "./gen/trove/resources/v2/changes_pb.js";
+import { ResourceService } from "./gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "./gen/trove/resources/v2/stores_pb.js";
+
+export const SERVICES = {
+  resources: ResourceService,
+  stores: StoreService,
+  changes: ChangeService,
+  // insights: InsightsService,  (content-insights API: being built)
+} as const;
