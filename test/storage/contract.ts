@@ -1,7 +1,7 @@
 // The contract every storage adapter keeps, checked only through StoragePort.
 // Each adapter's test file calls storageContract with a factory of fresh, isolated instances.
 
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   AlreadyExistsError,
@@ -12,7 +12,17 @@ import {
   TooLargeError,
 } from "../../src/domain/errors.js";
 import type { StoreConfig, StoreType } from "../../src/domain/store.js";
-import type { BlobInfo, NodeRecord, Preconditions, StoragePort, StoreRecord } from "../../src/storage/port.js";
+import type {
+  BlobInfo,
+  EnvironmentRecord,
+  NodeRecord,
+  Preconditions,
+  ProjectRecord,
+  PromotionRecord,
+  ReportRecord,
+  StoragePort,
+  StoreRecord,
+} from "../../src/storage/port.js";
 
 export interface AdapterUnderTest {
   storage: StoragePort;
@@ -91,6 +101,47 @@ function nodeOf(blob: BlobInfo, store = "s", path = "x"): NodeRecord {
     eventId: 1,
     inline: blob.inline,
   };
+}
+
+function projectRecord(account: string, name: string, created = T0): ProjectRecord {
+  return { id: randomUUID(), account, name, store: `${account}-${name}`, created, creator: "ann" };
+}
+
+function environmentRecord(projectId: string, name: string, created = T0): EnvironmentRecord {
+  return { id: randomUUID(), projectId, name, created, creator: "ann" };
+}
+
+/** A report as the service creates it: generating, held by no one, claimable at once. */
+function reportRecord(fields: Partial<ReportRecord> = {}): ReportRecord {
+  return {
+    id: randomUUID(),
+    projectId: randomUUID(),
+    environmentId: randomUUID(),
+    creator: "ann",
+    created: T0,
+    additionalFields: [],
+    status: "generating",
+    finished: 0,
+    expiresAt: T0 + 90 * DAY,
+    reason: "",
+    attempts: 0,
+    leaseOwner: "",
+    leaseExpires: 0,
+    document: null,
+    ...fields,
+  };
+}
+
+async function readDocument(storage: StoragePort, report: ReportRecord): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of storage.readReportDocument(report)) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts);
+}
+
+async function promotionsOf(storage: StoragePort, environmentId: string): Promise<PromotionRecord[]> {
+  const out: PromotionRecord[] = [];
+  for await (const p of storage.listPromotions(environmentId)) out.push(p);
+  return out.sort((a, b) => byCodePoint(a.path, b.path));
 }
 
 export function storageContract(
@@ -1125,6 +1176,430 @@ export function storageContract(
         await expect(storage.deleteTree("s", "a.txt", {}, T0 + 10 * SECOND)).rejects.toBeInstanceOf(NotFoundError);
         const { created } = await put("s", "a.txt", "again", { now: T0 + 10 * SECOND });
         expect(created).toBe(true);
+      });
+    });
+
+    describe("getStoreNode", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+      });
+
+      it("gives the live store's configuration and the node at the path, tombstones included", async () => {
+        await mkdir("s", "d");
+        const { node: file } = await put("s", "d/a.txt", "hello");
+        await put("s", "gone.txt", "gone");
+        const { node: tombstone } = await storage.deleteTree("s", "gone.txt", {}, T0 + SECOND);
+
+        const found = await storage.getStoreNode("s", "d/a.txt", { contents: true });
+        expect(found?.config).toEqual(config("s", "snapshot"));
+        expect(found?.node).toEqual(file);
+        expect(found?.node?.inline && Buffer.from(found.node.inline).toString()).toBe("hello");
+        expect((await storage.getStoreNode("s", "d", { contents: true }))?.node).toEqual(await node("s", "d"));
+        expect((await storage.getStoreNode("s", "", { contents: false }))?.node).toMatchObject({
+          path: "",
+          directory: true,
+        });
+        expect((await storage.getStoreNode("s", "gone.txt", { contents: true }))?.node).toEqual(tombstone);
+      });
+
+      it("gives the store with no node for a path where there is none", async () => {
+        const found = await storage.getStoreNode("s", "nope/a.txt", { contents: true });
+        expect(found).toEqual({ config: config("s", "snapshot"), node: undefined });
+      });
+
+      it("gives undefined for an unknown store and for a deleted one", async () => {
+        await put("s", "a.txt", "a");
+        expect(await storage.getStoreNode("nope", "a.txt", { contents: true })).toBeUndefined();
+        await storage.deleteStore("s", T0 + SECOND);
+        expect(await storage.getStoreNode("s", "a.txt", { contents: true })).toBeUndefined();
+        expect(await storage.getStoreNode("s", "", { contents: false })).toBeUndefined();
+      });
+
+      it("without contents may leave inline null, and readBlob still gives the bytes, small or large", async () => {
+        const small = randomBytes(1000);
+        const large = randomBytes(inlineLimit * 2 + 5);
+        await put("s", "small.bin", small);
+        await put("s", "large.bin", large);
+        for (const [path, data] of [
+          ["small.bin", small],
+          ["large.bin", large],
+        ] as const) {
+          const found = await storage.getStoreNode("s", path, { contents: false });
+          const n = found?.node as NodeRecord;
+          const { inline: _, ...metadata } = await node("s", path);
+          expect(n).toMatchObject(metadata);
+          if (n.inline !== null) expect(Buffer.from(n.inline).equals(data)).toBe(true);
+          expect((await readAll(storage, n)).equals(data)).toBe(true);
+        }
+      });
+    });
+
+    describe("insights", () => {
+      const LEASE = 30 * SECOND;
+
+      /** A report document written the way the service writes it: one blob, then the job's final update. */
+      async function finishWithDocument(report: ReportRecord, owner: string, data: Uint8Array, now: number) {
+        const document = await storage.writeBlob(chunked(data), { maxSize: MAX });
+        const finished = await storage.updateReportJob(report.id, owner, {
+          status: "generated",
+          finished: now,
+          expiresAt: now + 90 * DAY,
+          leaseOwner: "",
+          leaseExpires: 0,
+          document,
+        });
+        expect(finished).toBe(true);
+        return document;
+      }
+
+      async function report(id: string): Promise<ReportRecord> {
+        const r = await storage.getReport(id);
+        if (!r) throw new Error(`expected a report ${id}`);
+        return r;
+      }
+
+      describe("projects", () => {
+        it("createProject stores the project; getProject gives it back, and undefined for an unknown id", async () => {
+          const p = projectRecord("acme", "letters");
+          expect(await storage.createProject(p)).toEqual(p);
+          expect(await storage.getProject(p.id)).toEqual(p);
+          expect(await storage.getProject(randomUUID())).toBeUndefined();
+        });
+
+        it("listProjects lists every project by account, then by name", async () => {
+          const projects = [
+            projectRecord("zeta", "a"),
+            projectRecord("acme", "policies"),
+            projectRecord("acme", "Letters"),
+            projectRecord("acme", "letters"),
+            projectRecord("acme", "été"),
+            projectRecord("beta", "letters"),
+          ];
+          for (const p of projects) await storage.createProject(p);
+          const listed = await storage.listProjects();
+          expect(listed.map((p) => `${p.account}/${p.name}`)).toEqual([
+            "acme/Letters",
+            "acme/letters",
+            "acme/policies",
+            "acme/été",
+            "beta/letters",
+            "zeta/a",
+          ]);
+          for (const p of listed) expect(p).toEqual(projects.find((q) => q.id === p.id));
+        });
+
+        it("a second project of the same name in one account throws AlreadyExistsError; other accounts may", async () => {
+          const first = await storage.createProject(projectRecord("acme", "letters"));
+          await expect(storage.createProject(projectRecord("acme", "letters", T0 + SECOND))).rejects.toBeInstanceOf(
+            AlreadyExistsError,
+          );
+          const other = await storage.createProject(projectRecord("beta", "letters"));
+          expect(await storage.listProjects()).toEqual([first, other]);
+        });
+
+        it("of concurrent creations of one project name, exactly one succeeds", async () => {
+          const outcomes = await Promise.allSettled(
+            Array.from({ length: 6 }, () => storage.createProject(projectRecord("acme", "letters"))),
+          );
+          expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+          for (const o of outcomes.filter((o) => o.status === "rejected")) {
+            expect((o as PromiseRejectedResult).reason).toBeInstanceOf(AlreadyExistsError);
+          }
+          expect(await storage.listProjects()).toHaveLength(1);
+        });
+      });
+
+      describe("environments", () => {
+        it("createEnvironment stores it; getEnvironment gives it back, and undefined for an unknown id", async () => {
+          const e = environmentRecord(randomUUID(), "production");
+          expect(await storage.createEnvironment(e)).toEqual(e);
+          expect(await storage.getEnvironment(e.id)).toEqual(e);
+          expect(await storage.getEnvironment(randomUUID())).toBeUndefined();
+        });
+
+        it("listEnvironments lists one project's environments by name", async () => {
+          const project = randomUUID();
+          const other = randomUUID();
+          const mine = ["test", "production", "development", "Staging"].map((n) => environmentRecord(project, n));
+          for (const e of mine) await storage.createEnvironment(e);
+          await storage.createEnvironment(environmentRecord(other, "acceptance"));
+          const listed = await storage.listEnvironments(project);
+          expect(listed.map((e) => e.name)).toEqual(["Staging", "development", "production", "test"]);
+          for (const e of listed) expect(e).toEqual(mine.find((m) => m.id === e.id));
+          expect(await storage.listEnvironments(randomUUID())).toEqual([]);
+        });
+
+        it("a second environment of the same name in one project throws AlreadyExistsError; other projects may", async () => {
+          const project = randomUUID();
+          const first = await storage.createEnvironment(environmentRecord(project, "production"));
+          await expect(storage.createEnvironment(environmentRecord(project, "production"))).rejects.toBeInstanceOf(
+            AlreadyExistsError,
+          );
+          const elsewhere = environmentRecord(randomUUID(), "production");
+          await storage.createEnvironment(elsewhere);
+          expect(await storage.listEnvironments(project)).toEqual([first]);
+          expect(await storage.getEnvironment(elsewhere.id)).toEqual(elsewhere);
+        });
+      });
+
+      describe("promotions", () => {
+        it("recordPromotion replaces the last promotion of a path; listPromotions gives one environment's", async () => {
+          const [env, other] = [randomUUID(), randomUUID()];
+          await storage.recordPromotion({ environmentId: env, path: "/templates/a.template", date: T0, by: "ann" });
+          await storage.recordPromotion({ environmentId: env, path: "/blocks/b.block", date: T0, by: "bob" });
+          await storage.recordPromotion({ environmentId: other, path: "/templates/a.template", date: T0, by: "eve" });
+          await storage.recordPromotion({
+            environmentId: env,
+            path: "/templates/a.template",
+            date: T0 + DAY,
+            by: "carl",
+          });
+          expect(await promotionsOf(storage, env)).toEqual([
+            { environmentId: env, path: "/blocks/b.block", date: T0, by: "bob" },
+            { environmentId: env, path: "/templates/a.template", date: T0 + DAY, by: "carl" },
+          ]);
+          expect(await promotionsOf(storage, other)).toEqual([
+            { environmentId: other, path: "/templates/a.template", date: T0, by: "eve" },
+          ]);
+          expect(await promotionsOf(storage, randomUUID())).toEqual([]);
+        });
+
+        it("listPromotions gives every promotion of a large environment once", async () => {
+          const env = randomUUID();
+          const paths = Array.from({ length: 1234 }, (_, i) => `/blocks/${String(i).padStart(4, "0")}.block`);
+          for (let i = 0; i < paths.length; i += 25) {
+            await Promise.all(
+              paths
+                .slice(i, i + 25)
+                .map((path) => storage.recordPromotion({ environmentId: env, path, date: T0, by: "ann" })),
+            );
+          }
+          const listed = await promotionsOf(storage, env);
+          expect(listed.map((p) => p.path)).toEqual(paths);
+          // Thousands of writes: seconds on a networked backend.
+        }, 120_000);
+      });
+
+      describe("reports", () => {
+        it("createReport stores every field; getReport gives them back, and undefined for an unknown id", async () => {
+          const r = reportRecord({
+            created: T0 + 123,
+            additionalFields: ["lastPromotedDate", "lastPromotedBy"],
+            expiresAt: T0 + 90 * DAY + 7,
+            creator: "ann@example.com",
+          });
+          await storage.createReport(r);
+          expect(await storage.getReport(r.id)).toEqual(r);
+          expect(await storage.getReport(randomUUID())).toBeUndefined();
+          const plain = reportRecord();
+          await storage.createReport(plain);
+          expect((await report(plain.id)).additionalFields).toEqual([]);
+        });
+
+        it("claimReportJob takes the oldest claimable job, skips held leases, and gives undefined when none", async () => {
+          const held = reportRecord({ created: T0, leaseOwner: "other", leaseExpires: T0 + 10 * SECOND });
+          const newer = reportRecord({ created: T0 + 2 * SECOND });
+          const older = reportRecord({ created: T0 + SECOND });
+          for (const r of [held, newer, older]) await storage.createReport(r);
+          const now = T0 + 5 * SECOND;
+
+          const first = await storage.claimReportJob("w1", now, LEASE);
+          expect(first).toEqual({ ...older, leaseOwner: "w1", leaseExpires: now + LEASE, attempts: 1 });
+          expect(await report(older.id)).toEqual(first);
+          const second = await storage.claimReportJob("w2", now, LEASE);
+          expect(second).toEqual({ ...newer, leaseOwner: "w2", leaseExpires: now + LEASE, attempts: 1 });
+          expect(await storage.claimReportJob("w3", now, LEASE)).toBeUndefined();
+          expect(await report(held.id)).toEqual(held);
+
+          // The held lease ends at T0 + 10 s: from that instant on, its job may be taken.
+          const third = await storage.claimReportJob("w3", T0 + 10 * SECOND, LEASE);
+          expect(third).toMatchObject({ id: held.id, leaseOwner: "w3", attempts: 1 });
+        });
+
+        it("an expired lease is claimed again, with one more attempt; the old holder can no longer update", async () => {
+          const r = reportRecord();
+          await storage.createReport(r);
+          const first = await storage.claimReportJob("w1", T0, LEASE);
+          expect(first).toMatchObject({ id: r.id, leaseOwner: "w1", leaseExpires: T0 + LEASE, attempts: 1 });
+          expect(await storage.claimReportJob("w2", T0 + LEASE - 1, LEASE)).toBeUndefined();
+          const again = await storage.claimReportJob("w2", T0 + LEASE, LEASE);
+          expect(again).toMatchObject({ id: r.id, leaseOwner: "w2", leaseExpires: T0 + 2 * LEASE, attempts: 2 });
+          expect(await storage.updateReportJob(r.id, "w1", { leaseExpires: T0 + 5 * LEASE })).toBe(false);
+          expect(await report(r.id)).toEqual(again);
+        });
+
+        it("finished reports are never claimed", async () => {
+          const r = reportRecord();
+          await storage.createReport(r);
+          await storage.claimReportJob("w1", T0, LEASE);
+          await storage.updateReportJob(r.id, "w1", { status: "failed", finished: T0, reason: "no environment" });
+          expect(await storage.claimReportJob("w2", T0 + DAY, LEASE)).toBeUndefined();
+          expect(await report(r.id)).toMatchObject({ status: "failed", reason: "no environment", attempts: 1 });
+        });
+
+        it("of concurrent claims of one job, exactly one wins", async () => {
+          for (let round = 0; round < 5; round++) {
+            const r = reportRecord({ created: T0 + round });
+            await storage.createReport(r);
+            const now = T0 + round * 2 * LEASE;
+            const claims = await Promise.all(
+              Array.from({ length: 8 }, (_, i) => storage.claimReportJob(`w${round}-${i}`, now, LEASE)),
+            );
+            const won = claims.filter((c) => c !== undefined);
+            expect(won).toHaveLength(1);
+            expect(won[0]).toMatchObject({ id: r.id, attempts: 1 });
+            expect(await report(r.id)).toEqual(won[0]);
+            // Done: the next round's job is the only one claimable.
+            await storage.updateReportJob(r.id, won[0]?.leaseOwner as string, { status: "generated", finished: now });
+          }
+        });
+
+        it("concurrent claims of several jobs take each job once", async () => {
+          const jobs = Array.from({ length: 4 }, (_, i) => reportRecord({ created: T0 + i }));
+          for (const r of jobs) await storage.createReport(r);
+          const claims = await Promise.all(
+            Array.from({ length: 10 }, (_, i) => storage.claimReportJob(`w${i}`, T0 + SECOND, LEASE)),
+          );
+          const ids = claims.filter((c) => c !== undefined).map((c) => c.id);
+          expect(ids.sort()).toEqual(jobs.map((j) => j.id).sort());
+          for (const c of claims.filter((c) => c !== undefined)) expect(await report(c.id)).toEqual(c);
+        });
+
+        it("updateReportJob applies an update only for the lease holder of a generating job", async () => {
+          const r = reportRecord();
+          await storage.createReport(r);
+          // No one holds a new job: not even an empty owner may change it.
+          expect(await storage.updateReportJob(r.id, "", { reason: "x" })).toBe(false);
+          expect(await storage.updateReportJob(r.id, "w1", { reason: "x" })).toBe(false);
+          const claimed = await storage.claimReportJob("w1", T0, LEASE);
+          expect(await storage.updateReportJob(r.id, "w2", { leaseExpires: T0 + 9 * LEASE })).toBe(false);
+          expect(await report(r.id)).toEqual(claimed);
+
+          // A heartbeat, then a failed attempt's reason: only the named fields change.
+          expect(await storage.updateReportJob(r.id, "w1", { leaseExpires: T0 + 2 * LEASE })).toBe(true);
+          expect(await storage.updateReportJob(r.id, "w1", { reason: "parser crashed" })).toBe(true);
+          expect(await report(r.id)).toEqual({
+            ...r,
+            attempts: 1,
+            leaseOwner: "w1",
+            leaseExpires: T0 + 2 * LEASE,
+            reason: "parser crashed",
+          });
+
+          expect(
+            await storage.updateReportJob(r.id, "w1", {
+              status: "failed",
+              finished: T0 + SECOND,
+              expiresAt: T0 + SECOND + 90 * DAY,
+              reason: "environment is empty",
+            }),
+          ).toBe(true);
+          const failed = await report(r.id);
+          expect(failed).toMatchObject({
+            status: "failed",
+            finished: T0 + SECOND,
+            expiresAt: T0 + SECOND + 90 * DAY,
+            reason: "environment is empty",
+            leaseOwner: "w1",
+          });
+          // Finished: the former holder may change it no more.
+          expect(await storage.updateReportJob(r.id, "w1", { status: "generated", reason: "" })).toBe(false);
+          expect(await report(r.id)).toEqual(failed);
+          expect(await storage.updateReportJob(randomUUID(), "w1", { reason: "x" })).toBe(false);
+        });
+
+        it("a small document round-trips through writeBlob, updateReportJob and readReportDocument", async () => {
+          const r = reportRecord();
+          await storage.createReport(r);
+          await storage.claimReportJob("w1", T0, LEASE);
+          const json = text(JSON.stringify({ version: "1.0", resources: [{ name: "été \u{1F600}" }] }));
+          const document = await finishWithDocument(r, "w1", json, T0 + SECOND);
+          const stored = await report(r.id);
+          expect(stored).toMatchObject({
+            status: "generated",
+            finished: T0 + SECOND,
+            expiresAt: T0 + SECOND + 90 * DAY,
+            leaseOwner: "",
+            document: { blob: document.blob, size: json.byteLength, md5: md5(json) },
+          });
+          expect((await readDocument(storage, stored)).equals(Buffer.from(json))).toBe(true);
+        });
+
+        it(`a document larger than ${inlineLimit} bytes streams back byte for byte`, async () => {
+          const r = reportRecord();
+          await storage.createReport(r);
+          await storage.claimReportJob("w1", T0, LEASE);
+          const data = randomBytes(3 * inlineLimit + 4321);
+          const document = await finishWithDocument(r, "w1", data, T0 + SECOND);
+          const stored = await report(r.id);
+          expect(stored.document).toEqual({ blob: document.blob, size: data.byteLength, md5: md5(data), inline: null });
+          expect((await readDocument(storage, stored)).equals(data)).toBe(true);
+          if (adapter.storedBlobs) expect(await adapter.storedBlobs()).toContain(document.blob);
+        });
+
+        it("readReportDocument of a report without a document throws NotFoundError", async () => {
+          const r = reportRecord();
+          await storage.createReport(r);
+          await expect(readDocument(storage, r)).rejects.toBeInstanceOf(NotFoundError);
+          await expect(readDocument(storage, reportRecord())).rejects.toBeInstanceOf(NotFoundError);
+        });
+
+        it("getReport gives an expired report until it is purged", async () => {
+          const r = reportRecord({ expiresAt: T0 + SECOND });
+          await storage.createReport(r);
+          expect(await storage.getReport(r.id)).toEqual(r);
+        });
+
+        it("purgeExpired removes expired reports with their documents and leaves the others", async () => {
+          const reports: Record<string, ReportRecord> = {};
+          const data: Record<string, Buffer> = {};
+          // Finished at T0 (expires T0 + 90 days) or at T0 + 1 day; one never finishes.
+          for (const [key, size, finishedAt] of [
+            ["oldSmall", 100, T0],
+            ["oldLarge", 2 * inlineLimit, T0],
+            ["newSmall", 100, T0 + DAY],
+            ["newLarge", 2 * inlineLimit, T0 + DAY],
+          ] as const) {
+            const r = reportRecord();
+            await storage.createReport(r);
+            await storage.claimReportJob("w1", T0, LEASE);
+            data[key] = randomBytes(size);
+            await finishWithDocument(r, "w1", data[key], finishedAt);
+            reports[key] = await report(r.id);
+          }
+          const stuck = reportRecord({ expiresAt: T0 + 90 * DAY });
+          await storage.createReport(stuck);
+          const blobsBefore = await blobsNow();
+
+          expect(await storage.purgeExpired(T0 + 90 * DAY - 1)).toBe(0);
+          // expiresAt <= now: from that very instant on.
+          expect(await storage.purgeExpired(T0 + 90 * DAY)).toBe(3);
+          for (const key of ["oldSmall", "oldLarge"]) {
+            const gone = reports[key] as ReportRecord;
+            expect(await storage.getReport(gone.id)).toBeUndefined();
+            await expect(readDocument(storage, gone)).rejects.toBeInstanceOf(NotFoundError);
+          }
+          expect(await storage.getReport(stuck.id)).toBeUndefined();
+          for (const key of ["newSmall", "newLarge"]) {
+            const kept = reports[key] as ReportRecord;
+            expect(await storage.getReport(kept.id)).toEqual(kept);
+            expect((await readDocument(storage, kept)).equals(data[key] as Buffer)).toBe(true);
+          }
+          if (blobsBefore) {
+            const oldLarge = reports.oldLarge?.document?.blob as string;
+            expect(blobsBefore).toContain(oldLarge);
+            expect(await blobsNow()).toEqual(blobsBefore.filter((b) => b !== oldLarge));
+          }
+          expect(await storage.purgeExpired(T0 + 90 * DAY)).toBe(0);
+        });
+
+        it("purgeExpired counts purged tombstones and reports together", async () => {
+          await storage.createStore(config("s", "snapshot", "1s"), T0);
+          await put("s", "a.txt", "a");
+          await storage.deleteTree("s", "a.txt", {}, T0);
+          await storage.createReport(reportRecord({ expiresAt: T0 + SECOND }));
+          expect(await storage.purgeExpired(T0 + 10 * SECOND)).toBe(2);
+        });
       });
     });
   });

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { NodeRecord, StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
@@ -103,6 +104,92 @@ describe("SqliteStorage", () => {
     expect(await readdir(join(dataDir, "tmp"))).toEqual([]);
     const node = await storage.getNode("s", "big.bin");
     expect(node && (await readAll(storage, node)).byteLength).toBe(100_000);
+  });
+
+  it("opens a data directory made before the insights tables existed, and adds them", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    await storage.createStore({ name: "s", type: "snapshot", settings: { "keep-deleted": "1d" } }, T0);
+    const blob = await storage.writeBlob(once(Buffer.from("kept")), { maxSize: 1_000_000 });
+    const { node } = await storage.putFile("s", "a.txt", blob, "text/plain", {}, T0);
+    await storage.close();
+    storage = undefined;
+    // What the previous version left: the stores and nodes tables only.
+    const db = new Database(join(dataDir, "trove.db"));
+    for (const table of ["projects", "environments", "promotions", "reports"]) db.exec(`DROP TABLE ${table}`);
+    db.close();
+
+    storage = await SqliteStorage.open({ dataDir });
+    expect(await storage.getNode("s", "a.txt")).toEqual(node);
+    const project = {
+      id: "6f1c1b8e-0000-4bee-8c1a-000000000001",
+      name: "p",
+      account: "a",
+      store: "s",
+      created: T0,
+      creator: "ann",
+    };
+    await storage.createProject(project);
+    await storage.close();
+    storage = await SqliteStorage.open({ dataDir });
+    expect(await storage.listProjects()).toEqual([project]);
+  });
+
+  it("keeps projects, environments, promotions and reports with their documents across reopen", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    const project = {
+      id: "6f1c1b8e-0000-4bee-8c1a-000000000001",
+      name: "p",
+      account: "a",
+      store: "s",
+      created: T0,
+      creator: "ann",
+    };
+    const environment = {
+      id: "6f1c1b8e-0000-4bee-8c1a-000000000002",
+      projectId: project.id,
+      name: "prod",
+      created: T0,
+      creator: "ann",
+    };
+    await storage.createProject(project);
+    await storage.createEnvironment(environment);
+    await storage.recordPromotion({ environmentId: environment.id, path: "/a.template", date: T0, by: "bob" });
+    const id = "6f1c1b8e-0000-4bee-8c1a-000000000003";
+    await storage.createReport({
+      id,
+      projectId: project.id,
+      environmentId: environment.id,
+      creator: "ann",
+      created: T0,
+      additionalFields: ["lastPromotedBy"],
+      status: "generating",
+      finished: 0,
+      expiresAt: T0 + 1000,
+      reason: "",
+      attempts: 0,
+      leaseOwner: "",
+      leaseExpires: 0,
+      document: null,
+    });
+    await storage.claimReportJob("w", T0, 1000);
+    const data = randomBytes(100_000);
+    const document = await storage.writeBlob(once(data), { maxSize: 1_000_000 });
+    await storage.updateReportJob(id, "w", { status: "generated", finished: T0, document });
+    const before = await storage.getReport(id);
+    await storage.close();
+
+    storage = await SqliteStorage.open({ dataDir });
+    expect(await storage.getProject(project.id)).toEqual(project);
+    expect(await storage.listEnvironments(project.id)).toEqual([environment]);
+    const promotions = [];
+    for await (const p of storage.listPromotions(environment.id)) promotions.push(p);
+    expect(promotions).toEqual([{ environmentId: environment.id, path: "/a.template", date: T0, by: "bob" }]);
+    const after = await storage.getReport(id);
+    expect(after).toEqual(before);
+    const parts: Buffer[] = [];
+    for await (const chunk of storage.readReportDocument(after as NonNullable<typeof after>))
+      parts.push(Buffer.from(chunk));
+    expect(Buffer.concat(parts).equals(data)).toBe(true);
   });
 
   it("reports its data locations and driver among the settings", async () => {

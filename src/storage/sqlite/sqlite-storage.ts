@@ -14,16 +14,22 @@ import { BlobFiles } from "../local/blob-files.js";
 import type {
   BlobInfo,
   DeleteResult,
+  EnvironmentRecord,
   GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
   Preconditions,
+  ProjectRecord,
+  PromotionRecord,
+  ReportJobUpdate,
+  ReportRecord,
   StoragePort,
   StoreNode,
   StoreRecord,
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
+import { SqliteInsights } from "./sqlite-insights.js";
 
 export interface SqliteStorageOptions {
   /** Directory that holds trove.db and the blob files. */
@@ -219,6 +225,8 @@ interface Replaced {
 export class SqliteStorage implements StoragePort {
   private readonly db: Database.Database;
   private readonly blobs: BlobFiles;
+  /** Projects, environments, promotions and reports (sqlite-insights.ts). */
+  private readonly insights: SqliteInsights;
   private readonly dbFile: string;
   private readonly busyTimeout: number;
   private readonly stmt;
@@ -235,6 +243,7 @@ export class SqliteStorage implements StoragePort {
     this.db.pragma("synchronous = NORMAL");
     this.db.exec(SCHEMA);
     this.blobs = new BlobFiles(dir);
+    this.insights = new SqliteInsights(this.db, this.blobs);
     const db = this.db;
     const storeColumns = `s.*, (SELECT tag FROM nodes WHERE store = s.name AND path = '') AS root_tag`;
     this.stmt = {
@@ -604,7 +613,59 @@ export class SqliteStorage implements StoragePort {
         if (rows.length < 1000 || removed === 0) break;
       }
     }
-    return purged;
+    return purged + (await this.insights.purgeExpired(now));
+  }
+
+  createProject(project: ProjectRecord): Promise<ProjectRecord> {
+    return this.insights.createProject(project);
+  }
+
+  getProject(id: string): Promise<ProjectRecord | undefined> {
+    return this.insights.getProject(id);
+  }
+
+  listProjects(): Promise<ProjectRecord[]> {
+    return this.insights.listProjects();
+  }
+
+  createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord> {
+    return this.insights.createEnvironment(environment);
+  }
+
+  getEnvironment(id: string): Promise<EnvironmentRecord | undefined> {
+    return this.insights.getEnvironment(id);
+  }
+
+  listEnvironments(projectId: string): Promise<EnvironmentRecord[]> {
+    return this.insights.listEnvironments(projectId);
+  }
+
+  recordPromotion(promotion: PromotionRecord): Promise<void> {
+    return this.insights.recordPromotion(promotion);
+  }
+
+  listPromotions(environmentId: string): AsyncIterable<PromotionRecord> {
+    return this.insights.listPromotions(environmentId);
+  }
+
+  createReport(report: ReportRecord): Promise<void> {
+    return this.insights.createReport(report);
+  }
+
+  getReport(id: string): Promise<ReportRecord | undefined> {
+    return this.insights.getReport(id);
+  }
+
+  claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
+    return this.insights.claimReportJob(owner, now, leaseMs);
+  }
+
+  updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean> {
+    return this.insights.updateReportJob(id, owner, update);
+  }
+
+  readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array> {
+    return this.insights.readReportDocument(report);
   }
 
   async close(): Promise<void> {
