@@ -8,5 +8,6 @@ export * from "./errors.js";
 export * from "./gen/trove/resources/v2/changes_pb.js";
 export * from "./gen/trove/resources/v2/resources_pb.js";
 export * from "./gen/trove/resources/v2/stores_pb.js";
+export * from "./mirror/index.js";
 export * from "./rest/index.js";
 export { SERVICES } from "./services.js";

@@ -1,0 +1,496 @@
+// mirror(): keeps a local directory (or any MirrorSink) equal to a store or a
+// subtree by the spec's client procedure: initial poll, full recursive listing,
+// then the change feed (gRPC WatchChanges when reachable, REST long poll
+// otherwise); on RESET it relists and reconciles, and its cursor is persisted so
+// that a restarted mirror resumes without a full copy.
+
+import { EventEmitter, on } from "node:events";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Auth } from "../auth.js";
+import { createTroveClient, type TroveClient } from "../client.js";
+import { ConnectionError, isNotFoundError, ServerError, UnavailableError } from "../errors.js";
+import { Operation } from "../gen/trove/resources/v2/changes_pb.js";
+import { createRestClient, type TroveRestClient } from "../rest/client.js";
+import type { FeedChange, FeedEvent } from "../rest/poll.js";
+import { DirectorySink } from "./directory-sink.js";
+import type { MirrorSink, MirrorState } from "./sink.js";
+
+export interface MirrorOptions {
+  /** A REST client to use; or give baseUrl (and auth). */
+  client?: TroveRestClient;
+  baseUrl?: string;
+  auth?: Auth;
+  store: string;
+  /** The subtree to mirror, e.g. "templates" ("" or omitted: the whole store). */
+  path?: string;
+  /** A directory to keep equal to the store, or a sink. */
+  target: string | MirrorSink;
+  /** For a directory target: where the cursor and tags are kept (default `.{dir}.trove-mirror.json` beside it). */
+  cursorFile?: string;
+  /** Stops the mirror; `done` then resolves. */
+  signal?: AbortSignal;
+  /** "auto" (default): WatchChanges over gRPC when reachable, else long poll; or force one. */
+  follow?: "auto" | "watch" | "poll";
+  /** Stop once the copy is up to date, instead of following the feed. */
+  once?: boolean;
+  /** Seconds a long poll waits (default 30; the server caps it). */
+  pollWait?: number;
+  /** Longest pause between retries after a failure, in ms (default 10,000). */
+  maxRetryDelay?: number;
+}
+
+export type MirrorEvent =
+  | { type: "start"; resumed: boolean; eventId: number }
+  | { type: "follow"; via: "watch" | "poll" }
+  | { type: "sync"; reason: "initial" | "reset"; eventId: number; strategy: "recursive-listing" | "directory-tags" }
+  | { type: "synced"; reason: "initial" | "reset"; eventId: number; written: number; removed: number; skipped: number }
+  | { type: "write"; path: string; tag: string; size: number }
+  | { type: "directory"; path: string; tag: string }
+  | { type: "remove"; path: string }
+  | { type: "batch"; eventId: number; events: number }
+  | { type: "idle"; eventId: number }
+  | { type: "store-missing"; store: string }
+  | { type: "retry"; error: unknown; delayMs: number }
+  | { type: "stop"; eventId: number };
+
+/** Counters of what a mirror did, for progress and tests. */
+export interface MirrorStats {
+  listings: number;
+  downloads: number;
+  bytes: number;
+  events: number;
+  resets: number;
+}
+
+class StoreMissing extends Error {}
+
+const abortable = (ms: number, signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+
+function retryable(err: unknown): boolean {
+  if (err instanceof StoreMissing) return true;
+  if (err instanceof ConnectionError || err instanceof UnavailableError || err instanceof ServerError) return true;
+  if (err instanceof ConnectError)
+    return [Code.Unavailable, Code.Internal, Code.Unknown, Code.Aborted].includes(err.code);
+  // Broken connections while reading a body.
+  return err instanceof TypeError || (err as NodeJS.ErrnoException)?.code === "ECONNRESET";
+}
+
+/**
+ * A running mirror: an EventEmitter of `event` (every MirrorEvent) and of each event's type,
+ * and an async iterable of MirrorEvents. `done` settles when it stops: resolved after
+ * `signal` aborts (or when up to date with `once`), rejected on an error it cannot retry.
+ */
+export class StoreMirror extends EventEmitter {
+  readonly done: Promise<void>;
+  readonly stats: MirrorStats = { listings: 0, downloads: 0, bytes: 0, events: 0, resets: 0 };
+  readonly store: string;
+  /** The mirrored subtree, without leading or trailing "/". */
+  readonly path: string;
+  private state!: MirrorState;
+  private readonly rest: TroveRestClient;
+  private readonly sink: MirrorSink;
+  private readonly controller = new AbortController();
+  private grpc: TroveClient | undefined;
+
+  constructor(private readonly options: MirrorOptions) {
+    super();
+    this.store = options.store;
+    this.path = (options.path ?? "").replace(/^\/+|\/+$/g, "");
+    if (options.client) this.rest = options.client;
+    else if (options.baseUrl) this.rest = createRestClient({ baseUrl: options.baseUrl, auth: options.auth });
+    else throw new TypeError("mirror needs a client or a baseUrl");
+    this.sink =
+      typeof options.target === "string"
+        ? new DirectorySink({ target: options.target, stateFile: options.cursorFile })
+        : options.target;
+    if (options.signal?.aborted) this.controller.abort();
+    options.signal?.addEventListener("abort", () => this.controller.abort(), { once: true });
+    this.done = this.run().finally(() => this.grpc?.close());
+    // A caller that only listens to events must not get an unhandled rejection.
+    this.done.catch(() => {});
+  }
+
+  /** The last event applied. */
+  get eventId(): number {
+    return this.state?.eventId ?? -1;
+  }
+
+  /** Stops following; `done` resolves. */
+  stop(): void {
+    this.controller.abort();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<MirrorEvent> {
+    const ended = new AbortController();
+    this.done.finally(() => ended.abort());
+    try {
+      for await (const [event] of on(this, "event", { signal: ended.signal })) {
+        yield event as MirrorEvent;
+        if ((event as MirrorEvent).type === "stop") return;
+      }
+    } catch (err) {
+      if (!ended.signal.aborted) throw err;
+    }
+  }
+
+  private note(event: MirrorEvent): void {
+    this.emit("event", event);
+    this.emit(event.type, event);
+  }
+
+  private get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  private async run(): Promise<void> {
+    await this.sink.open?.();
+    const saved = await this.sink.loadState();
+    const resumed = saved !== undefined && saved.store === this.store && saved.path === this.path;
+    this.state = resumed ? saved : { version: 1, store: this.store, path: this.path, eventId: -1, entries: {} };
+    this.note({ type: "start", resumed, eventId: this.state.eventId });
+    await this.withRetries(async () => {
+      if (this.state.eventId < 0) {
+        // The spec's first step: a poll without parameters gives the store's current event id.
+        const status = await this.rest.poll({ signal: this.signal });
+        const reset = status.find((e) => e.kind === "reset" && e.store === this.store);
+        await this.resync(reset?.eventId ?? 0, "initial");
+      }
+      return undefined;
+    });
+    if (this.signal.aborted) return this.stopped();
+    let via = this.options.once ? "poll" : (this.options.follow ?? "auto");
+    while (!this.signal.aborted) {
+      if (via === "poll") {
+        this.note({ type: "follow", via: "poll" });
+        const finished = await this.withRetries(() => this.followByPoll());
+        if (finished) break;
+        continue;
+      }
+      this.note({ type: "follow", via: "watch" });
+      try {
+        await this.withRetries(() => this.followByWatch(), via === "auto");
+      } catch (err) {
+        if (via !== "auto") throw err;
+        // No gRPC face reachable (e.g. a proxy speaking only HTTP/1.1): long poll from now on.
+        via = "poll";
+      }
+    }
+    return this.stopped();
+  }
+
+  private stopped(): void {
+    this.note({ type: "stop", eventId: this.state.eventId });
+  }
+
+  /**
+   * Runs `step` until it returns true or the mirror stops, retrying transient failures with
+   * backoff. With `firstAttemptFatal`, a failure before `step` ever succeeded is thrown.
+   */
+  private async withRetries(step: () => Promise<boolean | undefined>, firstAttemptFatal = false) {
+    let delay = 250;
+    let progressed = false;
+    while (!this.signal.aborted) {
+      try {
+        const before = this.stats.events + this.stats.listings;
+        const finished = await step();
+        if (finished !== false) return finished === true;
+        if (this.stats.events + this.stats.listings > before) progressed = true;
+        delay = 250;
+      } catch (err) {
+        if (this.signal.aborted) return true;
+        if (firstAttemptFatal && !progressed) throw err;
+        if (!retryable(err)) throw err;
+        if (this.stats.events + this.stats.listings > 0) progressed = true;
+        this.note({ type: "retry", error: err, delayMs: delay });
+        await abortable(delay, this.signal);
+        delay = Math.min(delay * 2, this.options.maxRetryDelay ?? 10_000);
+      }
+    }
+    return true;
+  }
+
+  /** One long poll and its events; true when the mirror should stop (`once` and up to date). */
+  private async followByPoll(): Promise<boolean> {
+    const events = await this.rest.poll({
+      cursors: { [this.store]: Math.max(0, this.state.eventId) },
+      wait: this.options.once ? 0 : (this.options.pollWait ?? 30),
+      signal: this.signal,
+    });
+    if (events.length === 0) {
+      this.note({ type: "idle", eventId: this.state.eventId });
+      return this.options.once === true;
+    }
+    await this.apply(events);
+    return false;
+  }
+
+  /** Follows WatchChanges until the stream ends; returns false so that withRetries reconnects. */
+  private async followByWatch(): Promise<boolean> {
+    this.grpc ??= createTroveClient({
+      baseUrl: this.rest.baseUrl,
+      auth: this.rest.tokenProvider,
+      protocol: "grpc",
+    });
+    const stream = this.grpc.changes.watchChanges(
+      { cursors: [{ store: this.store, eventId: BigInt(Math.max(0, this.state.eventId)) }] },
+      { signal: this.signal },
+    );
+    for await (const res of stream) {
+      if (res.heartbeat || res.events.length === 0) {
+        this.note({ type: "idle", eventId: this.state.eventId });
+        continue;
+      }
+      const events: FeedEvent[] = [];
+      for (const e of res.events) {
+        if (e.kind.case === "reset") {
+          events.push({ kind: "reset", store: e.kind.value.store, eventId: Number(e.kind.value.eventId) });
+        } else if (e.kind.case === "change") {
+          const c = e.kind.value;
+          events.push({
+            kind: "change",
+            store: c.store,
+            eventId: Number(c.eventId),
+            uri: c.uri,
+            path: c.path.replace(/^\/+/, ""),
+            operation: c.operation === Operation.DELETE ? "delete" : "modify",
+            previousTag: c.previousTag,
+            tag: c.tag,
+            type: c.type,
+            directory: c.directory,
+          });
+        }
+      }
+      await this.apply(events);
+    }
+    return false;
+  }
+
+  private async apply(events: FeedEvent[]): Promise<void> {
+    for (const e of events) {
+      if (this.signal.aborted) break;
+      if (e.store !== this.store) continue;
+      this.stats.events += 1;
+      if (e.kind === "reset") {
+        await this.resync(e.eventId, "reset");
+        continue;
+      }
+      if (e.eventId <= this.state.eventId) continue;
+      await this.applyChange(e);
+      this.state.eventId = e.eventId;
+    }
+    await this.sink.saveState(this.state);
+    this.note({ type: "batch", eventId: this.state.eventId, events: events.length });
+  }
+
+  /** The event's path relative to the mirrored subtree; undefined when outside it; "" for the subtree itself. */
+  private relative(path: string): string | undefined {
+    if (this.path === "") return path;
+    if (path === this.path) return "";
+    if (path.startsWith(`${this.path}/`)) return path.slice(this.path.length + 1);
+    return undefined;
+  }
+
+  private async applyChange(e: FeedChange): Promise<void> {
+    const rel = this.relative(e.path);
+    if (rel === undefined) {
+      // The deletion of an ancestor removes the whole subtree.
+      if (e.operation === "delete" && (e.path === "" || this.path.startsWith(`${e.path}/`))) await this.removeLocal("");
+      return;
+    }
+    if (e.operation === "delete") return this.removeLocal(rel);
+    if (e.directory) {
+      await this.makeDirectory(rel, e.tag);
+      return;
+    }
+    if (this.state.entries[rel]?.tag === e.tag) return;
+    await this.download(rel);
+  }
+
+  private async removeLocal(rel: string): Promise<void> {
+    await this.sink.remove(rel);
+    for (const p of Object.keys(this.state.entries)) {
+      if (rel === "" || p === rel || p.startsWith(`${rel}/`)) delete this.state.entries[p];
+    }
+    this.note({ type: "remove", path: rel });
+  }
+
+  private async makeDirectory(rel: string, tag: string): Promise<void> {
+    const known = this.state.entries[rel];
+    if (known && !known.directory) await this.removeLocal(rel);
+    if (!known?.directory) {
+      await this.sink.makeDirectory(rel);
+      this.note({ type: "directory", path: rel, tag });
+    }
+    this.state.entries[rel] = { tag, directory: true };
+  }
+
+  private storePath(rel: string): string {
+    if (this.path === "") return rel;
+    return rel === "" ? this.path : `${this.path}/${rel}`;
+  }
+
+  /** Copies the current contents of a file; one that is gone by now is left to its delete event. */
+  private async download(rel: string): Promise<boolean> {
+    let got: Awaited<ReturnType<TroveRestClient["get"]>> & { notModified: false };
+    try {
+      const res = await this.rest.get(this.store, this.storePath(rel), { as: "stream", signal: this.signal });
+      if (res.notModified) return false;
+      got = res as typeof got;
+    } catch (err) {
+      if (isNotFoundError(err)) return false;
+      throw err;
+    }
+    const known = this.state.entries[rel];
+    if (known?.directory) await this.removeLocal(rel);
+    let size = 0;
+    const counted = (got.body as ReadableStream<Uint8Array>).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          size += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    await this.sink.writeFile(rel, counted, { tag: got.tag, type: got.type });
+    this.state.entries[rel] = { tag: got.tag, directory: false };
+    this.stats.downloads += 1;
+    this.stats.bytes += size;
+    this.note({ type: "write", path: rel, tag: got.tag, size });
+    return true;
+  }
+
+  /** RESET (or the first run): relist and reconcile, then continue from `eventId`. */
+  private async resync(eventId: number, reason: "initial" | "reset"): Promise<void> {
+    if (reason === "reset") this.stats.resets += 1;
+    let features: string[];
+    try {
+      features = (await this.rest.stores.get(this.store, { signal: this.signal })).features;
+    } catch (err) {
+      if (!isNotFoundError(err)) throw err;
+      // The store is gone (or not yet created): keep the local copy until it is back.
+      this.note({ type: "store-missing", store: this.store });
+      throw new StoreMissing(`store ${this.store} does not exist`);
+    }
+    const byTags = reason === "reset" && features.includes("sync-recursive") && "" in this.state.entries;
+    this.note({ type: "sync", reason, eventId, strategy: byTags ? "directory-tags" : "recursive-listing" });
+    const counts = { written: 0, removed: 0, skipped: 0 };
+    if (byTags) await this.reconcileByTags("", counts);
+    else await this.reconcileByListing(counts);
+    this.state.eventId = eventId;
+    await this.sink.saveState(this.state);
+    this.note({ type: "synced", reason, eventId, ...counts });
+  }
+
+  private async listDirectory(rel: string, recursive: boolean) {
+    this.stats.listings += 1;
+    try {
+      return await this.rest.list(this.store, this.storePath(rel), { recursive, signal: this.signal });
+    } catch (err) {
+      if (isNotFoundError(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** sync-snapshot stores (and first copies): one recursive listing, compared with what the sink holds. */
+  private async reconcileByListing(counts: { written: number; removed: number; skipped: number }): Promise<void> {
+    const listing = await this.listDirectory("", true);
+    const remote = new Map<string, { tag: string; directory: boolean }>();
+    if (listing) {
+      remote.set("", { tag: listing.tag, directory: true });
+      for (const e of listing.entries) if (!e.deleted) remote.set(e.name, { tag: e.tag, directory: e.directory });
+    }
+    const local =
+      (await this.sink.listPaths?.()) ?? new Map(Object.entries(this.state.entries).map(([p, e]) => [p, e.directory]));
+    // Strays, and entries whose kind changed, go first; a removed directory takes its contents along.
+    const removedDirs = new Set<string>();
+    const insideRemoved = (p: string) =>
+      p.split("/").some((_, i, a) => i > 0 && removedDirs.has(a.slice(0, i).join("/")));
+    for (const p of [...local.keys()].sort()) {
+      if (p === "" || insideRemoved(p)) continue;
+      const r = remote.get(p);
+      if (!r || r.directory !== local.get(p)) {
+        await this.removeLocal(p);
+        counts.removed += 1;
+        if (local.get(p)) removedDirs.add(p);
+      }
+    }
+    for (const p of Object.keys(this.state.entries)) {
+      if (!remote.has(p) && p !== "") delete this.state.entries[p];
+    }
+    for (const [p, r] of remote) {
+      if (this.signal.aborted) return;
+      if (r.directory) {
+        if (p === "") this.state.entries[""] = { tag: r.tag, directory: true };
+        else await this.makeDirectory(p, r.tag);
+        continue;
+      }
+      const present = this.sink.listPaths ? local.get(p) === false : true;
+      if (present && this.state.entries[p]?.tag === r.tag) {
+        counts.skipped += 1;
+        continue;
+      }
+      if (await this.download(p)) counts.written += 1;
+    }
+    if (!listing) delete this.state.entries[""];
+  }
+
+  /** sync-recursive stores: walk down only into directories whose tag changed. */
+  private async reconcileByTags(
+    rel: string,
+    counts: { written: number; removed: number; skipped: number },
+  ): Promise<void> {
+    const listing = await this.listDirectory(rel, false);
+    if (!listing) {
+      if (rel === "") await this.removeLocal("");
+      return;
+    }
+    if (this.state.entries[rel]?.tag === listing.tag) {
+      counts.skipped += 1;
+      return;
+    }
+    const prefix = rel === "" ? "" : `${rel}/`;
+    const names = new Set(listing.entries.filter((e) => !e.deleted).map((e) => prefix + e.name));
+    for (const p of Object.keys(this.state.entries)) {
+      if (p !== rel && p.startsWith(prefix) && !p.slice(prefix.length).includes("/") && !names.has(p)) {
+        await this.removeLocal(p);
+        counts.removed += 1;
+      }
+    }
+    for (const e of listing.entries) {
+      if (this.signal.aborted) return;
+      if (e.deleted) continue;
+      const p = prefix + e.name;
+      const known = this.state.entries[p];
+      if (e.directory) {
+        if (known?.directory && known.tag === e.tag) {
+          counts.skipped += 1;
+          continue;
+        }
+        if (!known?.directory) await this.makeDirectory(p, "");
+        await this.reconcileByTags(p, counts);
+        continue;
+      }
+      if (known && !known.directory && known.tag === e.tag) {
+        counts.skipped += 1;
+        continue;
+      }
+      if (await this.download(p)) counts.written += 1;
+    }
+    // Only now is everything below in sync with this tag.
+    this.state.entries[rel] = { tag: listing.tag, directory: true };
+  }
+}
+
+export function mirror(options: MirrorOptions): StoreMirror {
+  return new StoreMirror(options);
+}
