@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// Uploads a project directory to a running Trove over the Resource Server REST API v2: each
-// top-level directory is an environment. Directories are created one by one (REST v2 never
-// creates parents), then each file is PUT; its type comes from its extension on the server.
+// Uploads a project directory to a running Trove: the project and one environment per top-level
+// directory through the insights API, then the files over the Resource Server REST API v2.
+// Directories are created one by one (REST v2 never creates parents), then each file is PUT;
+// its type comes from its extension on the server.
 //
-//   node examples/upload.mjs --url http://127.0.0.1:13242 --store acme-letters [--token T] [--dir D]
+//   node examples/upload.mjs --url http://127.0.0.1:13242 [--project acme-letters] [--token T] [--dir D]
 
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -13,7 +14,9 @@ import { parseArgs } from "node:util";
 const { values } = parseArgs({
   options: {
     url: { type: "string", default: "http://127.0.0.1:13242" },
-    store: { type: "string", default: "acme-letters" },
+    project: { type: "string", default: "acme-letters" },
+    account: { type: "string", default: "dev" },
+    store: { type: "string" },
     token: { type: "string" },
     dir: { type: "string", default: fileURLToPath(new URL("./acme-letters/", import.meta.url)) },
     help: { type: "boolean", short: "h", default: false },
@@ -21,12 +24,17 @@ const { values } = parseArgs({
 });
 
 if (values.help) {
-  console.log(`usage: node examples/upload.mjs [--url URL] [--store NAME] [--token TOKEN] [--dir DIRECTORY]
+  console.log(`usage: node examples/upload.mjs [--url URL] [--project NAME] [--account ACCOUNT] [--store NAME]
+                                [--token TOKEN] [--dir DIRECTORY]
 
-  --url    base address of Trove (default http://127.0.0.1:13242)
-  --store  store to upload into; created (type recursive) when it does not exist (default acme-letters)
-  --token  bearer token sent as "Authorization: Bearer TOKEN"
-  --dir    project directory; each top-level directory is an environment (default examples/acme-letters)`);
+  --url      base address of Trove (default http://127.0.0.1:13242)
+  --project  content-insights project to upload into; created when the account has none of that
+             name (default acme-letters)
+  --account  the project's account (default dev, the development issuer's account)
+  --store    store of a new project (default: the project's name)
+  --token    bearer token sent as "Authorization: Bearer TOKEN"
+  --dir      project directory; each top-level directory is an environment, created when missing
+             (default examples/acme-letters)`);
   process.exit(0);
 }
 
@@ -48,19 +56,33 @@ function fail(what, { status, text }) {
   process.exit(1);
 }
 
-const storePath = `/resources/v2/stores/${encodeURIComponent(values.store)}`;
-const store = await call("GET", storePath);
-if (store.status === 404) {
+// The project (content insights): created when the account has none of that name; its store is
+// named after it. Each top-level directory of the example becomes an environment.
+const projects = await call("GET", "/insights/v1/projects");
+if (projects.status !== 200) fail("list projects", projects);
+let project = JSON.parse(projects.text).projects.find((p) => p.name === values.project && p.account === values.account);
+if (!project) {
   const created = await call(
     "POST",
-    "/resources/v2/stores",
-    JSON.stringify({ name: values.store }),
+    "/insights/v1/projects",
+    JSON.stringify({ name: values.project, account: values.account, store: values.store }),
     "application/json",
   );
-  if (created.status !== 201) fail(`create store ${values.store}`, created);
-  console.log(`created store ${values.store}`);
-} else if (store.status !== 200) {
-  fail(`read store ${values.store}`, store);
+  if (created.status !== 201) fail(`create project ${values.project}`, created);
+  project = JSON.parse(created.text);
+  console.log(`created project ${project.name} (${project.id}) in store ${project.store}`);
+}
+values.store = project.store;
+const environmentsPath = `/insights/v1/projects/${project.id}/environments`;
+const listed = await call("GET", environmentsPath);
+if (listed.status !== 200) fail("list environments", listed);
+const environments = Object.fromEntries(JSON.parse(listed.text).environments.map((e) => [e.name, e.id]));
+for (const entry of await readdir(values.dir, { withFileTypes: true })) {
+  if (!entry.isDirectory() || environments[entry.name]) continue;
+  const created = await call("POST", environmentsPath, JSON.stringify({ name: entry.name }), "application/json");
+  if (created.status !== 201) fail(`create environment ${entry.name}`, created);
+  environments[entry.name] = JSON.parse(created.text).id;
+  console.log(`created environment ${entry.name} (${environments[entry.name]})`);
 }
 
 const dataPath = (segments, directory) =>
@@ -90,3 +112,9 @@ async function upload(dir, segments) {
 // Top-level files (such as the project's README) belong to no environment and are not uploaded.
 await upload(values.dir, []);
 console.log(`uploaded ${files} files in ${directories} directories to ${base}${dataPath([], true)}`);
+console.log(`project ${project.id}`);
+for (const [name, id] of Object.entries(environments)) console.log(`environment ${name} ${id}`);
+console.log(`
+a report of production:
+  curl -s -X POST ${base}/insights/v1/reports -H "Content-Type: application/json" \\
+    -d '{"projectID":"${project.id}","environmentID":"${environments.production ?? ""}"}'`);

@@ -6,7 +6,10 @@ import { quoteTag } from "../domain/etag.js";
 import { DELETED_TAG_KEY, toConnectError } from "../services/connect-errors.js";
 import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
 
-const STATUS: Partial<Record<Code, number>> = {
+export type StatusTable = Partial<Record<Code, number>>;
+
+/** Resource Server REST API v2 (resource-server-v2.md). */
+export const RESOURCES_STATUS: StatusTable = {
   [Code.InvalidArgument]: 400,
   [Code.OutOfRange]: 400,
   [Code.Unauthenticated]: 401,
@@ -22,12 +25,27 @@ const STATUS: Partial<Record<Code, number>> = {
   [Code.DeadlineExceeded]: 504,
 };
 
-export function statusOf(err: ConnectError): number {
-  return STATUS[err.code] ?? 500;
+/**
+ * The insights API (content-insights-service.md says nothing of errors): 403 tells
+ * "authenticated but not allowed" apart from 401, and 409 is a name already taken.
+ */
+export const INSIGHTS_STATUS: StatusTable = {
+  ...RESOURCES_STATUS,
+  [Code.PermissionDenied]: 403,
+  [Code.AlreadyExists]: 409,
+};
+
+export function statusOf(err: ConnectError, table: StatusTable = RESOURCES_STATUS): number {
+  return table[err.code] ?? 500;
 }
 
 /** Answers an error in the spec's shape: a text/plain reason, or `deleted` with the ETag. */
-export function sendError(req: RestRequest, res: RestResponse, error: unknown): void {
+export function sendError(
+  req: RestRequest,
+  res: RestResponse,
+  error: unknown,
+  table: StatusTable = RESOURCES_STATUS,
+): void {
   const err = toConnectError(error);
   if ((res as { headersSent: boolean }).headersSent) {
     // Too late for a status: cut the response so the client sees it incomplete.
@@ -50,7 +68,7 @@ export function sendError(req: RestRequest, res: RestResponse, error: unknown): 
     else send(res, 404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }, "deleted");
     return;
   }
-  const status = statusOf(err);
+  const status = statusOf(err, table);
   if (req.method === "HEAD") send(res, status, headers);
   else sendText(res, status, status === 500 ? "internal error" : err.rawMessage, headers);
 }

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { type ContextValues, createContextValues } from "@connectrpc/connect";
 import { type Caller, callerKey, nobody } from "../auth/caller.js";
+import { BadRequestError, TooLargeError } from "../domain/errors.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
 export type RestResponse = ServerResponse | Http2ServerResponse;
@@ -110,4 +111,20 @@ export interface RequestUrl {
 export function splitUrl(target: string): RequestUrl {
   const q = target.indexOf("?");
   return q < 0 ? { pathname: target, search: "" } : { pathname: target.slice(0, q), search: target.slice(q) };
+}
+
+/** A small request body as UTF-8 text; `what` names it in the errors (413 over `max` bytes, 400 not UTF-8). */
+export async function readBody(req: RestRequest, max: number, what: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > max) throw new TooLargeError(`${what} larger than ${max} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new BadRequestError("the body is not valid UTF-8");
+  }
 }

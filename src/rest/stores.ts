@@ -2,7 +2,7 @@
 
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import { BadRequestError, TooLargeError } from "../domain/errors.js";
+import { BadRequestError } from "../domain/errors.js";
 import {
   CreateStoreRequestSchema,
   DeleteStoreRequestSchema,
@@ -19,6 +19,7 @@ import {
   type RequestUrl,
   type RestRequest,
   type RestResponse,
+  readBody,
   requestSignal,
   restContextValues,
   send,
@@ -37,25 +38,9 @@ export const STORES_PATH = "/resources/v2/stores";
 /** Largest store configuration body accepted. */
 const MAX_BODY = 64 * 1024;
 
-async function readBody(req: RestRequest): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY) throw new TooLargeError(`store configuration larger than ${MAX_BODY} bytes`);
-    chunks.push(chunk);
-  }
-  const bytes = Buffer.concat(chunks);
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw new BadRequestError("the body is not valid UTF-8");
-  }
-}
-
 /** Reads a store configuration as JSON or XML, by Content-Type (or by its first character when none is given). */
 async function parseStoreBody(req: RestRequest): Promise<StoreBody> {
-  const body = await readBody(req);
+  const body = await readBody(req, MAX_BODY, "store configuration");
   const type = (header(req, "content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
   if (body.trim() === "")
     throw new BadRequestError("a store configuration body is required (XML or JSON, see docs/rest.md)");

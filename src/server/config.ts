@@ -1,6 +1,7 @@
 // Server configuration from flags, then environment variables, then defaults.
 
 import { parseArgs } from "node:util";
+import { parseDuration } from "../domain/store.js";
 
 export interface ServeConfig {
   host: string;
@@ -19,6 +20,10 @@ export interface ServeConfig {
   audience: string;
   /** Lifetime of development-issuer tokens, in seconds. */
   tokenLifetime: number;
+  /** How long a finished report stays available, in milliseconds. */
+  reportAvailability: number;
+  /** Whether this instance generates reports. */
+  reportWorker: boolean;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -40,6 +45,10 @@ Options:
                             (TROVE_ISSUER); without it, a development issuer runs under /auth/
   --audience AUD            audience (aud) tokens must carry (TROVE_AUDIENCE, default trove)
   --token-lifetime SECONDS  lifetime of development-issuer tokens (TROVE_TOKEN_LIFETIME, default 600)
+  --report-availability D   how long a content-insights report stays available after it is
+                            generated, e.g. 90d, 12h (TROVE_REPORT_AVAILABILITY, default 90d)
+  --no-report-worker        generate no reports in this instance; others on the same MongoDB do
+                            (TROVE_REPORT_WORKER=false)
   -h, --help                show this help
 `;
 
@@ -76,6 +85,17 @@ function mongodbUrl(text: string | undefined): string | undefined {
   return text;
 }
 
+function reportAvailability(text: string): number {
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch {
+    throw new Error(`--report-availability must be a duration such as 90d, 12h or 3600, not ${JSON.stringify(text)}`);
+  }
+  if (ms < 1000) throw new Error("--report-availability must be at least one second");
+  return ms;
+}
+
 export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeConfig | "help" {
   const { values } = parseArgs({
     args,
@@ -91,6 +111,8 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       issuer: { type: "string" },
       audience: { type: "string" },
       "token-lifetime": { type: "string" },
+      "report-availability": { type: "string" },
+      "no-report-worker": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -118,5 +140,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     issuer: issuerUrl(values.issuer ?? env.TROVE_ISSUER),
     audience: nonEmpty(values.audience ?? env.TROVE_AUDIENCE ?? "trove", "audience"),
     tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),
+    reportAvailability: reportAvailability(values["report-availability"] ?? env.TROVE_REPORT_AVAILABILITY ?? "90d"),
+    reportWorker: !(values["no-report-worker"] ?? env.TROVE_REPORT_WORKER === "false"),
   };
 }

@@ -47,6 +47,8 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     pollWait: config.pollWait,
     auth,
     devIssuer,
+    reportAvailability: config.reportAvailability,
+    reportWorker: config.reportWorker ? {} : false,
   });
   const address = await server.listen(config.port, config.host);
   logger.info(

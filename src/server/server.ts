@@ -21,11 +21,14 @@ import { type Logger, pino } from "pino";
 import { anonymousCaller, type Caller, callerKey, nobody } from "../auth/caller.js";
 import { DEV_ISSUER_PREFIX, type DevIssuer } from "../auth/dev-issuer.js";
 import type { Authenticator } from "../auth/verifier.js";
+import { ProjectService } from "../gen/trove/insights/v1/projects_pb.js";
+import { ReportService } from "../gen/trove/insights/v1/reports_pb.js";
 import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
 import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
 import { sendError } from "../rest/errors.js";
-import { type RestRequest, type RestResponse, SERVER_HEADER } from "../rest/http.js";
+import { type RestRequest, type RestResponse, SERVER_HEADER, splitUrl } from "../rest/http.js";
+import { INSIGHTS_PREFIX, InsightsRoutes } from "../rest/insights.js";
 import { PollRoutes } from "../rest/poll.js";
 import { ResourceRoutes } from "../rest/resources.js";
 import { handleRest, REST_PREFIX } from "../rest/router.js";
@@ -33,6 +36,10 @@ import { StoreRoutes } from "../rest/stores.js";
 import { ChangeNotifier } from "../services/change-notifier.js";
 import { ChangeCore } from "../services/change-service.js";
 import { toConnectError, withConnectErrors } from "../services/connect-errors.js";
+import { ProjectCore } from "../services/project-service.js";
+import { ReportNotifier } from "../services/report-notifier.js";
+import { ReportCore } from "../services/report-service.js";
+import { ReportWorker, type ReportWorkerOptions } from "../services/report-worker.js";
 import { ResourceCore } from "../services/resource-service.js";
 import { StoreCore } from "../services/store-service.js";
 import type { StoragePort } from "../storage/port.js";
@@ -55,6 +62,15 @@ export interface TroveServerOptions {
   auth: Authenticator | "anonymous";
   /** The development issuer, served under /auth/ (`trove serve` without a configured issuer). */
   devIssuer?: DevIssuer;
+  /** How long a finished report stays available, in milliseconds (default 90 days). */
+  reportAvailability?: number;
+  /**
+   * The report worker of this instance: settings, or false for an instance that generates no
+   * reports (another instance on the same MongoDB does). Default: a worker with default settings.
+   */
+  reportWorker?:
+    | Partial<Omit<ReportWorkerOptions, "storage" | "notifier" | "availabilityMs" | "now" | "logger">>
+    | false;
 }
 
 /** What authentication leaves on a request: the caller, or why there is none. */
@@ -87,10 +103,14 @@ export interface TroveServer {
   readonly logger: Logger;
   /** Armed long-poll and watch waiters (leak checks, metrics). */
   readonly notifier: ChangeNotifier;
+  /** Report status watchers (leak checks). */
+  readonly reportNotifier: ReportNotifier;
 }
 
 /** Paths of the RPC services: a refused call there is answered in its RPC protocol, anything else as REST. */
-const CONNECT_PATHS = [ResourceService, StoreService, ChangeService].map((s) => `/${s.typeName}/`);
+const CONNECT_PATHS = [ResourceService, StoreService, ChangeService, ProjectService, ReportService].map(
+  (s) => `/${s.typeName}/`,
+);
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export const DEFAULT_MAX_RESOURCE_SIZE = 4 * 1024 ** 3;
@@ -106,10 +126,34 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   const stores = new StoreCore({ storage: options.storage, now });
   const notifier = new ChangeNotifier(options.storage);
   const changes = new ChangeCore({ storage: options.storage, notifier, pollWait: options.pollWait });
+  const projects = new ProjectCore({ storage: options.storage, resources, now });
+  const reportNotifier = new ReportNotifier();
+  const availabilityMs = options.reportAvailability;
+  const reports = new ReportCore({
+    storage: options.storage,
+    projects,
+    notifier: reportNotifier,
+    availabilityMs,
+    now,
+  });
+  const worker =
+    options.reportWorker === false
+      ? undefined
+      : new ReportWorker({
+          ...options.reportWorker,
+          storage: options.storage,
+          notifier: reportNotifier,
+          availabilityMs: reports.availabilityMs,
+          now,
+          logger,
+        });
+  worker?.start();
   const routes = (router: ConnectRouter) => {
     router.service(ResourceService, withConnectErrors(resources));
     router.service(StoreService, withConnectErrors(stores));
     router.service(ChangeService, withConnectErrors(changes));
+    router.service(ProjectService, withConnectErrors(projects));
+    router.service(ReportService, withConnectErrors(reports));
   };
   const connect = connectNodeAdapter({ routes, contextValues, interceptors: [refuse] });
   const rest = {
@@ -118,10 +162,12 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     poll: new PollRoutes(changes),
     onServerError: (err: unknown) => logger.error({ err }, "request failed"),
   };
+  const insights = new InsightsRoutes(projects, reports);
 
   const dispatch = (req: RestRequest, res: RestResponse, caller: Caller) => {
     (req as Authenticated).trove = { caller };
     if (req.url?.startsWith(REST_PREFIX)) void handleRest(rest, req, res);
+    else if (req.url?.startsWith(INSIGHTS_PREFIX)) void insights.handle(req, res, splitUrl(req.url));
     else connect(req as http.IncomingMessage, res as http.ServerResponse);
   };
   const refused = (req: RestRequest, res: RestResponse, err: unknown) => {
@@ -236,6 +282,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   return {
     logger,
     notifier,
+    reportNotifier,
     listen(port, host) {
       return new Promise((resolve, reject) => {
         tcp.once("error", reject);
@@ -249,6 +296,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     },
     async close() {
       clearInterval(purge);
+      await worker?.close();
       notifier.close();
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const session of sessions) session.destroy();

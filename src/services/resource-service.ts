@@ -154,18 +154,37 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         `contents of ${header.contentLength} bytes exceed the limit of ${this.maxResourceSize} bytes`,
       );
     }
-    const ifMatch = tags(header.ifMatch);
+    return this.storeContents(store, path, chunksOf(iterator), {
+      type,
+      ifMatch: tags(header.ifMatch),
+      contentLength: header.contentLength,
+      contentMd5: header.contentMd5,
+    });
+  }
+
+  /**
+   * The one write path of a file's contents (a client's write, a promotion): checks what can be
+   * checked before the upload, streams the contents into a blob, stores the resource atomically
+   * with its precondition, and discards the blob when anything fails. Access is the caller's check.
+   */
+  async storeContents(
+    store: string,
+    path: string,
+    contents: AsyncIterable<Uint8Array>,
+    options: { type: string; ifMatch: readonly string[]; contentLength?: bigint | undefined; contentMd5?: string },
+  ): Promise<WriteResponse> {
+    const { ifMatch } = options;
     await this.checkBeforeUpload(store, path, ifMatch);
-    const blob = await this.storage.writeBlob(chunksOf(iterator), { maxSize: this.maxResourceSize });
+    const blob = await this.storage.writeBlob(contents, { maxSize: this.maxResourceSize });
     try {
-      if (header.contentLength !== undefined && BigInt(blob.size) !== header.contentLength) {
-        throw new BadRequestError(`received ${blob.size} bytes, but ${header.contentLength} were announced`);
+      if (options.contentLength !== undefined && BigInt(blob.size) !== options.contentLength) {
+        throw new BadRequestError(`received ${blob.size} bytes, but ${options.contentLength} were announced`);
       }
-      if (header.contentMd5 !== "" && header.contentMd5 !== blob.md5) {
+      if (options.contentMd5 && options.contentMd5 !== blob.md5) {
         throw new BadRequestError(`Content-MD5 mismatch: the contents have MD5 ${blob.md5}`);
       }
       const pre = ifMatch.length > 0 ? { ifMatch } : {};
-      const { node, created } = await this.storage.putFile(store, path, blob, type, pre, this.now());
+      const { node, created } = await this.storage.putFile(store, path, blob, options.type, pre, this.now());
       return create(WriteResponseSchema, { resource: toResource(node), created });
     } catch (err) {
       await this.storage.discardBlob(blob);

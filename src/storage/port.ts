@@ -242,6 +242,8 @@ export interface StoragePort {
   createReport(report: ReportRecord): Promise<void>;
   /** The report, expired or not (the caller decides what an expired one answers). */
   getReport(id: string): Promise<ReportRecord | undefined>;
+  /** The reports of an environment of a project, expired or not, newest first. */
+  listReports(projectId: string, environmentId: string): Promise<ReportRecord[]>;
   /**
    * Atomically takes the oldest "generating" report whose lease is over (leaseExpires <= now):
    * sets leaseOwner, leaseExpires = now + leaseMs, attempts + 1; undefined when there is none.

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trove/insights/v1/reports.proto.
  */
 export const file_trove_insights_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Ch90cm92ZS9pbnNpZ2h0cy92MS9yZXBvcnRzLnByb3RvEhF0cm92ZS5pbnNpZ2h0cy52MSJKCglSZXBvcnRLZXkSEQoJcmVwb3J0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFgoOZW52aXJvbm1lbnRfaWQYAyABKAkiXAoTQ3JlYXRlUmVwb3J0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhYKDmVudmlyb25tZW50X2lkGAIgASgJEhkKEWFkZGl0aW9uYWxfZmllbGRzGAMgAygJIikKFENyZWF0ZVJlcG9ydFJlc3BvbnNlEhEKCXJlcG9ydF9pZBgBIAMoCSKlAQoMUmVwb3J0U3RhdHVzEgoKAmlkGAEgAygJEg8KB2NyZWF0b3IYAiABKAkSKwoHY3JlYXRlZBgDIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoFc3RhdGUYBCABKA4yHi50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0ZRIMCgRocmVmGAUgASgJEg4KBnJlYXNvbhgGIAEoCSI9ChBHZXRSZXBvcnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJEChFHZXRSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiPwoSV2F0Y2hSZXBvcnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJGChNXYXRjaFJlcG9ydFJlc3BvbnNlEi8KBnN0YXR1cxgBIAEoCzIfLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydFN0YXR1cyJFChhHZXRSZXBvcnREb2N1bWVudFJlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5IioKGUdldFJlcG9ydERvY3VtZW50UmVzcG9uc2USDQoFY2h1bmsYASABKAwiTQoPUmVsYXRlZFJlc291cmNlEgwKBHBhdGgYASABKAkSDAoEdHlwZRgCIAEoCRINCgVkZXB0aBgDIAEoBRIPCgdtaXNzaW5nGAQgASgIIlEKFkdldERlcGVuZGVuY2llc1JlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5EgwKBHBhdGgYAiABKAkikAEKF0dldERlcGVuZGVuY2llc1Jlc3BvbnNlEhAKCHJlc291cmNlGAEgASgJEjIKBmRpcmVjdBgCIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZRIvCgNhbGwYAyADKAsyIi50cm92ZS5pbnNpZ2h0cy52MS5SZWxhdGVkUmVzb3VyY2UiTwoUR2V0RGVwZW5kZW50c1JlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5EgwKBHBhdGgYAiABKAkijgEKFUdldERlcGVuZGVudHNSZXNwb25zZRIQCghyZXNvdXJjZRgBIAEoCRIyCgZkaXJlY3QYAiADKAsyIi50cm92ZS5pbnNpZ2h0cy52MS5SZWxhdGVkUmVzb3VyY2USLwoDYWxsGAMgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlIkcKGkxpc3RVbnVzZWRSZXNvdXJjZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJUChtMaXN0VW51c2VkUmVzb3VyY2VzUmVzcG9uc2USNQoJcmVzb3VyY2VzGAEgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlImoKEE1pc3NpbmdSZWZlcmVuY2USDAoEcGF0aBgBIAEoCRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSFQoNcmVsYXRpdmVfcGF0aBgEIAEoCRIVCg1hYnNvbHV0ZV9wYXRoGAUgASgJIkkKHExpc3RNaXNzaW5nUmVmZXJlbmNlc1JlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5IlgKHUxpc3RNaXNzaW5nUmVmZXJlbmNlc1Jlc3BvbnNlEjcKCnJlZmVyZW5jZXMYASADKAsyIy50cm92ZS5pbnNpZ2h0cy52MS5NaXNzaW5nUmVmZXJlbmNlIjIKDlJlZmVyZW5jZUN5Y2xlEhEKCXJlc291cmNlcxgBIAMoCRINCgVjeWNsZRgCIAMoCSI+ChFMaXN0Q3ljbGVzUmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiRwoSTGlzdEN5Y2xlc1Jlc3BvbnNlEjEKBmN5Y2xlcxgBIAMoCzIhLnRyb3ZlLmluc2lnaHRzLnYxLlJlZmVyZW5jZUN5Y2xlIn0KEkV4cG9ydEdyYXBoUmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkSLgoGZm9ybWF0GAIgASgOMh4udHJvdmUuaW5zaWdodHMudjEuR3JhcGhGb3JtYXQSDAoEcm9vdBgDIAEoCSIjChNFeHBvcnRHcmFwaFJlc3BvbnNlEgwKBHRleHQYASABKAkqfQoLUmVwb3J0U3RhdGUSHAoYUkVQT1JUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGwoXUkVQT1JUX1NUQVRFX0dFTkVSQVRJTkcQARIaChZSRVBPUlRfU1RBVEVfR0VORVJBVEVEEAISFwoTUkVQT1JUX1NUQVRFX0ZBSUxFRBADKlsKC0dyYXBoRm9ybWF0EhwKGEdSQVBIX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhQKEEdSQVBIX0ZPUk1BVF9ET1QQARIYChRHUkFQSF9GT1JNQVRfTUVSTUFJRBACMpMICg1SZXBvcnRTZXJ2aWNlEl8KDENyZWF0ZVJlcG9ydBImLnRyb3ZlLmluc2lnaHRzLnYxLkNyZWF0ZVJlcG9ydFJlcXVlc3QaJy50cm92ZS5pbnNpZ2h0cy52MS5DcmVhdGVSZXBvcnRSZXNwb25zZRJWCglHZXRSZXBvcnQSIy50cm92ZS5pbnNpZ2h0cy52MS5HZXRSZXBvcnRSZXF1ZXN0GiQudHJvdmUuaW5zaWdodHMudjEuR2V0UmVwb3J0UmVzcG9uc2USXgoLV2F0Y2hSZXBvcnQSJS50cm92ZS5pbnNpZ2h0cy52MS5XYXRjaFJlcG9ydFJlcXVlc3QaJi50cm92ZS5pbnNpZ2h0cy52MS5XYXRjaFJlcG9ydFJlc3BvbnNlMAEScAoRR2V0UmVwb3J0RG9jdW1lbnQSKy50cm92ZS5pbnNpZ2h0cy52MS5HZXRSZXBvcnREb2N1bWVudFJlcXVlc3QaLC50cm92ZS5pbnNpZ2h0cy52MS5HZXRSZXBvcnREb2N1bWVudFJlc3BvbnNlMAESaAoPR2V0RGVwZW5kZW5jaWVzEikudHJvdmUuaW5zaWdodHMudjEuR2V0RGVwZW5kZW5jaWVzUmVxdWVzdBoqLnRyb3ZlLmluc2lnaHRzLnYxLkdldERlcGVuZGVuY2llc1Jlc3BvbnNlEmIKDUdldERlcGVuZGVudHMSJy50cm92ZS5pbnNpZ2h0cy52MS5HZXREZXBlbmRlbnRzUmVxdWVzdBooLnRyb3ZlLmluc2lnaHRzLnYxLkdldERlcGVuZGVudHNSZXNwb25zZRJ0ChNMaXN0VW51c2VkUmVzb3VyY2VzEi0udHJvdmUuaW5zaWdodHMudjEuTGlzdFVudXNlZFJlc291cmNlc1JlcXVlc3QaLi50cm92ZS5pbnNpZ2h0cy52MS5MaXN0VW51c2VkUmVzb3VyY2VzUmVzcG9uc2USegoVTGlzdE1pc3NpbmdSZWZlcmVuY2VzEi8udHJvdmUuaW5zaWdodHMudjEuTGlzdE1pc3NpbmdSZWZlcmVuY2VzUmVxdWVzdBowLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RNaXNzaW5nUmVmZXJlbmNlc1Jlc3BvbnNlElkKCkxpc3RDeWNsZXMSJC50cm92ZS5pbnNpZ2h0cy52MS5MaXN0Q3ljbGVzUmVxdWVzdBolLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RDeWNsZXNSZXNwb25zZRJcCgtFeHBvcnRHcmFwaBIlLnRyb3ZlLmluc2lnaHRzLnYxLkV4cG9ydEdyYXBoUmVxdWVzdBomLnRyb3ZlLmluc2lnaHRzLnYxLkV4cG9ydEdyYXBoUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Ch90cm92ZS9pbnNpZ2h0cy92MS9yZXBvcnRzLnByb3RvEhF0cm92ZS5pbnNpZ2h0cy52MSJKCglSZXBvcnRLZXkSEQoJcmVwb3J0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFgoOZW52aXJvbm1lbnRfaWQYAyABKAkiXAoTQ3JlYXRlUmVwb3J0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhYKDmVudmlyb25tZW50X2lkGAIgASgJEhkKEWFkZGl0aW9uYWxfZmllbGRzGAMgAygJIikKFENyZWF0ZVJlcG9ydFJlc3BvbnNlEhEKCXJlcG9ydF9pZBgBIAMoCSKlAQoMUmVwb3J0U3RhdHVzEgoKAmlkGAEgAygJEg8KB2NyZWF0b3IYAiABKAkSKwoHY3JlYXRlZBgDIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoFc3RhdGUYBCABKA4yHi50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0ZRIMCgRocmVmGAUgASgJEg4KBnJlYXNvbhgGIAEoCSI9ChBHZXRSZXBvcnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJEChFHZXRSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiQAoSTGlzdFJlcG9ydHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSFgoOZW52aXJvbm1lbnRfaWQYAiABKAkiRwoTTGlzdFJlcG9ydHNSZXNwb25zZRIwCgdyZXBvcnRzGAEgAygLMh8udHJvdmUuaW5zaWdodHMudjEuUmVwb3J0U3RhdHVzIj8KEldhdGNoUmVwb3J0UmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiRgoTV2F0Y2hSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiRQoYR2V0UmVwb3J0RG9jdW1lbnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSIqChlHZXRSZXBvcnREb2N1bWVudFJlc3BvbnNlEg0KBWNodW5rGAEgASgMIk0KD1JlbGF0ZWRSZXNvdXJjZRIMCgRwYXRoGAEgASgJEgwKBHR5cGUYAiABKAkSDQoFZGVwdGgYAyABKAUSDwoHbWlzc2luZxgEIAEoCCJRChZHZXREZXBlbmRlbmNpZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleRIMCgRwYXRoGAIgASgJIpABChdHZXREZXBlbmRlbmNpZXNSZXNwb25zZRIQCghyZXNvdXJjZRgBIAEoCRIyCgZkaXJlY3QYAiADKAsyIi50cm92ZS5pbnNpZ2h0cy52MS5SZWxhdGVkUmVzb3VyY2USLwoDYWxsGAMgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlIk8KFEdldERlcGVuZGVudHNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleRIMCgRwYXRoGAIgASgJIo4BChVHZXREZXBlbmRlbnRzUmVzcG9uc2USEAoIcmVzb3VyY2UYASABKAkSMgoGZGlyZWN0GAIgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlEi8KA2FsbBgDIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZSJHChpMaXN0VW51c2VkUmVzb3VyY2VzUmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiVAobTGlzdFVudXNlZFJlc291cmNlc1Jlc3BvbnNlEjUKCXJlc291cmNlcxgBIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZSJqChBNaXNzaW5nUmVmZXJlbmNlEgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEhUKDXJlbGF0aXZlX3BhdGgYBCABKAkSFQoNYWJzb2x1dGVfcGF0aBgFIAEoCSJJChxMaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJYCh1MaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXNwb25zZRI3CgpyZWZlcmVuY2VzGAEgAygLMiMudHJvdmUuaW5zaWdodHMudjEuTWlzc2luZ1JlZmVyZW5jZSIyCg5SZWZlcmVuY2VDeWNsZRIRCglyZXNvdXJjZXMYASADKAkSDQoFY3ljbGUYAiADKAkiPgoRTGlzdEN5Y2xlc1JlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5IkcKEkxpc3RDeWNsZXNSZXNwb25zZRIxCgZjeWNsZXMYASADKAsyIS50cm92ZS5pbnNpZ2h0cy52MS5SZWZlcmVuY2VDeWNsZSJ9ChJFeHBvcnRHcmFwaFJlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5Ei4KBmZvcm1hdBgCIAEoDjIeLnRyb3ZlLmluc2lnaHRzLnYxLkdyYXBoRm9ybWF0EgwKBHJvb3QYAyABKAkiIwoTRXhwb3J0R3JhcGhSZXNwb25zZRIMCgR0ZXh0GAEgASgJKn0KC1JlcG9ydFN0YXRlEhwKGFJFUE9SVF9TVEFURV9VTlNQRUNJRklFRBAAEhsKF1JFUE9SVF9TVEFURV9HRU5FUkFUSU5HEAESGgoWUkVQT1JUX1NUQVRFX0dFTkVSQVRFRBACEhcKE1JFUE9SVF9TVEFURV9GQUlMRUQQAypbCgtHcmFwaEZvcm1hdBIcChhHUkFQSF9GT1JNQVRfVU5TUEVDSUZJRUQQABIUChBHUkFQSF9GT1JNQVRfRE9UEAESGAoUR1JBUEhfRk9STUFUX01FUk1BSUQQAjLxCAoNUmVwb3J0U2VydmljZRJfCgxDcmVhdGVSZXBvcnQSJi50cm92ZS5pbnNpZ2h0cy52MS5DcmVhdGVSZXBvcnRSZXF1ZXN0GicudHJvdmUuaW5zaWdodHMudjEuQ3JlYXRlUmVwb3J0UmVzcG9uc2USVgoJR2V0UmVwb3J0EiMudHJvdmUuaW5zaWdodHMudjEuR2V0UmVwb3J0UmVxdWVzdBokLnRyb3ZlLmluc2lnaHRzLnYxLkdldFJlcG9ydFJlc3BvbnNlElwKC0xpc3RSZXBvcnRzEiUudHJvdmUuaW5zaWdodHMudjEuTGlzdFJlcG9ydHNSZXF1ZXN0GiYudHJvdmUuaW5zaWdodHMudjEuTGlzdFJlcG9ydHNSZXNwb25zZRJeCgtXYXRjaFJlcG9ydBIlLnRyb3ZlLmluc2lnaHRzLnYxLldhdGNoUmVwb3J0UmVxdWVzdBomLnRyb3ZlLmluc2lnaHRzLnYxLldhdGNoUmVwb3J0UmVzcG9uc2UwARJwChFHZXRSZXBvcnREb2N1bWVudBIrLnRyb3ZlLmluc2lnaHRzLnYxLkdldFJlcG9ydERvY3VtZW50UmVxdWVzdBosLnRyb3ZlLmluc2lnaHRzLnYxLkdldFJlcG9ydERvY3VtZW50UmVzcG9uc2UwARJoCg9HZXREZXBlbmRlbmNpZXMSKS50cm92ZS5pbnNpZ2h0cy52MS5HZXREZXBlbmRlbmNpZXNSZXF1ZXN0GioudHJvdmUuaW5zaWdodHMudjEuR2V0RGVwZW5kZW5jaWVzUmVzcG9uc2USYgoNR2V0RGVwZW5kZW50cxInLnRyb3ZlLmluc2lnaHRzLnYxLkdldERlcGVuZGVudHNSZXF1ZXN0GigudHJvdmUuaW5zaWdodHMudjEuR2V0RGVwZW5kZW50c1Jlc3BvbnNlEnQKE0xpc3RVbnVzZWRSZXNvdXJjZXMSLS50cm92ZS5pbnNpZ2h0cy52MS5MaXN0VW51c2VkUmVzb3VyY2VzUmVxdWVzdBouLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RVbnVzZWRSZXNvdXJjZXNSZXNwb25zZRJ6ChVMaXN0TWlzc2luZ1JlZmVyZW5jZXMSLy50cm92ZS5pbnNpZ2h0cy52MS5MaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXF1ZXN0GjAudHJvdmUuaW5zaWdodHMudjEuTGlzdE1pc3NpbmdSZWZlcmVuY2VzUmVzcG9uc2USWQoKTGlzdEN5Y2xlcxIkLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RDeWNsZXNSZXF1ZXN0GiUudHJvdmUuaW5zaWdodHMudjEuTGlzdEN5Y2xlc1Jlc3BvbnNlElwKC0V4cG9ydEdyYXBoEiUudHJvdmUuaW5zaWdodHMudjEuRXhwb3J0R3JhcGhSZXF1ZXN0GiYudHJvdmUuaW5zaWdodHMudjEuRXhwb3J0R3JhcGhSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * The three inputs of "get a report by ID", all UUIDs.
@@ -179,6 +179,45 @@ export const GetReportResponseSchema: GenMessage<GetReportResponse> = /*@__PURE_
   messageDesc(file_trove_insights_v1_reports, 5);
 
 /**
+ * @generated from message trove.insights.v1.ListReportsRequest
+ */
+export type ListReportsRequest = Message<"trove.insights.v1.ListReportsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string environment_id = 2;
+   */
+  environmentId: string;
+};
+
+/**
+ * Describes the message trove.insights.v1.ListReportsRequest.
+ * Use `create(ListReportsRequestSchema)` to create a new message.
+ */
+export const ListReportsRequestSchema: GenMessage<ListReportsRequest> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 6);
+
+/**
+ * @generated from message trove.insights.v1.ListReportsResponse
+ */
+export type ListReportsResponse = Message<"trove.insights.v1.ListReportsResponse"> & {
+  /**
+   * @generated from field: repeated trove.insights.v1.ReportStatus reports = 1;
+   */
+  reports: ReportStatus[];
+};
+
+/**
+ * Describes the message trove.insights.v1.ListReportsResponse.
+ * Use `create(ListReportsResponseSchema)` to create a new message.
+ */
+export const ListReportsResponseSchema: GenMessage<ListReportsResponse> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 7);
+
+/**
  * @generated from message trove.insights.v1.WatchReportRequest
  */
 export type WatchReportRequest = Message<"trove.insights.v1.WatchReportRequest"> & {
@@ -193,7 +232,7 @@ export type WatchReportRequest = Message<"trove.insights.v1.WatchReportRequest">
  * Use `create(WatchReportRequestSchema)` to create a new message.
  */
 export const WatchReportRequestSchema: GenMessage<WatchReportRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 6);
+  messageDesc(file_trove_insights_v1_reports, 8);
 
 /**
  * @generated from message trove.insights.v1.WatchReportResponse
@@ -210,7 +249,7 @@ export type WatchReportResponse = Message<"trove.insights.v1.WatchReportResponse
  * Use `create(WatchReportResponseSchema)` to create a new message.
  */
 export const WatchReportResponseSchema: GenMessage<WatchReportResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 7);
+  messageDesc(file_trove_insights_v1_reports, 9);
 
 /**
  * @generated from message trove.insights.v1.GetReportDocumentRequest
@@ -227,7 +266,7 @@ export type GetReportDocumentRequest = Message<"trove.insights.v1.GetReportDocum
  * Use `create(GetReportDocumentRequestSchema)` to create a new message.
  */
 export const GetReportDocumentRequestSchema: GenMessage<GetReportDocumentRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 8);
+  messageDesc(file_trove_insights_v1_reports, 10);
 
 /**
  * @generated from message trove.insights.v1.GetReportDocumentResponse
@@ -246,7 +285,7 @@ export type GetReportDocumentResponse = Message<"trove.insights.v1.GetReportDocu
  * Use `create(GetReportDocumentResponseSchema)` to create a new message.
  */
 export const GetReportDocumentResponseSchema: GenMessage<GetReportDocumentResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 9);
+  messageDesc(file_trove_insights_v1_reports, 11);
 
 /**
  * @generated from message trove.insights.v1.RelatedResource
@@ -278,7 +317,7 @@ export type RelatedResource = Message<"trove.insights.v1.RelatedResource"> & {
  * Use `create(RelatedResourceSchema)` to create a new message.
  */
 export const RelatedResourceSchema: GenMessage<RelatedResource> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 10);
+  messageDesc(file_trove_insights_v1_reports, 12);
 
 /**
  * @generated from message trove.insights.v1.GetDependenciesRequest
@@ -300,7 +339,7 @@ export type GetDependenciesRequest = Message<"trove.insights.v1.GetDependenciesR
  * Use `create(GetDependenciesRequestSchema)` to create a new message.
  */
 export const GetDependenciesRequestSchema: GenMessage<GetDependenciesRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 11);
+  messageDesc(file_trove_insights_v1_reports, 13);
 
 /**
  * @generated from message trove.insights.v1.GetDependenciesResponse
@@ -327,7 +366,7 @@ export type GetDependenciesResponse = Message<"trove.insights.v1.GetDependencies
  * Use `create(GetDependenciesResponseSchema)` to create a new message.
  */
 export const GetDependenciesResponseSchema: GenMessage<GetDependenciesResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 12);
+  messageDesc(file_trove_insights_v1_reports, 14);
 
 /**
  * @generated from message trove.insights.v1.GetDependentsRequest
@@ -349,7 +388,7 @@ export type GetDependentsRequest = Message<"trove.insights.v1.GetDependentsReque
  * Use `create(GetDependentsRequestSchema)` to create a new message.
  */
 export const GetDependentsRequestSchema: GenMessage<GetDependentsRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 13);
+  messageDesc(file_trove_insights_v1_reports, 15);
 
 /**
  * @generated from message trove.insights.v1.GetDependentsResponse
@@ -376,7 +415,7 @@ export type GetDependentsResponse = Message<"trove.insights.v1.GetDependentsResp
  * Use `create(GetDependentsResponseSchema)` to create a new message.
  */
 export const GetDependentsResponseSchema: GenMessage<GetDependentsResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 14);
+  messageDesc(file_trove_insights_v1_reports, 16);
 
 /**
  * @generated from message trove.insights.v1.ListUnusedResourcesRequest
@@ -393,7 +432,7 @@ export type ListUnusedResourcesRequest = Message<"trove.insights.v1.ListUnusedRe
  * Use `create(ListUnusedResourcesRequestSchema)` to create a new message.
  */
 export const ListUnusedResourcesRequestSchema: GenMessage<ListUnusedResourcesRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 15);
+  messageDesc(file_trove_insights_v1_reports, 17);
 
 /**
  * @generated from message trove.insights.v1.ListUnusedResourcesResponse
@@ -410,7 +449,7 @@ export type ListUnusedResourcesResponse = Message<"trove.insights.v1.ListUnusedR
  * Use `create(ListUnusedResourcesResponseSchema)` to create a new message.
  */
 export const ListUnusedResourcesResponseSchema: GenMessage<ListUnusedResourcesResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 16);
+  messageDesc(file_trove_insights_v1_reports, 18);
 
 /**
  * @generated from message trove.insights.v1.MissingReference
@@ -451,7 +490,7 @@ export type MissingReference = Message<"trove.insights.v1.MissingReference"> & {
  * Use `create(MissingReferenceSchema)` to create a new message.
  */
 export const MissingReferenceSchema: GenMessage<MissingReference> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 17);
+  messageDesc(file_trove_insights_v1_reports, 19);
 
 /**
  * @generated from message trove.insights.v1.ListMissingReferencesRequest
@@ -468,7 +507,7 @@ export type ListMissingReferencesRequest = Message<"trove.insights.v1.ListMissin
  * Use `create(ListMissingReferencesRequestSchema)` to create a new message.
  */
 export const ListMissingReferencesRequestSchema: GenMessage<ListMissingReferencesRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 18);
+  messageDesc(file_trove_insights_v1_reports, 20);
 
 /**
  * @generated from message trove.insights.v1.ListMissingReferencesResponse
@@ -485,7 +524,7 @@ export type ListMissingReferencesResponse = Message<"trove.insights.v1.ListMissi
  * Use `create(ListMissingReferencesResponseSchema)` to create a new message.
  */
 export const ListMissingReferencesResponseSchema: GenMessage<ListMissingReferencesResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 19);
+  messageDesc(file_trove_insights_v1_reports, 21);
 
 /**
  * @generated from message trove.insights.v1.ReferenceCycle
@@ -507,7 +546,7 @@ export type ReferenceCycle = Message<"trove.insights.v1.ReferenceCycle"> & {
  * Use `create(ReferenceCycleSchema)` to create a new message.
  */
 export const ReferenceCycleSchema: GenMessage<ReferenceCycle> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 20);
+  messageDesc(file_trove_insights_v1_reports, 22);
 
 /**
  * @generated from message trove.insights.v1.ListCyclesRequest
@@ -524,7 +563,7 @@ export type ListCyclesRequest = Message<"trove.insights.v1.ListCyclesRequest"> &
  * Use `create(ListCyclesRequestSchema)` to create a new message.
  */
 export const ListCyclesRequestSchema: GenMessage<ListCyclesRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 21);
+  messageDesc(file_trove_insights_v1_reports, 23);
 
 /**
  * @generated from message trove.insights.v1.ListCyclesResponse
@@ -541,7 +580,7 @@ export type ListCyclesResponse = Message<"trove.insights.v1.ListCyclesResponse">
  * Use `create(ListCyclesResponseSchema)` to create a new message.
  */
 export const ListCyclesResponseSchema: GenMessage<ListCyclesResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 22);
+  messageDesc(file_trove_insights_v1_reports, 24);
 
 /**
  * @generated from message trove.insights.v1.ExportGraphRequest
@@ -570,7 +609,7 @@ export type ExportGraphRequest = Message<"trove.insights.v1.ExportGraphRequest">
  * Use `create(ExportGraphRequestSchema)` to create a new message.
  */
 export const ExportGraphRequestSchema: GenMessage<ExportGraphRequest> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 23);
+  messageDesc(file_trove_insights_v1_reports, 25);
 
 /**
  * @generated from message trove.insights.v1.ExportGraphResponse
@@ -587,7 +626,7 @@ export type ExportGraphResponse = Message<"trove.insights.v1.ExportGraphResponse
  * Use `create(ExportGraphResponseSchema)` to create a new message.
  */
 export const ExportGraphResponseSchema: GenMessage<ExportGraphResponse> = /*@__PURE__*/
-  messageDesc(file_trove_insights_v1_reports, 24);
+  messageDesc(file_trove_insights_v1_reports, 26);
 
 /**
  * @generated from enum trove.insights.v1.ReportState
@@ -665,6 +704,16 @@ export const ReportService: GenService<{
     methodKind: "unary";
     input: typeof GetReportRequestSchema;
     output: typeof GetReportResponseSchema;
+  },
+  /**
+   * The available reports of one environment, newest first.
+   *
+   * @generated from rpc trove.insights.v1.ReportService.ListReports
+   */
+  listReports: {
+    methodKind: "unary";
+    input: typeof ListReportsRequestSchema;
+    output: typeof ListReportsResponseSchema;
   },
   /**
    * Sends the status now and at every change; ends once it is no longer GENERATING.

@@ -1,0 +1,205 @@
+// The report worker: claims report jobs from the storage with a lease, generates each report
+// over the environment's resources, stores the document and marks the report generated. Any
+// instance's worker may take any job; a job whose worker died is taken again once its lease
+// is over (docs/insights.md, Generation).
+
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Logger } from "pino";
+import { buildReport } from "../insights/report-builder.js";
+import type { AdditionalField } from "../insights/report-document.js";
+import { reportJsonChunks } from "../insights/report-json.js";
+import { DEFAULT_FORMAT, type ResourceFormat } from "../insights/resource-format.js";
+import type { ReportJobUpdate, ReportRecord, StoragePort } from "../storage/port.js";
+import { environmentSource } from "./environment-source.js";
+import type { ReportNotifier } from "./report-notifier.js";
+
+export interface ReportWorkerOptions {
+  storage: StoragePort;
+  notifier: ReportNotifier;
+  /** How long a generated or failed report stays available, in milliseconds. */
+  availabilityMs: number;
+  now?: () => number;
+  logger?: Logger;
+  /** A job's lease, renewed while it runs (default 30 s). */
+  leaseMs?: number;
+  /** How often the storage is checked for jobs stored by other instances (default 1 s). */
+  pollInterval?: number;
+  /** Attempts before a report is marked failed (default 3). */
+  maxAttempts?: number;
+  /** Wait before the next attempt, multiplied by the attempts so far (default 5 s). */
+  retryDelayMs?: number;
+  format?: ResourceFormat;
+  maxDocumentBytes?: number;
+}
+
+export class ReportWorker {
+  /** Lease owner name of this worker: unique per process and start. */
+  readonly id = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  private readonly storage: StoragePort;
+  private readonly notifier: ReportNotifier;
+  private readonly now: () => number;
+  private readonly leaseMs: number;
+  private readonly pollInterval: number;
+  private readonly maxAttempts: number;
+  private readonly retryDelayMs: number;
+  private readonly stop = new AbortController();
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly options: ReportWorkerOptions) {
+    this.storage = options.storage;
+    this.notifier = options.notifier;
+    this.now = options.now ?? Date.now;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.pollInterval = options.pollInterval ?? 1000;
+    this.maxAttempts = options.maxAttempts ?? 3;
+    this.retryDelayMs = options.retryDelayMs ?? 5000;
+    this.unsubscribe = this.notifier.onJob(() => this.wake?.());
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops taking jobs, ends the running generation and gives its job back at once. */
+  async close(): Promise<void> {
+    this.unsubscribe();
+    this.stop.abort(new Error("the server is shutting down"));
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stop.signal;
+    while (!signal.aborted) {
+      let worked = false;
+      try {
+        worked = await this.runOnce();
+      } catch (err) {
+        this.options.logger?.warn({ err }, "report worker: could not take a job");
+      }
+      if (!worked && !signal.aborted) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.pollInterval);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+      }
+    }
+  }
+
+  /** Takes one job and runs it; false when there was none. */
+  async runOnce(): Promise<boolean> {
+    const job = await this.storage.claimReportJob(this.id, this.now(), this.leaseMs);
+    if (!job) return false;
+    if (job.attempts > this.maxAttempts) {
+      await this.finish(job, {
+        status: "failed",
+        reason: `generation failed ${this.maxAttempts} times; last error: ${job.reason || "unknown"}`,
+      });
+      return true;
+    }
+    try {
+      await this.generate(job);
+    } catch (err) {
+      const reason = (err as Error).message;
+      if (this.stop.signal.aborted) {
+        // Shutting down: the job goes back, for this or another instance to take.
+        await this.update(job, { leaseOwner: "", leaseExpires: this.now(), reason: job.reason });
+      } else if (job.attempts >= this.maxAttempts) {
+        await this.finish(job, {
+          status: "failed",
+          reason: `generation failed ${job.attempts} times; last error: ${reason}`,
+        });
+      } else {
+        this.options.logger?.warn(
+          { err, report: job.id, attempt: job.attempts },
+          "report generation failed; will retry",
+        );
+        await this.update(job, {
+          leaseOwner: "",
+          leaseExpires: this.now() + this.retryDelayMs * job.attempts,
+          reason,
+        });
+      }
+    }
+    return true;
+  }
+
+  private async generate(job: ReportRecord): Promise<void> {
+    const project = await this.storage.getProject(job.projectId);
+    const environment = await this.storage.getEnvironment(job.environmentId);
+    if (!project || !environment) {
+      await this.finish(job, { status: "failed", reason: "the project or the environment no longer exists" });
+      return;
+    }
+    const additionalFields = job.additionalFields as AdditionalField[];
+    let promotions: Map<string, { date: number; by: string }> | undefined;
+    if (additionalFields.length > 0) {
+      promotions = new Map();
+      for await (const p of this.storage.listPromotions(environment.id)) promotions.set(p.path, p);
+    }
+    const lost = new AbortController();
+    const signal = AbortSignal.any([this.stop.signal, lost.signal]);
+    let renewed = this.now();
+    const document = await buildReport(
+      environmentSource({ storage: this.storage, store: project.store, directory: environment.name, promotions }),
+      {
+        creator: job.creator,
+        projectID: project.id,
+        projectName: project.name,
+        environmentID: environment.id,
+        environmentName: environment.name,
+        additionalFields,
+        created: new Date(job.created),
+        format: this.options.format ?? DEFAULT_FORMAT,
+        maxDocumentBytes: this.options.maxDocumentBytes,
+        signal,
+        onProgress: async () => {
+          if (this.now() - renewed < this.leaseMs / 3) return;
+          renewed = this.now();
+          if (!(await this.update(job, { leaseExpires: renewed + this.leaseMs }))) {
+            lost.abort(new Error("the job's lease was lost to another worker"));
+          }
+        },
+      },
+    );
+    signal.throwIfAborted();
+    const blob = await this.storage.writeBlob(toAsync(reportJsonChunks(document)), {
+      maxSize: Number.MAX_SAFE_INTEGER,
+    });
+    if (!(await this.finish(job, { status: "generated", document: blob, reason: "" }))) {
+      await this.storage.discardBlob(blob);
+    }
+  }
+
+  private async finish(job: ReportRecord, outcome: ReportJobUpdate): Promise<boolean> {
+    const finished = this.now();
+    const done = await this.update(job, {
+      ...outcome,
+      finished,
+      expiresAt: finished + this.options.availabilityMs,
+      leaseOwner: "",
+      leaseExpires: finished,
+    });
+    if (done) {
+      this.options.logger?.info({ report: job.id, status: outcome.status, reason: outcome.reason }, "report finished");
+    }
+    return done;
+  }
+
+  private async update(job: ReportRecord, update: ReportJobUpdate): Promise<boolean> {
+    const done = await this.storage.updateReportJob(job.id, this.id, update);
+    if (done) this.notifier.changed(job.id);
+    return done;
+  }
+}
+
+async function* toAsync<T>(items: Iterable<T>): AsyncIterable<T> {
+  yield* items;
+}
