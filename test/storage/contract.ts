@@ -1396,6 +1396,20 @@ export function storageContract(
           expect((await report(plain.id)).additionalFields).toEqual([]);
         });
 
+        it("listReports gives one environment's reports of a project, newest first, expired ones included", async () => {
+          const [project, env] = [randomUUID(), randomUUID()];
+          const mine = [
+            reportRecord({ projectId: project, environmentId: env, created: T0 + 2 * SECOND }),
+            reportRecord({ projectId: project, environmentId: env, created: T0, expiresAt: T0 + 1 }),
+            reportRecord({ projectId: project, environmentId: env, created: T0 + 5 * SECOND, additionalFields: ["x"] }),
+          ];
+          for (const r of mine) await storage.createReport(r);
+          await storage.createReport(reportRecord({ projectId: project, environmentId: randomUUID() }));
+          await storage.createReport(reportRecord({ projectId: randomUUID(), environmentId: env }));
+          expect(await storage.listReports(project, env)).toEqual([mine[2], mine[0], mine[1]]);
+          expect(await storage.listReports(project, randomUUID())).toEqual([]);
+        });
+
         it("claimReportJob takes the oldest claimable job, skips held leases, and gives undefined when none", async () => {
           const held = reportRecord({ created: T0, leaseOwner: "other", leaseExpires: T0 + 10 * SECOND });
           const newer = reportRecord({ created: T0 + 2 * SECOND });

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS reports (
 );
 CREATE INDEX IF NOT EXISTS reports_jobs ON reports (created, id, lease_expires) WHERE status = 'generating';
 CREATE INDEX IF NOT EXISTS reports_expiry ON reports (expires_at);
+CREATE INDEX IF NOT EXISTS reports_environment ON reports (project_id, environment_id, created);
 `;
 
 interface ProjectRow {
@@ -209,6 +210,9 @@ export class SqliteInsights {
            @expiresAt, @reason, @attempts, @leaseOwner, @leaseExpires, @document_blob, @document_size, @document_md5, @document_inline)`,
       ),
       getReport: db.prepare<[string], ReportRow>("SELECT * FROM reports WHERE id = ?"),
+      listReports: db.prepare<[string, string], ReportRow>(
+        "SELECT * FROM reports WHERE project_id = ? AND environment_id = ? ORDER BY created DESC, id DESC",
+      ),
       // One statement: choosing the job and taking it cannot be told apart by another writer.
       claimJob: db.prepare<[string, number, number], ReportRow>(
         `UPDATE reports SET lease_owner = ?, lease_expires = ?, attempts = attempts + 1
@@ -302,6 +306,10 @@ export class SqliteInsights {
   async getReport(id: string): Promise<ReportRecord | undefined> {
     const row = this.stmt.getReport.get(id);
     return row && toReport(row);
+  }
+
+  async listReports(projectId: string, environmentId: string): Promise<ReportRecord[]> {
+    return this.stmt.listReports.all(projectId, environmentId).map(toReport);
   }
 
   async claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {

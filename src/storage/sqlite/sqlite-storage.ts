@@ -656,6 +656,10 @@ export class SqliteStorage implements StoragePort {
     return this.insights.getReport(id);
   }
 
+  listReports(projectId: string, environmentId: string): Promise<ReportRecord[]> {
+    return this.insights.listReports(projectId, environmentId);
+  }
+
   claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
     return this.insights.claimReportJob(owner, now, leaseMs);
   }
