@@ -9,6 +9,8 @@ const HELP = `Usage: trove <command> [options]
 Commands:
   serve     run the Trove server (trove serve --help)
   token     print a bearer token from a development server (trove token --help)
+  ls, get, put, rm, mkdir, stores, watch, mirror, report
+            client commands, from @trove/sdk (trove <command> --help; sdk/README.md)
 
 Run "trove <command> --help" for a command's options.
 `;
@@ -43,9 +45,18 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${await fetchDevToken(config)}\n`);
     return 0;
   }
+  if (SDK_COMMANDS.has(command)) {
+    // Not a literal import: the server builds without the SDK's types (sdk/dist is built beside it).
+    const sdkCli = "@trove/sdk/cli";
+    const { run } = (await import(sdkCli)) as { run(argv: string[]): Promise<number> };
+    return run(argv);
+  }
   process.stderr.write(`trove: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
   return 2;
 }
+
+/** Client commands, run by the SDK's CLI (sdk/src/cli). */
+const SDK_COMMANDS = new Set(["ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "report"]);
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

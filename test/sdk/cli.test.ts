@@ -1,0 +1,305 @@
+// The SDK's `trove` command run as a child process against real servers: every
+// command's --help, outputs, exit codes, configuration sources, and the server
+// package's `trove` dispatching client commands to it.
+
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRestClient, type TroveRestClient } from "../../sdk/src/index.js";
+import { startServer, type TestServer } from "../support/server.js";
+import { ensureSdkBuilt, ROOT_BIN, SDK_BIN } from "./build.js";
+import { type DevServer, startDevServer } from "./support.js";
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let home: string;
+
+function trove(args: string[], options: { env?: Record<string, string>; input?: string; bin?: string } = {}) {
+  return new Promise<Result>((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, ".config") };
+    const child = spawn(process.execPath, [options.bin ?? SDK_BIN, ...args], {
+      env: { ...env, ...options.env },
+      cwd: home,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (s: string) => {
+      stdout += s;
+    });
+    child.stderr.setEncoding("utf8").on("data", (s: string) => {
+      stderr += s;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+afterAll(async () => {
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+const COMMANDS = ["token", "ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "report"];
+
+describe("trove CLI (@trove/sdk bin)", () => {
+  let server: TestServer;
+  let rest: TroveRestClient;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    await ensureSdkBuilt();
+    home = await mkdtemp(join(tmpdir(), "trove-cli-home-"));
+    server = await startServer({ pollWait: 1000 });
+    rest = createRestClient({ baseUrl: server.url });
+    env = { TROVE_URL: server.url };
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("--help on every command answers its usage and exits 0", async () => {
+    for (const command of COMMANDS) {
+      const r = await trove([command, "--help"]);
+      expect(r.code, command).toBe(0);
+      expect(r.stdout, command).toMatch(new RegExp(`^Usage: trove ${command}`));
+      expect(r.stdout, command).toContain("Exit codes:");
+    }
+    const top = await trove(["--help"]);
+    expect(top.code).toBe(0);
+    for (const command of COMMANDS) expect(top.stdout).toContain(`  ${command} `);
+  });
+
+  it("usage errors exit 2: no command, an unknown command or option, a missing argument", async () => {
+    expect((await trove([])).code).toBe(2);
+    const unknown = await trove(["frobnicate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown command "frobnicate"');
+    const badFlag = await trove(["ls", "home", "--nope"], { env });
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toMatch(/^trove ls: .*--nope/);
+    const missing = await trove(["get"], { env });
+    expect(missing).toMatchObject({ code: 2, stderr: "trove get: missing an address STORE/PATH\n" });
+  });
+
+  it("serve says that the server is the trove package; report is not available yet", async () => {
+    const serve = await trove(["serve"]);
+    expect(serve.code).toBe(2);
+    expect(serve.stderr).toContain("the server is not part of @trove/sdk");
+    expect(serve.stderr).toContain("`trove` package");
+    const report = await trove(["report", "create"]);
+    expect(report).toMatchObject({ code: 1, stdout: "" });
+    expect(report.stderr).toContain("not available yet");
+  });
+
+  it("mkdir -p, put from a file and from stdin, get to stdout and to a file, ls, rm", async () => {
+    expect((await trove(["mkdir", "-p", "home/cli/a/b"], { env })).code).toBe(0);
+    const file = join(home, "note.txt");
+    await writeFile(file, "from a file");
+    const put = await trove(["put", file, "home/cli/a/"], { env });
+    expect(put.code).toBe(0);
+    const head = await rest.head("home", "cli/a/note.txt");
+    expect(put.stdout).toBe(`created home/cli/a/note.txt ${head.notModified ? "" : head.tag}\n`);
+    const piped = await trove(["put", "-", "home/cli/a/b/stdin.json", "--type", "application/json"], {
+      env,
+      input: '{"x":1}',
+    });
+    expect(piped.stdout).toMatch(/^created home\/cli\/a\/b\/stdin\.json \S+\n$/);
+    expect((await trove(["get", "home/cli/a/b/stdin.json"], { env })).stdout).toBe('{"x":1}');
+    const dest = join(home, "out.txt");
+    const saved = await trove(["get", "home/cli/a/note.txt", dest], { env });
+    expect(saved).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(await readFile(dest, "utf8")).toBe("from a file");
+
+    expect((await trove(["ls", "home/cli/a"], { env })).stdout).toBe("b/\nnote.txt\n");
+    expect((await trove(["ls", "-r", "home/cli"], { env })).stdout).toBe("a/\na/b/\na/b/stdin.json\na/note.txt\n");
+    const json = JSON.parse((await trove(["ls", "--json", "home/cli/a/b/"], { env })).stdout) as Array<{
+      name: string;
+      type: string;
+      size: number;
+    }>;
+    expect(json).toMatchObject([{ name: "stdin.json", type: "application/json", size: 7 }]);
+    const long = (await trove(["ls", "-l", "home/cli/a/b"], { env })).stdout;
+    expect(long).toMatch(/^application\/json\s+7\s+\d{4}-\d\d-\d\dT\S+Z\s+\S+\s+stdin\.json\n$/);
+
+    expect((await trove(["rm", "home/cli/a/b"], { env })).code).toBe(0);
+    expect((await trove(["ls", "--deleted", "-l", "home/cli/a"], { env })).stdout).toMatch(/b\/\s+deleted/);
+  });
+
+  it("exit codes: 3 not found and deleted, 4 precondition failed, 6 forbidden, 7 unreachable, 1 bad request", async () => {
+    await rest.mkdir("home", "codes");
+    const first = await rest.put("home", "codes/x.txt", "1");
+    await rest.put("home", "codes/x.txt", "2");
+    const stale = await trove(["put", "-", "home/codes/x.txt", "--if-match", first.tag], { env, input: "3" });
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toMatch(/^trove put: 412 /);
+    expect((await trove(["rm", "home/codes/x.txt", "--if-match", first.tag], { env })).code).toBe(4);
+    const missing = await trove(["get", "home/codes/none.txt"], { env });
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/^trove get: 404 /);
+    await rest.delete("home", "codes/x.txt");
+    const deleted = await trove(["get", "home/codes/x.txt"], { env });
+    expect(deleted).toMatchObject({ code: 3, stderr: "trove get: 404 deleted\n" });
+    expect((await trove(["put", "-", "home/nowhere/x.txt"], { env, input: "x" })).code).toBe(3);
+    expect((await trove(["put", "-", "home/codes"], { env, input: "x" })).code).toBe(6);
+    expect((await trove(["stores", "create", "home"], { env })).code).toBe(6);
+    const bad = await trove(["get", "home/codes/y.txt", "--override-mime", "not a type"], { env });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^trove get: 400 /);
+    const closed = await startServer();
+    const url = closed.url;
+    await closed.stop();
+    const unreachable = await trove(["ls", "home"], { env: { TROVE_URL: url } });
+    expect(unreachable.code).toBe(7);
+    expect(unreachable.stderr).toMatch(/^trove ls: cannot reach http:\/\/127\.0\.0\.1:\d+/);
+  });
+
+  it("stores: create with settings, list, get, update, delete", async () => {
+    const created = await trove(["stores", "create", "cli-store", "--type", "snapshot", "--set", "keep-deleted=2d"], {
+      env,
+    });
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^cli-store {2}snapshot {2}sync,sync-snapshot {2}\S+\n/);
+    expect(created.stdout).toContain("  keep-deleted=2d\n");
+    const list = await trove(["stores"], { env });
+    expect(list.stdout.split("\n").map((l) => l.split("  ")[0])).toEqual(["cli-store", "home", ""]);
+    const json = JSON.parse((await trove(["stores", "get", "cli-store", "--json"], { env })).stdout);
+    expect(json).toMatchObject({ name: "cli-store", type: "snapshot", settings: { "keep-deleted": "2d" } });
+    const updated = await trove(["stores", "update", "cli-store", "--set", "keep-deleted=3h"], { env });
+    expect(updated.stdout).toContain("  keep-deleted=3h\n");
+    expect((await trove(["stores", "delete", "cli-store"], { env })).code).toBe(0);
+    expect((await trove(["stores", "get", "cli-store"], { env })).code).toBe(3);
+  });
+
+  it("watch prints change events as they arrive, in the poll format", async () => {
+    await rest.mkdir("home", "watched");
+    const status = await rest.poll();
+    const last = status.find((e) => e.store === "home")?.eventId as number;
+    const watching = trove(["watch", "home", "--from", String(last), "--once", "--wait", "5"], { env });
+    await new Promise((r) => setTimeout(r, 700));
+    const put = await rest.put("home", "watched/w.txt", "w", { contentType: "text/plain" });
+    const r = await watching;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      new RegExp(`^CHANGE\\|\\d+\\|idr://home/watched/w\\.txt\\|modify\\|\\|${put.tag}\\|text/plain$`, "m"),
+    );
+    const from = Number(/^CHANGE\|(\d+)\|/m.exec(r.stdout)?.[1]) - 1;
+    const replay = await trove(["watch", "home", "--from", String(from), "--once", "--json"], { env });
+    const first = JSON.parse(replay.stdout.split("\n")[0] as string);
+    expect(first).toMatchObject({ kind: "change", store: "home", path: "watched/w.txt", tag: put.tag });
+  });
+
+  it("mirror --once copies a store; run again it resumes from its cursor; output is quiet without a TTY", async () => {
+    await rest.stores.create("cli-mirror");
+    await rest.mkdir("cli-mirror", "d");
+    await rest.put("cli-mirror", "d/one.txt", "one");
+    await rest.put("cli-mirror", "two.bin", new Uint8Array(3 * 1024 * 1024).fill(5));
+    const dir = join(home, "mirror");
+    const first = await trove(["mirror", "cli-mirror", dir, "--once"], { env });
+    expect(first).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(await readFile(join(dir, "d", "one.txt"), "utf8")).toBe("one");
+    expect((await readFile(join(dir, "two.bin"))).length).toBe(3 * 1024 * 1024);
+    await rest.put("cli-mirror", "d/one.txt", "ONE");
+    const second = await trove(["mirror", "cli-mirror", dir, "--once", "--json"], { env });
+    const events = second.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; resumed?: boolean; path?: string });
+    expect(events[0]).toMatchObject({ type: "start", resumed: true });
+    expect(events.filter((e) => e.type === "write").map((e) => e.path)).toEqual(["d/one.txt"]);
+    expect(events.some((e) => e.type === "sync")).toBe(false);
+    expect(await readFile(join(dir, "d", "one.txt"), "utf8")).toBe("ONE");
+  });
+
+  it("a large upload and download without a TTY draw no progress bar", async () => {
+    const big = join(home, "big.bin");
+    await writeFile(big, Buffer.alloc(8 * 1024 * 1024, 1));
+    const up = await trove(["put", big, "home/"], { env });
+    expect(up.code).toBe(0);
+    expect(up.stderr).toBe("");
+    const down = await trove(["get", "home/big.bin", join(home, "big-copy.bin")], { env });
+    expect(down).toMatchObject({ code: 0, stderr: "" });
+    expect((await readFile(join(home, "big-copy.bin"))).equals(await readFile(big))).toBe(true);
+  });
+
+  it("takes the server from --url, TROVE_URL or the config file, in that order", async () => {
+    const config = join(home, "config.json");
+    await writeFile(config, JSON.stringify({ url: server.url }));
+    expect((await trove(["ls", "home", "--config", config])).code).toBe(0);
+    await writeFile(join(home, ".config", "trove", "config.json"), JSON.stringify({ url: server.url })).catch(
+      async () => {
+        const { mkdir } = await import("node:fs/promises");
+        await mkdir(join(home, ".config", "trove"), { recursive: true });
+        await writeFile(join(home, ".config", "trove", "config.json"), JSON.stringify({ url: server.url }));
+      },
+    );
+    expect((await trove(["ls", "home"])).code).toBe(0);
+    expect((await trove(["ls", "home"], { env: { TROVE_URL: "http://127.0.0.1:9" } })).code).toBe(7);
+    expect((await trove(["ls", "home", "--url", server.url], { env: { TROVE_URL: "http://127.0.0.1:9" } })).code).toBe(
+      0,
+    );
+    const broken = join(home, "broken.json");
+    await writeFile(broken, "{ nope");
+    const r = await trove(["ls", "home", "--config", broken]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("is not JSON");
+    await rm(join(home, ".config"), { recursive: true, force: true });
+  });
+
+  it("the server package's trove dispatches client commands to the SDK's CLI", async () => {
+    await rest.put("home", "dispatched.txt", "via the root bin");
+    const r = await trove(["get", "home/dispatched.txt"], { env, bin: ROOT_BIN });
+    expect(r).toMatchObject({ code: 0, stdout: "via the root bin" });
+    const help = await trove(["--help"], { bin: ROOT_BIN });
+    expect(help.stdout).toContain("client commands, from @trove/sdk");
+    expect((await trove(["report"], { bin: ROOT_BIN })).stderr).toContain("not available yet");
+  });
+});
+
+describe("trove CLI against a server that needs tokens", () => {
+  let server: DevServer;
+
+  beforeAll(async () => {
+    await ensureSdkBuilt();
+    home ??= await mkdtemp(join(tmpdir(), "trove-cli-home-"));
+    server = await startDevServer();
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("without credentials: exit 5 and the server's reason", async () => {
+    const r = await trove(["ls", "home"], { env: { TROVE_URL: server.url } });
+    expect(r.code).toBe(5);
+    expect(r.stderr).toMatch(/^trove ls: 401 /);
+  });
+
+  it("client credentials from the environment; token prints one that works", async () => {
+    const env = { TROVE_URL: server.url, TROVE_CLIENT_ID: server.clientId, TROVE_CLIENT_SECRET: server.clientSecret };
+    expect((await trove(["ls", "home"], { env })).code).toBe(0);
+    const token = (await trove(["token"], { env })).stdout.trim();
+    expect(token.split(".")).toHaveLength(3);
+    const res = await fetch(`${server.url}/resources/v2/stores`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    const wrong = await trove(["ls", "home"], { env: { ...env, TROVE_CLIENT_SECRET: "wrong" } });
+    expect(wrong.code).toBe(5);
+    expect(wrong.stderr).toContain("token endpoint refused");
+  });
+
+  it("the development issuer's credentials from --data, as the server's own trove token does", async () => {
+    const r = await trove(["token", "--url", server.url, "--data", server.issuerDir]);
+    expect(r.code).toBe(0);
+    const viaTokenFlag = await trove(["stores", "--url", server.url, "--token", r.stdout.trim()]);
+    expect(viaTokenFlag.stdout).toMatch(/^home {2}recursive/);
+    expect((await trove(["ls", "home", "--url", server.url, "--data", server.issuerDir])).code).toBe(0);
+    const none = await trove(["token", "--url", server.url, "--data", join(home, "nothing")]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("no credentials");
+  });
+});
