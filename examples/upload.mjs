@@ -115,6 +115,6 @@ console.log(`uploaded ${files} files in ${directories} directories to ${base}${d
 console.log(`project ${project.id}`);
 for (const [name, id] of Object.entries(environments)) console.log(`environment ${name} ${id}`);
 console.log(`
-a report of production:
-  curl -s -X POST ${base}/insights/v1/reports -H "Content-Type: application/json" \\
+a report of production (T="Authorization: Bearer $(npx trove token)"):
+  curl -s -X POST ${base}/insights/v1/reports -H "$T" -H "Content-Type: application/json" \\
     -d '{"projectID":"${project.id}","environmentID":"${environments.production ?? ""}"}'`);
