@@ -117,6 +117,17 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(saved).toMatchObject({ code: 0, stdout: "", stderr: "" });
     expect(await readFile(dest, "utf8")).toBe("from a file");
 
+    const tag = head.notModified ? "" : head.tag;
+    const unchanged = await trove(["get", "home/cli/a/note.txt", join(home, "unchanged.txt"), "--if-none-match", tag], {
+      env,
+    });
+    expect(unchanged).toMatchObject({
+      code: 0,
+      stdout: "",
+      stderr: `not modified: home/cli/a/note.txt has tag ${tag}\n`,
+    });
+    await expect(readFile(join(home, "unchanged.txt"))).rejects.toThrow(/ENOENT/);
+
     expect((await trove(["ls", "home/cli/a"], { env })).stdout).toBe("b/\nnote.txt\n");
     expect((await trove(["ls", "-r", "home/cli"], { env })).stdout).toBe("a/\na/b/\na/b/stdin.json\na/note.txt\n");
     const json = JSON.parse((await trove(["ls", "--json", "home/cli/a/b/"], { env })).stdout) as Array<{

@@ -11,14 +11,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  clientCredentials,
   createRestClient,
+  devIssuer,
   isTroveError,
   type MirrorEvent,
   mirror,
+  NotFoundError,
   type StoreMirror,
   type TroveRestClient,
+  UnauthorizedError,
 } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
+import { countingFetch, type DevServer, startDevServer } from "./support.js";
 
 /** Everything under `path` in the store: relative path -> contents, or "dir". */
 async function storeContents(rest: TroveRestClient, store: string, path = ""): Promise<Map<string, string>> {
@@ -327,5 +332,58 @@ describe("mirror after tombstones are purged", () => {
     expect(second.stats.downloads).toBe(1);
     expect(events.find((e) => e.type === "synced")).toMatchObject({ written: 1, removed: 1 });
     expect(sorted(await localContents(target))).toEqual(sorted(await storeContents(rest, "tags")));
+  });
+});
+
+describe("mirror against a server that needs tokens", () => {
+  let server: DevServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    server = await startDevServer({ pollWait: 1000 });
+    dir = await mkdtemp(join(tmpdir(), "trove-mirror-auth-"));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("sends the provider's token on listings, downloads and the WatchChanges stream; events as an async iterable", async () => {
+    const counter = countingFetch();
+    const auth = clientCredentials({
+      tokenUrl: server.tokenUrl,
+      clientId: server.clientId,
+      clientSecret: server.clientSecret,
+      fetch: counter.fetch,
+    });
+    const rest = createRestClient({ baseUrl: server.url, auth });
+    await rest.put("home", "before.txt", "before");
+    const controller = new AbortController();
+    const target = join(dir, "out");
+    const m = mirror({ baseUrl: server.url, auth, store: "home", target, follow: "watch", signal: controller.signal });
+    const seen: string[] = [];
+    for await (const e of m) {
+      seen.push(e.type);
+      if (e.type === "follow") await rest.put("home", "after.txt", "after");
+      if (e.type === "write" && e.path === "after.txt") controller.abort();
+    }
+    await m.done;
+    expect(seen[0]).toBe("start");
+    expect(seen).toContain("synced");
+    expect(seen.at(-1)).toBe("stop");
+    expect(await readFile(join(target, "after.txt"), "utf8")).toBe("after");
+    expect(await readFile(join(target, "before.txt"), "utf8")).toBe("before");
+    expect(counter.tokenRequests()).toBe(1);
+  });
+
+  it("without a token the mirror fails with UnauthorizedError", async () => {
+    const m = mirror({ baseUrl: server.url, store: "home", target: join(dir, "refused") });
+    await expect(m.done).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it("with once, a store that does not exist fails with NotFoundError instead of waiting for it", async () => {
+    const token = await devIssuer({ baseUrl: server.url, dataDir: server.issuerDir });
+    const m = mirror({ baseUrl: server.url, auth: token, store: "ghost", target: join(dir, "ghost"), once: true });
+    await expect(m.done).rejects.toBeInstanceOf(NotFoundError);
   });
 });

@@ -377,8 +377,10 @@ export class StoreMirror extends EventEmitter {
       features = (await this.rest.stores.get(this.store, { signal: this.signal })).features;
     } catch (err) {
       if (!isNotFoundError(err)) throw err;
-      // The store is gone (or not yet created): keep the local copy until it is back.
+      // The store is gone (or not yet created): keep the local copy until it is back. A mirror
+      // that only catches up (`once`) has nothing to wait for: it fails.
       this.note({ type: "store-missing", store: this.store });
+      if (this.options.once) throw err;
       throw new StoreMissing(`store ${this.store} does not exist`);
     }
     const byTags = reason === "reset" && features.includes("sync-recursive") && "" in this.state.entries;
