@@ -5,16 +5,7 @@
 // Several stateless Trove instances can share one database (docs/mongodb.md).
 
 import { createHash, randomUUID } from "node:crypto";
-import {
-  type AnyBulkWriteOperation,
-  type Collection,
-  type Db,
-  GridFSBucket,
-  MongoClient,
-  MongoError,
-  MongoNetworkError,
-  MongoServerSelectionError,
-} from "mongodb";
+import { type AnyBulkWriteOperation, type Collection, type Db, GridFSBucket, MongoClient, MongoError } from "mongodb";
 import { AlreadyExistsError, NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
@@ -25,16 +16,23 @@ import { INLINE_MAX } from "../local/blob-files.js";
 import type {
   BlobInfo,
   DeleteResult,
+  EnvironmentRecord,
   GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
   Preconditions,
+  ProjectRecord,
+  PromotionRecord,
+  ReportJobUpdate,
+  ReportRecord,
   StoragePort,
   StoreNode,
   StoreRecord,
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
+import { binaryBytes, guard, isConnectionError, readGridFS, removeGridFS, unavailable } from "./mongo-driver.js";
+import { MongoInsights } from "./mongo-insights.js";
 
 export interface MongoStorageOptions {
   /** mongodb://… connection string. */
@@ -104,13 +102,6 @@ function inGridFS(n: { blob: string; directory: boolean; deleted: boolean; size:
 /** The TTL index removes a tombstone this long after the purge should have: the purge raises purgedEventId first. */
 const TTL_GRACE = 24 * 3_600_000;
 
-/** Inline contents as stored: the driver returns BSON Binary, whose `buffer` holds the bytes. */
-function binaryBytes(v: unknown): Buffer | null {
-  if (v === null || v === undefined) return null;
-  const b = v instanceof Uint8Array ? v : (v as { buffer: Uint8Array }).buffer;
-  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-}
-
 function toNode(d: NodeDoc): NodeRecord {
   return {
     store: d.store,
@@ -130,18 +121,12 @@ function toNode(d: NodeDoc): NodeRecord {
   };
 }
 
-function isConnectionError(err: unknown): boolean {
-  return (
-    err instanceof MongoNetworkError ||
-    err instanceof MongoServerSelectionError ||
-    (err instanceof MongoError && /connection|topology|ECONNREFUSED|not primary/i.test(err.message))
-  );
-}
-
 export class MongoStorage implements StoragePort {
   private readonly stores: Collection<StoreDoc>;
   private readonly nodes: Collection<NodeDoc>;
   private readonly bucket: GridFSBucket;
+  /** Projects, environments, promotions and reports (mongo-insights.ts). */
+  private readonly insights: MongoInsights;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly localLocks = new Map<string, Promise<void>>();
   private readonly seen = new Map<string, number>();
@@ -159,6 +144,7 @@ export class MongoStorage implements StoragePort {
     this.stores = db.collection<StoreDoc>("stores");
     this.nodes = db.collection<NodeDoc>("nodes");
     this.bucket = new GridFSBucket(db, { bucketName: "blobs" });
+    this.insights = new MongoInsights(db, this.bucket);
     this.lease = options.lease ?? 30_000;
     this.lockTimeout = options.lockTimeout ?? 10_000;
   }
@@ -194,6 +180,7 @@ export class MongoStorage implements StoragePort {
         // FerretDB has no TTL indexes: the purge alone removes tombstones there (docs/mongodb.md).
         if (!(err instanceof MongoError && /not implemented|not supported/i.test(err.message))) throw err;
       }
+      await this.insights.ensureIndexes(this.ttlIndex);
     });
   }
 
@@ -474,7 +461,7 @@ export class MongoStorage implements StoragePort {
       return { blob, size, md5, inline: null };
     } catch (err) {
       if (upload) await upload.abort().catch(() => {});
-      throw isConnectionError(err) ? new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`) : err;
+      throw isConnectionError(err) ? unavailable(err) : err;
     }
   }
 
@@ -484,18 +471,7 @@ export class MongoStorage implements StoragePort {
       return;
     }
     if (node.size === 0) return;
-    const stream = this.bucket.openDownloadStream(node.blob as never);
-    try {
-      for await (const chunk of stream) yield chunk as Buffer;
-    } catch (err) {
-      if (/FileNotFound|file not found/i.test(String((err as Error).message))) {
-        throw new NotFoundError(`blob ${node.blob} not found`);
-      }
-      if (isConnectionError(err)) throw new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`);
-      throw err;
-    } finally {
-      stream.destroy();
-    }
+    yield* readGridFS(this.bucket, node.blob);
   }
 
   async discardBlob(blob: BlobInfo): Promise<void> {
@@ -545,7 +521,63 @@ export class MongoStorage implements StoragePort {
         if (docs.length < 1000) break;
       }
     }
-    return purged;
+    return purged + (await this.insights.purgeExpired(now));
+  }
+
+  createProject(project: ProjectRecord): Promise<ProjectRecord> {
+    return this.insights.createProject(project);
+  }
+
+  getProject(id: string): Promise<ProjectRecord | undefined> {
+    return this.insights.getProject(id);
+  }
+
+  listProjects(): Promise<ProjectRecord[]> {
+    return this.insights.listProjects();
+  }
+
+  createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord> {
+    return this.insights.createEnvironment(environment);
+  }
+
+  getEnvironment(id: string): Promise<EnvironmentRecord | undefined> {
+    return this.insights.getEnvironment(id);
+  }
+
+  listEnvironments(projectId: string): Promise<EnvironmentRecord[]> {
+    return this.insights.listEnvironments(projectId);
+  }
+
+  recordPromotion(promotion: PromotionRecord): Promise<void> {
+    return this.insights.recordPromotion(promotion);
+  }
+
+  listPromotions(environmentId: string): AsyncIterable<PromotionRecord> {
+    return this.insights.listPromotions(environmentId);
+  }
+
+  createReport(report: ReportRecord): Promise<void> {
+    return this.insights.createReport(report);
+  }
+
+  getReport(id: string): Promise<ReportRecord | undefined> {
+    return this.insights.getReport(id);
+  }
+
+  listReports(projectId: string, environmentId: string): Promise<ReportRecord[]> {
+    return this.insights.listReports(projectId, environmentId);
+  }
+
+  claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
+    return this.insights.claimReportJob(owner, now, leaseMs);
+  }
+
+  updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean> {
+    return this.insights.updateReportJob(id, owner, update);
+  }
+
+  readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array> {
+    return this.insights.readReportDocument(report);
   }
 
   async close(): Promise<void> {
@@ -650,11 +682,7 @@ export class MongoStorage implements StoragePort {
   }
 
   private async removeBlob(blob: string): Promise<void> {
-    try {
-      await this.bucket.delete(blob as never);
-    } catch (err) {
-      if (!/FileNotFound|file not found/i.test(String((err as Error).message))) throw err;
-    }
+    await removeGridFS(this.bucket, blob);
   }
 
   /**
@@ -769,12 +797,7 @@ export class MongoStorage implements StoragePort {
   }
 
   /** Turns driver connection failures into UnavailableError (503 / gRPC Unavailable). */
-  private async guard<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (isConnectionError(err)) throw new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`);
-      throw err;
-    }
+  private guard<T>(fn: () => Promise<T>): Promise<T> {
+    return guard(fn);
   }
 }
