@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createRestClient, type TroveRestClient } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt, ROOT_BIN, SDK_BIN } from "./build.js";
@@ -19,6 +19,9 @@ interface Result {
 }
 
 let home: string;
+
+// Each case starts several child processes; on a busy machine each takes up to a second.
+vi.setConfig({ testTimeout: 120_000 });
 
 function trove(args: string[], options: { env?: Record<string, string>; input?: string; bin?: string } = {}) {
   return new Promise<Result>((resolve, reject) => {

@@ -17,7 +17,7 @@ import {
   UnauthorizedError,
   UnavailableError,
 } from "../errors.js";
-import { type MirrorEvent, mirror } from "../mirror/mirror.js";
+import type { MirrorEvent } from "../mirror/mirror.js";
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
@@ -509,6 +509,8 @@ Options:
       if (!dir) throw new UsageError("missing the local directory DIR");
       const follow = (ctx.values.follow as string | undefined) ?? "auto";
       if (!["auto", "watch", "poll"].includes(follow)) throw new UsageError("--follow takes auto, watch or poll");
+      // Loaded here: the mirror brings the gRPC transport along, which the other commands do not need.
+      const { mirror } = await import("../mirror/mirror.js");
       const m = mirror({
         client: await ctx.rest(),
         store,
