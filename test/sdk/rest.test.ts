@@ -2,6 +2,8 @@
 // typed error a client observes.
 
 import { createHash } from "node:crypto";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -13,10 +15,12 @@ import {
   isDeletedError,
   isNotFoundError,
   isPreconditionFailedError,
+  isServerError,
   isTroveError,
   NotFoundError,
   PayloadTooLargeError,
   PreconditionFailedError,
+  ServerError,
   type TroveRestClient,
 } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
@@ -252,6 +256,23 @@ describe("REST client", () => {
     expect(await rest.poll({ cursors: { ghost: 5 }, wait: 0 })).toEqual([
       { kind: "reset", store: "ghost", eventId: 0 },
     ]);
+  });
+
+  it("a 500 or 502 answer (e.g. from a proxy in front of Trove) is ServerError with the reason", async () => {
+    const proxy = http.createServer((req, res) => {
+      res.writeHead(req.url?.includes("bad-gateway") ? 502 : 500, { "Content-Type": "text/plain" });
+      res.end("internal error\n");
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    try {
+      const broken = createRestClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+      const err = await rejection(broken.get("home", "a"));
+      expect(err).toBeInstanceOf(ServerError);
+      expect(err).toMatchObject({ status: 500, reason: "internal error" });
+      expect(isServerError(await rejection(broken.list("home", "bad-gateway/")))).toBe(true);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
   });
 
   it("a server that cannot be reached is ConnectionError with status 0", async () => {
