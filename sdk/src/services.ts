@@ -9,5 +9,6 @@ export const SERVICES = {
   resources: ResourceService,
   stores: StoreService,
   changes: ChangeService,
-  // insights: InsightsService,  (content-insights API: being built)
+  // Content insights, with the SDK's report calls (being built): projects: ProjectService,
+  // reports: ReportService, from ./gen/trove/insights/v1/{projects,reports}_pb.js.
 } as const;

@@ -31,7 +31,7 @@ describe("createTroveClient", () => {
 
   it("has a client for every service the SDK lists", () => {
     const client = createTroveClient({ baseUrl: server.url, auth: auth() });
-    expect(Object.keys(SERVICES).sort()).toEqual(["changes", "resources", "stores"]);
+    expect(Object.keys(SERVICES)).toEqual(expect.arrayContaining(["changes", "resources", "stores"]));
     for (const name of Object.keys(SERVICES)) expect(client).toHaveProperty(name);
     client.close();
   });
