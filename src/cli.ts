@@ -9,7 +9,7 @@ const HELP = `Usage: trove <command> [options]
 Commands:
   serve     run the Trove server (trove serve --help)
   token     print a bearer token from a development server (trove token --help)
-  ls, get, put, rm, mkdir, stores, watch, mirror, report
+  ls, get, put, rm, mkdir, stores, watch, mirror, project, report
             client commands, from @trove/sdk (trove <command> --help; sdk/README.md)
 
 Run "trove <command> --help" for a command's options.
@@ -56,7 +56,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** Client commands, run by the SDK's CLI (sdk/src/cli). */
-const SDK_COMMANDS = new Set(["ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "report"]);
+const SDK_COMMANDS = new Set(["ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "project", "report"]);
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

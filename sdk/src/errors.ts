@@ -74,6 +74,11 @@ export class DeletedError extends NotFoundError {
 }
 
 /** 412: If-Match did not match the stored tag (or the resource is absent). */
+/** 409: a name already taken (a project, an environment). */
+export class ConflictError extends TroveError {
+  override name = "ConflictError";
+}
+
 export class PreconditionFailedError extends TroveError {
   override name = "PreconditionFailedError";
 }
@@ -105,6 +110,7 @@ export const isForbiddenError = (e: unknown): e is ForbiddenError => e instanceo
 /** True for a missing and for a known-deleted resource; use isDeletedError to tell them apart. */
 export const isNotFoundError = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
 export const isDeletedError = (e: unknown): e is DeletedError => e instanceof DeletedError;
+export const isConflictError = (e: unknown): e is ConflictError => e instanceof ConflictError;
 export const isPreconditionFailedError = (e: unknown): e is PreconditionFailedError =>
   e instanceof PreconditionFailedError;
 export const isPayloadTooLargeError = (e: unknown): e is PayloadTooLargeError => e instanceof PayloadTooLargeError;
@@ -128,6 +134,8 @@ export function errorForStatus(
       return new ForbiddenError(status, reason, request);
     case 404:
       return new NotFoundError(status, reason, request);
+    case 409:
+      return new ConflictError(status, reason, request);
     case 412:
       return new PreconditionFailedError(status, reason, request);
     case 413:

@@ -1,6 +1,7 @@
 // @trove/sdk: typed clients for Trove. The generated service descriptors and
 // messages, Connect clients for every service (createTroveClient), the REST v2
-// client (createRestClient), token providers, typed errors and the mirror.
+// client (createRestClient), the insights client (createInsightsClient), token providers,
+// typed errors and the mirror.
 
 export * from "./auth.js";
 export * from "./client.js";
@@ -8,6 +9,8 @@ export * from "./errors.js";
 export * from "./gen/trove/resources/v2/changes_pb.js";
 export * from "./gen/trove/resources/v2/resources_pb.js";
 export * from "./gen/trove/resources/v2/stores_pb.js";
+export * from "./insights.js";
+export * as insightsV1 from "./insights-v1.js";
 export * from "./mirror/index.js";
 export * from "./rest/index.js";
 export { SERVICES } from "./services.js";

@@ -49,7 +49,7 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-const COMMANDS = ["token", "ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "report"];
+const COMMANDS = ["token", "ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "project", "report"];
 
 describe("trove CLI (@trove/sdk bin)", () => {
   let server: TestServer;
@@ -91,14 +91,17 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(missing).toMatchObject({ code: 2, stderr: "trove get: missing an address STORE/PATH\n" });
   });
 
-  it("serve says that the server is the trove package; report is not available yet", async () => {
+  it("serve says that the server is the trove package; report without an action is a usage error", async () => {
     const serve = await trove(["serve"]);
     expect(serve.code).toBe(2);
     expect(serve.stderr).toContain("the server is not part of @trove/sdk");
     expect(serve.stderr).toContain("`trove` package");
-    const report = await trove(["report", "create"]);
-    expect(report).toMatchObject({ code: 1, stdout: "" });
-    expect(report.stderr).toContain("not available yet");
+    const report = await trove(["report"]);
+    expect(report).toMatchObject({
+      code: 2,
+      stdout: "",
+      stderr: "trove report: missing ACTION: create, status, list, download or query\n",
+    });
   });
 
   it("mkdir -p, put from a file and from stdin, get to stdout and to a file, ls, rm", async () => {
@@ -272,7 +275,7 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(r).toMatchObject({ code: 0, stdout: "via the root bin" });
     const help = await trove(["--help"], { bin: ROOT_BIN });
     expect(help.stdout).toContain("client commands, from @trove/sdk");
-    expect((await trove(["report"], { bin: ROOT_BIN })).stderr).toContain("not available yet");
+    expect((await trove(["report"], { bin: ROOT_BIN })).stderr).toContain("trove report: missing ACTION");
   });
 });
 

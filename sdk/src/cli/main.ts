@@ -9,6 +9,7 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import {
+  ConflictError,
   ConnectionError,
   ForbiddenError,
   NotFoundError,
@@ -21,29 +22,10 @@ import type { MirrorEvent } from "../mirror/mirror.js";
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
-import { type CliConfig, resolveConfig, tokenProviderOf, UsageError } from "./config.js";
+import { type CliIo, type Command, type Context, EXIT, out } from "./command.js";
+import { resolveConfig, tokenProviderOf, UsageError } from "./config.js";
+import { INSIGHTS_COMMANDS } from "./insights-commands.js";
 import { createProgress } from "./progress.js";
-
-/** Exit codes a script can rely on. */
-export const EXIT = {
-  ok: 0,
-  error: 1,
-  usage: 2,
-  notFound: 3,
-  preconditionFailed: 4,
-  unauthorized: 5,
-  forbidden: 6,
-  unavailable: 7,
-} as const;
-
-export interface CliIo {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
-  stderr: NodeJS.WriteStream;
-  stdin: NodeJS.ReadableStream;
-  env: NodeJS.ProcessEnv;
-  /** Aborted on SIGINT / SIGTERM: watch and mirror stop and exit 0. */
-  signal?: AbortSignal;
-}
 
 const GLOBAL_OPTIONS = {
   url: { type: "string" },
@@ -78,9 +60,12 @@ const GLOBAL_HELP = `Connection (flag, environment variable, config file key):
   -h, --help                                                 this help
 `;
 
-const EXIT_HELP = `Exit codes: 0 ok, 1 error, 2 usage, 3 not found (or deleted), 4 precondition failed,
-5 not authenticated or not authorized, 6 forbidden, 7 server unreachable or unavailable.
+const EXIT_HELP = `Exit codes: 0 ok, 1 error (also: a report that failed), 2 usage, 3 not found (or
+deleted), 4 precondition failed, 5 not authenticated or not authorized, 6 forbidden,
+7 server unreachable or unavailable, 8 conflict (a name already taken).
 `;
+
+export { type CliIo, EXIT } from "./command.js";
 
 export const HELP = `Usage: trove <command> [options]
 
@@ -94,32 +79,14 @@ Client commands for a Trove server (the server itself is the \`trove\` package: 
   stores    list, show, create, update, delete stores
   watch     print change events as they happen   trove watch home
   mirror    keep a local directory equal to a store or subtree
-  report    content-insights reports (not available yet)
+  project   content-insights projects: list, create, environments, promote
+  report    content-insights reports: create, status, list, download, query
 
 Addresses are STORE/PATH: "home" or "home/" is the root of store home.
 Run "trove <command> --help" for a command's options.
 
 ${GLOBAL_HELP}
 ${EXIT_HELP}`;
-
-interface Command {
-  help: string;
-  options: ParseArgsConfig["options"];
-  run(ctx: Context): Promise<number>;
-}
-
-interface Context {
-  io: CliIo;
-  values: Record<string, string | boolean | string[] | undefined>;
-  positionals: string[];
-  config: CliConfig;
-  rest(): Promise<TroveRestClient>;
-  progress: boolean;
-}
-
-function out(io: CliIo, text: string): void {
-  io.stdout.write(text);
-}
 
 function address(arg: string | undefined, what = "an address STORE/PATH"): { store: string; path: string } {
   if (!arg) throw new UsageError(`missing ${what}`);
@@ -547,19 +514,19 @@ Options:
     },
   },
 
-  report: {
-    help: `Usage: trove report create|status|download|query ...
-
-Content-insights reports: not available yet in this version of @trove/sdk.
-`,
-    options: {},
-    // REPORTS: the content-insights commands (create, status, download, query) go here.
-    async run(ctx) {
-      ctx.io.stderr.write("trove report: not available yet (the content-insights API is being built)\n");
-      return EXIT.error;
-    },
-  },
+  ...INSIGHTS_COMMANDS,
 };
+
+/** The exit code a script sees for an error answer. */
+function exitCodeOf(err: TroveError): number {
+  if (err instanceof NotFoundError) return EXIT.notFound;
+  if (err instanceof PreconditionFailedError) return EXIT.preconditionFailed;
+  if (err instanceof ConflictError) return EXIT.conflict;
+  if (err instanceof UnauthorizedError || err.status === 401) return EXIT.unauthorized;
+  if (err instanceof ForbiddenError) return EXIT.forbidden;
+  if (err instanceof ConnectionError || err instanceof UnavailableError) return EXIT.unavailable;
+  return EXIT.error;
+}
 
 /** The exit code and message for an error. */
 function failure(err: unknown, command: string): { code: number; message: string } {
@@ -567,18 +534,7 @@ function failure(err: unknown, command: string): { code: number; message: string
   if (err instanceof UsageError) return { code: EXIT.usage, message: `${prefix}: ${err.message}` };
   if (err instanceof TroveError) {
     const what = err instanceof ConnectionError ? err.reason : `${err.status ? `${err.status} ` : ""}${err.reason}`;
-    const code =
-      err instanceof NotFoundError
-        ? EXIT.notFound
-        : err instanceof PreconditionFailedError
-          ? EXIT.preconditionFailed
-          : err instanceof UnauthorizedError || err.status === 401
-            ? EXIT.unauthorized
-            : err instanceof ForbiddenError
-              ? EXIT.forbidden
-              : err instanceof ConnectionError || err instanceof UnavailableError
-                ? EXIT.unavailable
-                : EXIT.error;
+    const code = exitCodeOf(err);
     return { code, message: `${prefix}: ${what}` };
   }
   const e = err as NodeJS.ErrnoException;
