@@ -182,7 +182,10 @@ export interface StoragePort {
    * the backend can (every GET needs both); undefined when the store does not exist or is deleted.
    */
   getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined>;
-  /** Children (or all descendants) of a directory in path order, in batches. */
+  /**
+   * Children (or all descendants) of a directory in path order, in batches, without their
+   * contents (`inline` null: a listing never carries them; `readBlob` reads them).
+   */
   listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]>;
 
   /** Creates or replaces a file. The blob must come from writeBlob. */

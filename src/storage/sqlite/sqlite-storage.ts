@@ -120,6 +120,10 @@ function toNode(row: NodeRow): NodeRecord {
   };
 }
 
+/** A listing's columns: everything but the contents (readBlob finds inline ones by path and blob). */
+const LISTED_COLUMNS =
+  "store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, NULL AS inline, created, modified, event_id";
+
 // The hot reads return rows as arrays (better-sqlite3's raw mode): a keyed row object costs the
 // interning of every column name of every row, more than the SQLite lookup itself.
 const NODE_COLUMNS = "n.directory, n.deleted, n.tag, n.prev_tag, n.type, n.size, n.md5, n.blob";
@@ -307,14 +311,14 @@ export class SqliteStorage implements StoragePort {
         "UPDATE nodes SET prev_tag = tag, tag = @tag, event_id = @eventId WHERE store = @store AND path = @path",
       ),
       children: db.prepare<[string, string, string, number], NodeRow>(
-        "SELECT * FROM nodes WHERE store = ? AND parent = ? AND path > ? ORDER BY path LIMIT ?",
+        `SELECT ${LISTED_COLUMNS} FROM nodes WHERE store = ? AND parent = ? AND path > ? ORDER BY path LIMIT ?`,
       ),
       descendants: db.prepare<[string, string, string, number], NodeRow>(
-        "SELECT * FROM nodes WHERE store = ? AND path > ? AND path < ? ORDER BY path LIMIT ?",
+        `SELECT ${LISTED_COLUMNS} FROM nodes WHERE store = ? AND path > ? AND path < ? ORDER BY path LIMIT ?`,
       ),
       // Below the root: every path but "". No upper bound: descendantRange's U+10FFFF would leave out names starting with it.
       belowRoot: db.prepare<[string, string, number], NodeRow>(
-        "SELECT * FROM nodes WHERE store = ? AND path > ? ORDER BY path LIMIT ?",
+        `SELECT ${LISTED_COLUMNS} FROM nodes WHERE store = ? AND path > ? ORDER BY path LIMIT ?`,
       ),
       liveSubtree: db.prepare<[string, string, string, string], NodeRow>(
         "SELECT * FROM nodes WHERE store = ? AND (path = ? OR (path >= ? AND path < ?)) AND deleted = 0 ORDER BY path",
