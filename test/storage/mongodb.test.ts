@@ -4,7 +4,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
+import { MongoStorage, type MongoStorageOptions } from "../../src/storage/mongodb/mongo-storage.js";
+import { StoreLeases } from "../../src/storage/mongodb/mongo-store-lease.js";
 import type { ReportRecord } from "../../src/storage/port.js";
 import { type AdapterUnderTest, storageContract } from "./contract.js";
 
@@ -87,6 +88,266 @@ describe.runIf(MONGODB_URL)("mongodb adapter", () => {
       await client.close();
       await a.cleanup();
     }
+  });
+
+  describe("writers of one store on several instances", () => {
+    const T0 = 1_700_000_000_000;
+
+    async function* once(data: string): AsyncIterable<Uint8Array> {
+      yield new TextEncoder().encode(data);
+    }
+
+    /** Opens more adapters on the database of `a`: separate processes, as far as the store lease goes. */
+    function more(a: AdapterUnderTest, count: number, options: Partial<MongoStorageOptions> = {}) {
+      const database = (a.storage as MongoStorage).databaseName;
+      return Promise.all(
+        Array.from({ length: count }, () => MongoStorage.open({ url: MONGODB_URL as string, database, ...options })),
+      );
+    }
+
+    /** A client on the database of `a`, to look at (or stage) what the adapter stores. */
+    async function rawDb(a: AdapterUnderTest) {
+      const client = new MongoClient(MONGODB_URL as string);
+      return { client, db: client.db((a.storage as MongoStorage).databaseName) };
+    }
+
+    for (const type of ["snapshot", "recursive"] as const) {
+      it(`4 instances x 25 concurrent writes (${type} store): every write has its own event id, the feed has no hole`, async () => {
+        const a = await openMongoAdapter();
+        const others = await more(a, 3);
+        const instances = [a.storage, ...others];
+        try {
+          await a.storage.createStore({ name: "s", type, settings: {} }, T0);
+          // A follower polls the feed meanwhile: it must never move past an id written later.
+          const seen = new Map<string, number>();
+          let cursor = 0;
+          let done = false;
+          const follower = (async () => {
+            for (;;) {
+              const finished = done;
+              const batch = await a.storage.changesSince("s", cursor, 7);
+              for (const n of batch) {
+                expect(n.eventId).toBeGreaterThan(cursor);
+                cursor = n.eventId;
+                seen.set(n.path, n.eventId);
+              }
+              if (batch.length === 0) {
+                if (finished) return;
+                await new Promise((resolve) => setTimeout(resolve, 1));
+              }
+            }
+          })();
+          const outcomes = await Promise.allSettled(
+            instances.flatMap((s, i) =>
+              Array.from({ length: 25 }, async (_, j) => {
+                const path = `i${i}-${j}`;
+                if (j % 5 === 4) return (await s.makeDirectory("s", path, {}, T0)).node;
+                const blob = await s.writeBlob(once(`${i}/${j}`), { maxSize: 1024 });
+                return (await s.putFile("s", `${path}.txt`, blob, "text/plain", {}, T0)).node;
+              }),
+            ),
+          );
+          done = true;
+          await follower;
+          const failures = outcomes.flatMap((o) => (o.status === "rejected" ? [String(o.reason)] : []));
+          expect(failures).toEqual([]);
+          const written = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+
+          // Each write takes one id, and on a recursive store one more for the root directory.
+          const last = type === "snapshot" ? 101 : 201;
+          expect(new Set(written.map((n) => n.eventId)).size).toBe(100);
+          const changes = await a.storage.changesSince("s", 0, 10_000);
+          const feedIds = changes.map((n) => n.eventId);
+          expect(new Set(feedIds).size).toBe(feedIds.length);
+          expect(changes.map((n) => n.path).sort()).toEqual(["", ...written.map((n) => n.path)].sort());
+          for (const n of changes) expect(await a.storage.getNode("s", n.path)).toMatchObject({ eventId: n.eventId });
+          for (const n of changes) expect([n.path, seen.get(n.path)]).toEqual([n.path, n.eventId]);
+          if (type === "snapshot") {
+            for (const n of written) expect(seen.get(n.path)).toBe(n.eventId);
+            expect(feedIds).toEqual(Array.from({ length: last }, (_, k) => k + 1));
+          } else {
+            expect(changes.at(-1)).toMatchObject({ path: "", eventId: last });
+          }
+          expect((await a.storage.getStore("s"))?.lastEventId).toBe(last);
+          expect(cursor).toBe(last);
+        } finally {
+          for (const s of others) await s.close();
+          await a.cleanup();
+        }
+      }, 120_000);
+    }
+
+    it("a holder that died is followed once its lease ends, and the ids it allocated are published", async () => {
+      const a = await openMongoAdapter();
+      const { client, db } = await rawDb(a);
+      const [b] = await more(a, 1, { lockTimeout: 5000 });
+      try {
+        await a.storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        // What a holder killed after allocating ids 2 to 4 leaves: its lease announced, not released.
+        const until = Date.now() + 1000;
+        await db
+          .collection("stores")
+          .updateOne(
+            { _id: "s" as never },
+            { $set: { leaseEpoch: 1, leaseUntil: until, leaseReleased: false, lastEventId: 4 } },
+          );
+        expect((await a.storage.getStore("s"))?.lastEventId).toBe(1);
+        const blob = await b?.writeBlob(once("x"), { maxSize: 1024 });
+        const { node } = await (b as MongoStorage).putFile("s", "x.txt", blob as never, "text/plain", {}, T0);
+        expect(Date.now()).toBeGreaterThanOrEqual(until);
+        expect(node.eventId).toBe(5);
+        expect((await a.storage.getStore("s"))?.lastEventId).toBe(5);
+        expect((await a.storage.changesSince("s", 0, 10)).map((n) => [n.path, n.eventId])).toEqual([
+          ["", 1],
+          ["x.txt", 5],
+        ]);
+      } finally {
+        await b?.close();
+        await client.close();
+        await a.cleanup();
+      }
+    });
+
+    it("a holder whose lease another writer took can neither allocate nor publish", async () => {
+      const a = await openMongoAdapter();
+      const { client, db } = await rawDb(a);
+      try {
+        await a.storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        const first = new StoreLeases(db, { lease: 10_000, lockTimeout: 2000 });
+        const second = new StoreLeases(db, { lease: 10_000, lockTimeout: 2000 });
+        const { lease: old } = await first.acquire("s");
+        expect(await old.allocate(1)).toBe(2);
+        // Its lease ends in the others' eyes (a stalled process, or a clock behind theirs).
+        await db.collection("stores").updateOne({ _id: "s" as never }, { $set: { leaseUntil: 0 } });
+        const { doc, lease } = await second.acquire("s");
+        expect(lease.epoch).toBe(old.epoch + 1);
+        // The first holder's allocation is published: it may have written it.
+        expect(doc).toMatchObject({ lastEventId: 2, committedEventId: 2 });
+        await expect(old.allocate(1)).rejects.toThrow(/lost the write lease of store s/);
+        expect(await lease.allocate(2)).toBe(3);
+        await first.release(old);
+        expect(await db.collection("stores").findOne({ _id: "s" as never })).toMatchObject({
+          leaseEpoch: lease.epoch,
+          leaseReleased: false,
+          lastEventId: 4,
+          committedEventId: 2,
+        });
+        await second.release(lease);
+        expect(await db.collection("stores").findOne({ _id: "s" as never })).toMatchObject({
+          leaseEpoch: lease.epoch,
+          leaseReleased: true,
+          committedEventId: 4,
+        });
+      } finally {
+        await client.close();
+        await a.cleanup();
+      }
+    });
+
+    it("a holder stops writing a third of its lease before the others may take it", async () => {
+      const a = await openMongoAdapter();
+      const { client, db } = await rawDb(a);
+      try {
+        await a.storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        const leases = new StoreLeases(db, { lease: 600, lockTimeout: 2000 });
+        const { lease } = await leases.acquire("s");
+        await new Promise((resolve) => setTimeout(resolve, 450));
+        await expect(lease.allocate(1)).rejects.toThrow(/write lease of store s ran out/);
+        await expect(lease.keep()).rejects.toThrow(/ran out/);
+        const next = await new StoreLeases(db, { lease: 600, lockTimeout: 2000 }).acquire("s");
+        expect(next.lease.epoch).toBe(lease.epoch + 1);
+      } finally {
+        await client.close();
+        await a.cleanup();
+      }
+    });
+
+    it("writers queue in ticket order; one that gives up waiting does not hold up the next", async () => {
+      const a = await openMongoAdapter();
+      const { client, db } = await rawDb(a);
+      try {
+        await a.storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        const holder = new StoreLeases(db, { lease: 30_000, lockTimeout: 2000 });
+        const impatient = new StoreLeases(db, { lease: 30_000, lockTimeout: 300 });
+        const patient = new StoreLeases(db, { lease: 30_000, lockTimeout: 10_000 });
+        const { lease } = await holder.acquire("s");
+        const gaveUp = impatient.acquire("s");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const waiting = patient.acquire("s");
+        await expect(gaveUp).rejects.toThrow(/store s is busy/);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await holder.release(lease);
+        const released = performance.now();
+        const next = await waiting;
+        // Not held up until the abandoned ticket's own end (lockTimeout + lease/3 = 10.3 s).
+        expect(performance.now() - released).toBeLessThan(2000);
+        expect(next.lease.epoch).toBe(lease.epoch + 2);
+        const abandoned = await db.collection("storeLeases").findOne({ _id: `s#${lease.epoch + 1}` as never });
+        expect(abandoned).toMatchObject({ store: "s", epoch: lease.epoch + 1, released: true });
+      } finally {
+        await client.close();
+        await a.cleanup();
+      }
+    });
+
+    it("an operation longer than the lease renews it, and other instances wait for it", async () => {
+      const a = await openMongoAdapter();
+      const lease = 900;
+      const [slow, other] = await more(a, 2, { lease });
+      try {
+        await a.storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        await a.storage.makeDirectory("s", "d", {}, T0);
+        for (let i = 0; i < 200; i++) {
+          const blob = await a.storage.writeBlob(once(`${i}`), { maxSize: 1024 });
+          await a.storage.putFile("s", `d/f${i}.txt`, blob, "text/plain", {}, T0);
+        }
+        const started = performance.now();
+        const deletion = (slow as MongoStorage).deleteTree("s", "d", {}, T0);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const blob = await a.storage.writeBlob(once("late"), { maxSize: 1024 });
+        const { node: late } = await (other as MongoStorage).putFile("s", "late.txt", blob, "text/plain", {}, T0);
+        const { count } = await deletion;
+        // On FerretDB the 201 tombstones take longer than the lease (about 2 s).
+        console.info(`deleteTree of 201 nodes: ${Math.round(performance.now() - started)} ms, lease ${lease} ms`);
+        expect(count).toBe(201);
+        const tombstones = await a.storage.changesSince("s", 0, 1000);
+        const lastTombstone = Math.max(...tombstones.filter((n) => n.deleted).map((n) => n.eventId));
+        expect(late.eventId).toBe(lastTombstone + 1);
+        expect((await a.storage.getStore("s"))?.lastEventId).toBe(late.eventId);
+      } finally {
+        await slow?.close();
+        await other?.close();
+        await a.cleanup();
+      }
+    }, 60_000);
+
+    it("the purge removes the tickets of past epochs", async () => {
+      const a = await openMongoAdapter();
+      const { client, db } = await rawDb(a);
+      const [b] = await more(a, 1);
+      try {
+        await a.storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        for (let i = 0; i < 6; i++) {
+          const s = i % 2 === 0 ? a.storage : (b as MongoStorage);
+          await s.makeDirectory("s", `d${i}`, {}, T0);
+        }
+        const tickets = db.collection<{ _id: string; epoch: number }>("storeLeases");
+        expect(await tickets.countDocuments({ store: "s" })).toBe(6);
+        await a.storage.purgeExpired(T0);
+        const store = await db.collection("stores").findOne({ _id: "s" as never });
+        expect(await tickets.find({ store: "s" }).toArray()).toEqual([
+          expect.objectContaining({ _id: `s#${store?.leaseEpoch}` }),
+        ]);
+        // And writing goes on from there, from either instance.
+        await (b as MongoStorage).makeDirectory("s", "after", {}, T0);
+        await a.storage.makeDirectory("s", "after-2", {}, T0);
+        expect((await a.storage.getStore("s"))?.lastEventId).toBe(9);
+      } finally {
+        await b?.close();
+        await client.close();
+        await a.cleanup();
+      }
+    });
   });
 
   describe("report jobs", () => {

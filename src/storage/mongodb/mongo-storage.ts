@@ -1,6 +1,6 @@
 // MongoDB backend: metadata in collections, contents in GridFS (the blob UUID
 // is the GridFS _id), small contents inline. No multi-document transaction:
-// writers of one store take a lease on the store document, write in event-id
+// writers of one store take its lease (mongo-store-lease.ts), write in event-id
 // order, and publish a committed watermark that readers of the feed respect.
 // Several stateless Trove instances can share one database (docs/mongodb.md).
 
@@ -33,6 +33,7 @@ import type {
 } from "../port.js";
 import { binaryBytes, guard, isConnectionError, readGridFS, removeGridFS, unavailable } from "./mongo-driver.js";
 import { MongoInsights } from "./mongo-insights.js";
+import { type LeaseFields, type StoreLease, StoreLeases } from "./mongo-store-lease.js";
 
 export interface MongoStorageOptions {
   /** mongodb://… connection string. */
@@ -49,20 +50,18 @@ export interface MongoStorageOptions {
   serverSelectionTimeout?: number;
 }
 
-interface StoreDoc {
-  _id: string;
+/**
+ * One per store, never removed (a deleted store keeps its event ids). On FerretDB an update
+ * rewrites the whole document, so concurrent updates of one store document can undo each other:
+ * every update of it is made under the store's lease, filtered on the lease's fence.
+ */
+interface StoreDoc extends LeaseFields {
   type: string;
   settings: Record<string, string>;
   deleted: boolean;
-  /** Last event id allocated. */
-  lastEventId: number;
-  /** Every event up to this id is written: the feed's watermark. */
-  committedEventId: number;
   purgedEventId: number;
   created: number;
   modified: number;
-  lockUntil?: number;
-  lockOwner?: string;
 }
 
 /**
@@ -102,6 +101,9 @@ function inGridFS(n: { blob: string; directory: boolean; deleted: boolean; size:
 /** The TTL index removes a tombstone this long after the purge should have: the purge raises purgedEventId first. */
 const TTL_GRACE = 24 * 3_600_000;
 
+/** Nodes removed per deleteMany when a store goes: the lease is renewed between batches. */
+const REMOVE_BATCH = 5000;
+
 function toNode(d: NodeDoc): NodeRecord {
   return {
     store: d.store,
@@ -127,6 +129,8 @@ export class MongoStorage implements StoragePort {
   private readonly bucket: GridFSBucket;
   /** Projects, environments, promotions and reports (mongo-insights.ts). */
   private readonly insights: MongoInsights;
+  /** The stores' write leases (mongo-store-lease.ts). */
+  private readonly leases: StoreLeases;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly localLocks = new Map<string, Promise<void>>();
   private readonly seen = new Map<string, number>();
@@ -147,6 +151,7 @@ export class MongoStorage implements StoragePort {
     this.insights = new MongoInsights(db, this.bucket);
     this.lease = options.lease ?? 30_000;
     this.lockTimeout = options.lockTimeout ?? 10_000;
+    this.leases = new StoreLeases(db, { lease: this.lease, lockTimeout: this.lockTimeout });
   }
 
   static async open(options: MongoStorageOptions): Promise<MongoStorage> {
@@ -181,6 +186,7 @@ export class MongoStorage implements StoragePort {
         if (!(err instanceof MongoError && /not implemented|not supported/i.test(err.message))) throw err;
       }
       await this.insights.ensureIndexes(this.ttlIndex);
+      await this.leases.ensureIndexes();
     });
   }
 
@@ -215,61 +221,85 @@ export class MongoStorage implements StoragePort {
   }
 
   async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    await this.guard(async () => {
-      const existing = await this.stores.findOne({ _id: config.name });
-      if (existing && !existing.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
-      // Leftovers of a deletion that died half-way must not come back with the new store.
-      if (existing) await this.removeStoreNodes(config.name);
-      const eventId = (existing?.lastEventId ?? 0) + 1;
-      await this.nodes.replaceOne({ _id: nodeKey(config.name, "") }, this.directoryDoc(config.name, "", now, eventId), {
-        upsert: true,
-      });
-      const fields = {
-        type: config.type,
-        settings: config.settings,
-        deleted: false,
-        lastEventId: eventId,
-        committedEventId: eventId,
-        created: now,
-        modified: now,
-      };
-      if (existing) {
-        const revived = await this.stores.updateOne({ _id: config.name, deleted: true }, { $set: fields });
-        if (revived.modifiedCount === 0) throw new AlreadyExistsError(`store ${config.name} already exists`);
-      } else {
+    const existing = await this.guard(() => this.stores.findOne({ _id: config.name }, { projection: { deleted: 1 } }));
+    if (existing && !existing.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
+    if (existing) {
+      await this.reviveStore(config, now);
+    } else {
+      await this.guard(async () => {
+        const eventId = 1;
+        await this.nodes.replaceOne(
+          { _id: nodeKey(config.name, "") },
+          this.directoryDoc(config.name, "", now, eventId),
+          { upsert: true },
+        );
         try {
-          await this.stores.insertOne({ _id: config.name, purgedEventId: 0, ...fields });
+          await this.stores.insertOne({
+            _id: config.name,
+            type: config.type,
+            settings: config.settings,
+            deleted: false,
+            lastEventId: eventId,
+            committedEventId: eventId,
+            purgedEventId: 0,
+            created: now,
+            modified: now,
+          });
         } catch (err) {
           if (err instanceof MongoError && err.code === 11000)
             throw new AlreadyExistsError(`store ${config.name} already exists`);
           throw err;
         }
-      }
-    });
+      });
+    }
     this.changed(config.name);
     return this.mustGetStore(config.name);
   }
 
-  async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    await this.guard(async () => {
-      const res = await this.stores.updateOne(
-        { _id: config.name, deleted: false },
-        { $set: { type: config.type, settings: config.settings, modified: now } },
+  /** A store created again under a deleted one's name continues its event ids. */
+  private async reviveStore(config: StoreConfig, now: number): Promise<void> {
+    const blobs = await this.withStoreLock(config.name, async (s, lease) => {
+      if (!s.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
+      // Leftovers of a deletion that died half-way must not come back with the new store.
+      const leftovers = await this.removeStoreNodes(config.name, lease);
+      const eventId = await lease.allocate(1);
+      await this.nodes.replaceOne({ _id: nodeKey(config.name, "") }, this.directoryDoc(config.name, "", now, eventId), {
+        upsert: true,
+      });
+      const revived = await this.stores.updateOne(
+        { ...lease.fence, deleted: true },
+        { $set: { type: config.type, settings: config.settings, deleted: false, created: now, modified: now } },
       );
-      if (res.matchedCount === 0) throw new NotFoundError(`store ${config.name} not found`);
+      if (revived.matchedCount === 0) throw lease.lost();
+      return leftovers;
+    });
+    for (const blob of blobs) await this.guard(() => this.removeBlob(blob));
+  }
+
+  async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    await this.withStoreLock(config.name, async (s, lease) => {
+      this.liveConfig(s);
+      const res = await this.stores.updateOne(lease.fence, {
+        $set: { type: config.type, settings: config.settings, modified: now },
+      });
+      if (res.matchedCount === 0) throw lease.lost();
     });
     this.changed(config.name);
     return this.mustGetStore(config.name);
   }
 
   async deleteStore(name: string, now: number): Promise<StoreRecord> {
-    await this.withStoreLock(name, async (store, allocate) => {
+    const blobs = await this.withStoreLock(name, async (store, lease) => {
       if (store.deleted) throw new NotFoundError(`store ${name} not found`);
-      const eventId = await allocate(1);
+      const eventId = await lease.allocate(1);
       // The store is marked first: from then on nothing of it is visible, even if the rest never happens.
-      await this.stores.updateOne({ _id: name }, { $set: { deleted: true, modified: now, purgedEventId: eventId } });
+      const res = await this.stores.updateOne(lease.fence, {
+        $set: { deleted: true, modified: now, purgedEventId: eventId },
+      });
+      if (res.matchedCount === 0) throw lease.lost();
+      return this.removeStoreNodes(name, lease);
     });
-    await this.guard(() => this.removeStoreNodes(name));
+    for (const blob of blobs) await this.guard(() => this.removeBlob(blob));
     this.changed(name);
     return this.mustGetStore(name);
   }
@@ -319,13 +349,13 @@ export class MongoStorage implements StoragePort {
     now: number,
   ): Promise<WriteResult> {
     let replaced: NodeDoc | null = null;
-    const result = await this.withStoreLock(store, async (s, allocate) => {
+    const result = await this.withStoreLock(store, async (s, lease) => {
       const config = this.liveConfig(s);
       const target = await this.current(store, path, config, now);
       const parent = await this.current(store, parentOf(path) ?? "", config, now);
       const { created } = planPutFile(path, target, parent, pre.ifMatch);
       const ancestors = this.ancestorsToRetag(config, path);
-      const eventId = await allocate(1 + ancestors.length);
+      const eventId = await lease.allocate(1 + ancestors.length);
       const doc: NodeDoc = {
         store,
         path,
@@ -344,7 +374,7 @@ export class MongoStorage implements StoragePort {
         eventId,
       };
       await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
-      await this.retag(store, ancestors, eventId + 1);
+      await this.retag(store, ancestors, eventId + 1, lease);
       replaced = target ?? null;
       return { node: toNode(doc), created };
     });
@@ -355,17 +385,17 @@ export class MongoStorage implements StoragePort {
   }
 
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    const result = await this.withStoreLock(store, async (s, allocate) => {
+    const result = await this.withStoreLock(store, async (s, lease) => {
       const config = this.liveConfig(s);
       const target = await this.current(store, path, config, now);
       const parent = path === "" ? undefined : await this.current(store, parentOf(path) ?? "", config, now);
       const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
       if (!created) return { node: toNode(target as NodeDoc), created };
       const ancestors = this.ancestorsToRetag(config, path);
-      const eventId = await allocate(1 + ancestors.length);
+      const eventId = await lease.allocate(1 + ancestors.length);
       const doc = this.directoryDoc(store, path, now, eventId);
       await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
-      await this.retag(store, ancestors, eventId + 1);
+      await this.retag(store, ancestors, eventId + 1, lease);
       return { node: toNode(doc), created };
     });
     if (result.created) this.changed(store);
@@ -374,7 +404,7 @@ export class MongoStorage implements StoragePort {
 
   async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
     const removed: NodeDoc[] = [];
-    const result = await this.withStoreLock(store, async (s, allocate) => {
+    const result = await this.withStoreLock(store, async (s, lease) => {
       const config = this.liveConfig(s);
       const target = await this.current(store, path, config, now);
       planDelete(path, target, pre.ifMatch);
@@ -387,7 +417,7 @@ export class MongoStorage implements StoragePort {
         : [];
       const ordered = [...below, self];
       const ancestors = this.ancestorsToRetag(config, path);
-      let eventId = (await allocate(ordered.length + ancestors.length)) - 1;
+      let eventId = (await lease.allocate(ordered.length + ancestors.length)) - 1;
       const expireAt = new Date(now + keepDeletedMillis(config) + TTL_GRACE);
       const ops: AnyBulkWriteOperation<NodeDoc>[] = ordered.map((n) => {
         eventId += 1;
@@ -410,8 +440,8 @@ export class MongoStorage implements StoragePort {
         };
       });
       // In order: the tombstones become visible in event-id order.
-      await this.writeInOrder(ops);
-      await this.retag(store, ancestors, eventId + 1);
+      await this.writeInOrder(ops, lease);
+      await this.retag(store, ancestors, eventId + 1, lease);
       removed.push(...ordered);
       const node = await this.nodes.findOne({ _id: nodeKey(store, path) });
       return { node: toNode(node as NodeDoc), count: ordered.length };
@@ -499,29 +529,48 @@ export class MongoStorage implements StoragePort {
 
   async purgeExpired(now: number): Promise<number> {
     let purged = 0;
-    for (const s of await this.guard(() => this.stores.find({ deleted: false }).toArray())) {
+    const expired = (s: StoreDoc) => {
       const config = { name: s._id, type: s.type as StoreType, settings: s.settings };
-      const cutoff = now - keepDeletedMillis(config);
-      for (;;) {
-        const docs = await this.guard(() =>
-          this.nodes
-            .find({ store: s._id, deleted: true, modified: { $lte: cutoff } }, { projection: { _id: 1, eventId: 1 } })
+      return { store: s._id, deleted: true, modified: { $lte: now - keepDeletedMillis(config) } };
+    };
+    // A store whose lease stays busy is purged next time; the others are not held up by it.
+    let failure: unknown;
+    for (const s of await this.guard(() => this.stores.find({ deleted: false }).toArray())) {
+      if (!(await this.guard(() => this.nodes.findOne(expired(s), { projection: { _id: 1 } })))) continue;
+      // Under the lease: on FerretDB a delete reads, then deletes by _id, so a tombstone written
+      // over by a new resource in between would go with it; and purgedEventId is in the store
+      // document, which only lease holders may update.
+      const purging = this.withStoreLock(s._id, async (doc, lease) => {
+        let count = 0;
+        if (doc.deleted) return count;
+        const filter = expired(doc);
+        for (;;) {
+          const docs = await this.nodes
+            .find(filter, { projection: { _id: 1, eventId: 1 } })
             .sort({ eventId: 1 })
             .limit(1000)
-            .toArray(),
-        );
-        const last = docs.at(-1);
-        if (!last) break;
-        // Raise the bound first: a crash between the two writes costs a needless RESET, never a silent skip.
-        await this.guard(() => this.stores.updateOne({ _id: s._id }, { $max: { purgedEventId: last.eventId } }));
-        const res = await this.guard(() =>
-          this.nodes.deleteMany({ _id: { $in: docs.map((d) => d._id) }, deleted: true, modified: { $lte: cutoff } }),
-        );
-        purged += res.deletedCount;
-        if (docs.length < 1000) break;
-      }
+            .toArray();
+          const last = docs.at(-1);
+          if (!last) break;
+          // Raise the bound first: a crash between the two writes costs a needless RESET, never a silent skip.
+          await lease.keep();
+          const raised = await this.stores.updateOne(lease.fence, { $max: { purgedEventId: last.eventId } });
+          if (raised.matchedCount === 0) throw lease.lost();
+          const res = await this.nodes.deleteMany({ ...filter, _id: { $in: docs.map((d) => d._id) } });
+          count += res.deletedCount;
+          if (docs.length < 1000) break;
+        }
+        return count;
+      });
+      purged += await purging.catch((err: unknown) => {
+        failure ??= err;
+        return 0;
+      });
     }
-    return purged + (await this.insights.purgeExpired(now));
+    await this.guard(() => this.leases.collectGarbage());
+    purged += await this.insights.purgeExpired(now);
+    if (failure !== undefined) throw failure;
+    return purged;
   }
 
   createProject(project: ProjectRecord): Promise<ProjectRecord> {
@@ -630,7 +679,12 @@ export class MongoStorage implements StoragePort {
   }
 
   /** On sync-recursive stores, every ancestor directory gets a new tag and event, nearest first. */
-  private async retag(store: string, ancestors: readonly string[], firstEventId: number): Promise<void> {
+  private async retag(
+    store: string,
+    ancestors: readonly string[],
+    firstEventId: number,
+    lease: StoreLease,
+  ): Promise<void> {
     if (ancestors.length === 0) return;
     const docs = await this.nodes
       .find({ _id: { $in: ancestors.map((a) => nodeKey(store, a)) } }, { projection: { path: 1, tag: 1 } })
@@ -642,15 +696,19 @@ export class MongoStorage implements StoragePort {
         update: { $set: { prevTag: tags.get(path) ?? "", tag: newTag(), eventId: firstEventId + i } },
       },
     }));
-    await this.writeInOrder(ops);
+    await this.writeInOrder(ops, lease);
   }
 
   /**
    * Ordered bulk writes in batches of 32: FerretDB (v1, SQLite backend) stalls
    * on one large update batch (measured: 50 updates 0.4 s, 100 never returned).
+   * The lease is kept (renewed when due) before each batch.
    */
-  private async writeInOrder(ops: AnyBulkWriteOperation<NodeDoc>[]): Promise<void> {
-    for (let i = 0; i < ops.length; i += 32) await this.nodes.bulkWrite(ops.slice(i, i + 32), { ordered: true });
+  private async writeInOrder(ops: AnyBulkWriteOperation<NodeDoc>[], lease: StoreLease): Promise<void> {
+    for (let i = 0; i < ops.length; i += 32) {
+      await lease.keep();
+      await this.nodes.bulkWrite(ops.slice(i, i + 32), { ordered: true });
+    }
   }
 
   private directoryDoc(store: string, path: string, now: number, eventId: number): NodeDoc {
@@ -673,12 +731,16 @@ export class MongoStorage implements StoragePort {
     };
   }
 
-  private async removeStoreNodes(store: string): Promise<void> {
-    const files = await this.nodes
-      .find({ store, deleted: false, directory: false, size: { $gt: INLINE_MAX } }, { projection: { blob: 1 } })
+  /** Removes every node of a store, under its lease; returns the GridFS blobs to remove once it is released. */
+  private async removeStoreNodes(store: string, lease: StoreLease): Promise<string[]> {
+    const docs = await this.nodes
+      .find({ store }, { projection: { _id: 1, blob: 1, size: 1, directory: 1, deleted: 1 } })
       .toArray();
-    await this.nodes.deleteMany({ store });
-    for (const f of files) await this.removeBlob(f.blob);
+    for (let i = 0; i < docs.length; i += REMOVE_BATCH) {
+      await lease.keep();
+      await this.nodes.deleteMany({ _id: { $in: docs.slice(i, i + REMOVE_BATCH).map((d) => d._id as string) } });
+    }
+    return docs.filter(inGridFS).map((d) => d.blob);
   }
 
   private async removeBlob(blob: string): Promise<void> {
@@ -687,14 +749,12 @@ export class MongoStorage implements StoragePort {
 
   /**
    * Runs `fn` holding the store's lease: one writer per store across every
-   * instance, so event ids are written in order. `allocate(n)` reserves n event
-   * ids and returns the first; on release the committed watermark moves up to
-   * the last one allocated.
+   * instance, so event ids are written in order. `lease.allocate(n)` reserves n
+   * event ids and returns the first; on release the committed watermark moves up
+   * to the last one allocated. Store-document updates in `fn` filter on
+   * `lease.fence`; long operations call `lease.keep()` between write batches.
    */
-  private async withStoreLock<T>(
-    store: string,
-    fn: (doc: StoreDoc, allocate: (count: number) => Promise<number>) => Promise<T>,
-  ): Promise<T> {
+  private async withStoreLock<T>(store: string, fn: (doc: StoreDoc, lease: StoreLease) => Promise<T>): Promise<T> {
     // In-process writers queue here instead of polling the database for the lease.
     const previous = this.localLocks.get(store) ?? Promise.resolve();
     let release!: () => void;
@@ -706,66 +766,16 @@ export class MongoStorage implements StoragePort {
     await previous;
     try {
       return await this.guard(async () => {
-        const owner = randomUUID();
-        const doc = await this.acquire(store, owner);
-        let allocated = 0;
-        const allocate = async (count: number) => {
-          const after = await this.stores.findOneAndUpdate(
-            { _id: store, lockOwner: owner },
-            { $inc: { lastEventId: count } },
-            { returnDocument: "after" },
-          );
-          if (!after) throw new UnavailableError(`lost the write lease of store ${store}; retry`);
-          allocated = after.lastEventId;
-          return after.lastEventId - count + 1;
-        };
+        const { doc, lease } = await this.leases.acquire(store);
         try {
-          return await fn(doc, allocate);
+          return await fn(doc as StoreDoc, lease);
         } finally {
-          await this.stores.updateOne(
-            { _id: store, lockOwner: owner },
-            {
-              $set: { lockUntil: 0, lockOwner: "" },
-              ...(allocated > 0 ? { $max: { committedEventId: allocated } } : {}),
-            },
-          );
+          await this.leases.release(lease);
         }
       });
     } finally {
       release();
       if (this.localLocks.get(store) === chained) this.localLocks.delete(store);
-    }
-  }
-
-  private async acquire(store: string, owner: string): Promise<StoreDoc> {
-    const deadline = Date.now() + this.lockTimeout;
-    for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
-      const now = Date.now();
-      const doc = await this.stores.findOneAndUpdate(
-        { _id: store, $or: [{ lockUntil: { $lte: now } }, { lockUntil: { $exists: false } }] },
-        { $set: { lockUntil: now + this.lease, lockOwner: owner } },
-        { returnDocument: "after" },
-      );
-      if (doc) {
-        // A writer that died holding the lease left events allocated but maybe unwritten:
-        // publishing its allocation is safe (gaps are allowed, holes are not: it is gone).
-        if (doc.committedEventId < doc.lastEventId) {
-          await this.stores.updateOne(
-            { _id: store, lockOwner: owner },
-            { $max: { committedEventId: doc.lastEventId } },
-          );
-          doc.committedEventId = doc.lastEventId;
-        }
-        return doc;
-      }
-      if (!(await this.stores.findOne({ _id: store }, { projection: { _id: 1 } }))) {
-        throw new NotFoundError(`store ${store} not found`);
-      }
-      if (Date.now() > deadline)
-        throw new UnavailableError(
-          `store ${store} is busy: its write lease was not free within ${this.lockTimeout} ms`,
-        );
-      await new Promise((r) => setTimeout(r, wait));
     }
   }
 

@@ -1,0 +1,288 @@
+// The write lease of a store on MongoDB: one writer per store across every instance, made
+// exclusive by inserting a ticket document with a unique _id (atomic on every MongoDB-compatible
+// server) rather than by a conditional update (not atomic on FerretDB v1; docs/mongodb.md).
+
+import { randomUUID } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import { NotFoundError, UnavailableError } from "../../domain/errors.js";
+import { isDuplicateKey } from "./mongo-driver.js";
+
+/** The fields of a store document that the lease reads and writes. */
+export interface LeaseFields {
+  _id: string;
+  /** Last event id allocated. */
+  lastEventId: number;
+  /** Every event up to this id is written (or will never be): the feed's watermark. */
+  committedEventId: number;
+  /** The epoch of the last holder that announced itself; absent before the first. */
+  leaseEpoch?: number;
+  /** When that holder's lease ends unless it renews it (ms since 1970, its clock). */
+  leaseUntil?: number;
+  /** That holder is done. */
+  leaseReleased?: boolean;
+}
+
+/**
+ * One ticket per epoch of a store's lease, `_id` = "{store}#{epoch}". Whoever inserts it owns the
+ * epoch; it may write once every earlier epoch is released or expired.
+ */
+interface TicketDoc {
+  _id: string;
+  store: string;
+  epoch: number;
+  owner: string;
+  /** Until when a ticket that has not been announced keeps its place in the queue. */
+  until: number;
+  /** Given up before being announced: later tickets go past it. */
+  released?: boolean;
+}
+
+interface Ticket {
+  store: string;
+  epoch: number;
+  /** performance.now() after which this process must not announce the ticket any more. */
+  validUntil: number;
+}
+
+export interface StoreLeaseOptions {
+  /** How long an announced holder keeps the lease without renewing it, in ms. */
+  lease: number;
+  /** How long a writer waits for the lease before giving up, in ms. */
+  lockTimeout: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function ticketId(store: string, epoch: number): string {
+  return `${store}#${epoch}`;
+}
+
+/**
+ * The lease of one store held by this process: the fence of every write made under it.
+ * Store-document writes made under the lease are filtered on `fence` (the epoch must still be
+ * the announced one); other writes call `keep()` first, which renews the lease every third of
+ * its length and refuses once it may have run out.
+ */
+export class StoreLease {
+  /** Last event id allocated under this lease: published as committed on release. */
+  allocated = 0;
+
+  constructor(
+    private readonly stores: Collection<LeaseFields>,
+    private readonly options: StoreLeaseOptions,
+    readonly store: string,
+    readonly epoch: number,
+    /** performance.now() when the last renewal (or the announcement) was sent. */
+    private renewedAt: number,
+  ) {}
+
+  /** Matches the store document only while this lease is the announced one. */
+  get fence(): { _id: string; leaseEpoch: number } {
+    return { _id: this.store, leaseEpoch: this.epoch };
+  }
+
+  /** Reserves `count` event ids (persisted before use) and returns the first; renews the lease. */
+  async allocate(count: number): Promise<number> {
+    this.check();
+    const sent = performance.now();
+    const after = await this.stores.findOneAndUpdate(
+      this.fence,
+      { $inc: { lastEventId: count }, $set: { leaseUntil: Date.now() + this.options.lease } },
+      { returnDocument: "after" },
+    );
+    if (!after) throw this.lost();
+    this.renewedAt = sent;
+    this.allocated = after.lastEventId;
+    return after.lastEventId - count + 1;
+  }
+
+  /**
+   * Call before each write batch of a long operation: renews the lease when a third of it has
+   * passed since the last renewal, and throws once it may have run out (another writer may then
+   * hold the store).
+   */
+  async keep(): Promise<void> {
+    this.check();
+    if (performance.now() - this.renewedAt < this.options.lease / 3) return;
+    const sent = performance.now();
+    const res = await this.stores.updateOne(this.fence, { $set: { leaseUntil: Date.now() + this.options.lease } });
+    if (res.matchedCount === 0) throw this.lost();
+    this.renewedAt = sent;
+  }
+
+  /**
+   * Others take the lease once `leaseUntil` (sent + lease, by their clocks) is past; this holder
+   * stops a third of the lease before that, which leaves the same margin for clock skew.
+   */
+  private check(): void {
+    if (performance.now() - this.renewedAt > (this.options.lease * 2) / 3) {
+      throw new UnavailableError(`the write lease of store ${this.store} ran out before the write was done; retry`);
+    }
+  }
+
+  lost(): UnavailableError {
+    return new UnavailableError(`lost the write lease of store ${this.store}; retry`);
+  }
+}
+
+/**
+ * Takes and releases stores' leases for one process. Taking a lease:
+ *
+ * 1. Take a ticket: insert the first free epoch after the announced one ("{store}#{n}"). Only one
+ *    inserter gets an epoch, on every server (a unique _id is enforced atomically).
+ * 2. Wait until every earlier epoch is done: the announced one released or past its `leaseUntil`,
+ *    any ticket in between given up or past its `until`. Tickets are served in epoch order.
+ * 3. Announce: set the store document's `leaseEpoch` to the ticket's epoch, only if it is still
+ *    lower. From then on the holder's store-document writes are filtered on that epoch.
+ *
+ * After releasing epoch n, this process takes n+1 directly (one insert, no read): nobody else
+ * can have announced since, and if someone took n+1, the insert fails and it queues.
+ */
+export class StoreLeases {
+  /** The store documents (collection `stores`), as far as the lease goes. */
+  private readonly stores: Collection<LeaseFields>;
+  private readonly tickets: Collection<TicketDoc>;
+  /** The epoch this process last released, per store. */
+  private readonly lastReleased = new Map<string, number>();
+  private readonly owner = randomUUID();
+
+  constructor(
+    db: Db,
+    private readonly options: StoreLeaseOptions,
+  ) {
+    this.stores = db.collection<LeaseFields>("stores");
+    this.tickets = db.collection<TicketDoc>("storeLeases");
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.tickets.createIndex({ store: 1, epoch: 1 }, { name: "store_epoch" });
+  }
+
+  /** Takes the store's lease; returns the store document as announced, with any dead holder's ids published. */
+  async acquire(store: string): Promise<{ doc: LeaseFields; lease: StoreLease }> {
+    const deadline = performance.now() + this.options.lockTimeout;
+    let released = this.lastReleased.get(store);
+    this.lastReleased.delete(store);
+    for (let first = true; ; first = false) {
+      if (!first && performance.now() > deadline) throw this.busy(store);
+      // After our own release of epoch n, n+1 is ours to take at once if nobody queued for it.
+      let ticket = released === undefined ? undefined : await this.insertTicket(store, released + 1);
+      released = undefined;
+      if (!ticket) {
+        ticket = await this.takeTicket(store);
+        if (!(await this.waitForTurn(ticket, deadline))) continue;
+      }
+      if (performance.now() >= ticket.validUntil) {
+        // Stalled between the wait and here: later tickets may already be going past this one.
+        await this.giveUp(ticket);
+        continue;
+      }
+      const sent = performance.now();
+      const doc = await this.stores.findOneAndUpdate(
+        { _id: store, $or: [{ leaseEpoch: { $lt: ticket.epoch } }, { leaseEpoch: { $exists: false } }] },
+        { $set: { leaseEpoch: ticket.epoch, leaseUntil: Date.now() + this.options.lease, leaseReleased: false } },
+        { returnDocument: "after" },
+      );
+      if (!doc) {
+        // A later epoch was announced: the ticket was stale (its epoch had been collected and the
+        // insert took it again). Queue again after the announced epoch.
+        if (!(await this.stores.findOne({ _id: store }, { projection: { _id: 1 } })))
+          throw new NotFoundError(`store ${store} not found`);
+        continue;
+      }
+      const lease = new StoreLease(this.stores, this.options, store, ticket.epoch, sent);
+      if (doc.committedEventId < doc.lastEventId) {
+        // A holder died (or ran out) with ids allocated and maybe unwritten: publishing them is
+        // safe, since it writes no more (gaps are allowed, holes are not).
+        await this.stores.updateOne(lease.fence, { $max: { committedEventId: doc.lastEventId } });
+        doc.committedEventId = doc.lastEventId;
+      }
+      return { doc, lease };
+    }
+  }
+
+  /** Publishes what the holder allocated and frees the lease; one write. */
+  async release(lease: StoreLease): Promise<void> {
+    const res = await this.stores.updateOne(lease.fence, {
+      $set: { leaseReleased: true },
+      ...(lease.allocated > 0 ? { $max: { committedEventId: lease.allocated } } : {}),
+    });
+    if (res.matchedCount === 1) this.lastReleased.set(lease.store, lease.epoch);
+  }
+
+  /**
+   * Removes the tickets of epochs before each store's announced one: nobody reads them again.
+   * (A process whose last release is older may insert one of those epochs again; its
+   * announcement then fails, and it queues after the announced epoch.)
+   */
+  async collectGarbage(): Promise<number> {
+    let removed = 0;
+    const stores = await this.stores.find({ leaseEpoch: { $gt: 1 } }, { projection: { leaseEpoch: 1 } }).toArray();
+    for (const s of stores) {
+      const res = await this.tickets.deleteMany({ store: s._id, epoch: { $lt: s.leaseEpoch as number } });
+      removed += res.deletedCount;
+    }
+    return removed;
+  }
+
+  /** The first epoch after the announced one that nobody holds a ticket for. */
+  private async takeTicket(store: string): Promise<Ticket> {
+    const s = await this.stores.findOne({ _id: store }, { projection: { leaseEpoch: 1 } });
+    if (!s) throw new NotFoundError(`store ${store} not found`);
+    for (let epoch = (s.leaseEpoch ?? 0) + 1; ; epoch++) {
+      const ticket = await this.insertTicket(store, epoch);
+      if (ticket) return ticket;
+    }
+  }
+
+  private async insertTicket(store: string, epoch: number): Promise<Ticket | undefined> {
+    const sent = performance.now();
+    // Others skip an unannounced ticket once `until` is past; this process stops using it a
+    // third of a lease earlier (the margin for clock skew and stalls, as for the lease itself).
+    const until = Date.now() + this.options.lockTimeout + this.options.lease / 3;
+    try {
+      await this.tickets.insertOne({ _id: ticketId(store, epoch), store, epoch, owner: this.owner, until });
+    } catch (err) {
+      if (isDuplicateKey(err)) return undefined;
+      throw err;
+    }
+    return { store, epoch, validUntil: sent + this.options.lockTimeout };
+  }
+
+  /** Polls until every earlier epoch is done (true), or the ticket turns out stale (false). */
+  private async waitForTurn(ticket: Ticket, deadline: number): Promise<boolean> {
+    const { store, epoch } = ticket;
+    for (let wait = 2; ; wait = Math.min(wait * 2, 25)) {
+      const s = await this.stores.findOne(
+        { _id: store },
+        { projection: { leaseEpoch: 1, leaseUntil: 1, leaseReleased: 1 } },
+      );
+      if (!s) throw new NotFoundError(`store ${store} not found`);
+      const announced = s.leaseEpoch ?? 0;
+      if (announced >= epoch) return false;
+      const now = Date.now();
+      let free = announced === 0 || s.leaseReleased === true || (s.leaseUntil ?? 0) <= now;
+      for (let e = announced + 1; free && e < epoch; e++) {
+        const t = await this.tickets.findOne({ _id: ticketId(store, e) });
+        free = !t || t.released === true || t.until <= now;
+      }
+      if (free) return true;
+      if (performance.now() + wait > deadline) {
+        await this.giveUp(ticket);
+        throw this.busy(store);
+      }
+      await sleep(wait);
+    }
+  }
+
+  /** Lets later tickets go past this one. */
+  private async giveUp(ticket: Ticket): Promise<void> {
+    await this.tickets.updateOne({ _id: ticketId(ticket.store, ticket.epoch) }, { $set: { released: true } });
+  }
+
+  private busy(store: string): UnavailableError {
+    return new UnavailableError(
+      `store ${store} is busy: its write lease was not free within ${this.options.lockTimeout} ms`,
+    );
+  }
+}
