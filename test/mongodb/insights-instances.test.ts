@@ -10,7 +10,8 @@ import { call, uploadExample } from "../insights/api-support.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
 
 const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
-if (!MONGODB_URL) console.warn("MongoDB insights instance tests NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
+if (!MONGODB_URL)
+  console.warn("MongoDB insights instance tests NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
 
 const CLAIMS = {
   trove_account: "acme",
