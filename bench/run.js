@@ -4,6 +4,10 @@
 // run; then the 1 GiB streaming benchmark (bench/stream-1g.js).
 // `npm run bench [-- --duration 10 --connections 32]`; `--only auth` compares
 // GET with authentication off and on, alternating, with server CPU per request.
+// `--mongodb-url URL` runs every Trove on that MongoDB (a fresh database per
+// server); `--only backends --mongodb-url URL [--mongodb-pid PID]` compares the
+// embedded store with MongoDB, alternating, with the CPU per request of Trove
+// and of the database server (PID) besides.
 
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -22,8 +26,12 @@ const { values: opts } = parseArgs({
     "skip-build": { type: "boolean", default: false },
     "stream-size-mib": { type: "string", default: "1024" },
     rounds: { type: "string", default: "3" },
+    "mongodb-url": { type: "string" },
+    "mongodb-pid": { type: "string" },
   },
 });
+const mongodbUrl = opts["mongodb-url"];
+const mongodbPid = opts["mongodb-pid"] === undefined ? undefined : Number(opts["mongodb-pid"]);
 const duration = Number(opts.duration);
 const warmup = Number(opts.warmup);
 const connections = Number(opts.connections);
@@ -89,6 +97,15 @@ const CASES = [
   },
 ];
 
+/** A ratio with two significant digits at least: MongoDB's PUT is far below 0.01x. */
+function times(ratio) {
+  return `${ratio >= 0.1 || Number.isNaN(ratio) ? ratio.toFixed(2) : ratio.toPrecision(2)}x`;
+}
+
+function median(xs) {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}
+
 function pad(text, width, right = false) {
   const s = String(text);
   return right ? s.padStart(width) : s.padEnd(width);
@@ -100,10 +117,16 @@ async function runRequests() {
     targets.push({ label: "node:http baseline", ...(await startBaseline()), get: "/r", put: "/r", etag: ETAG_4K });
     targets.push({
       label: "trove, no auth, silent",
-      ...(await prepareTrove(await startTrove({ logLevel: "silent", auth: "off" }))),
+      ...(await prepareTrove(await startTrove({ logLevel: "silent", auth: "off", mongodbUrl }))),
     });
-    targets.push({ label: "trove, log silent", ...(await prepareTrove(await startTrove({ logLevel: "silent" }))) });
-    targets.push({ label: "trove, log info", ...(await prepareTrove(await startTrove({ logLevel: "info" }))) });
+    targets.push({
+      label: "trove, log silent",
+      ...(await prepareTrove(await startTrove({ logLevel: "silent", mongodbUrl }))),
+    });
+    targets.push({
+      label: "trove, log info",
+      ...(await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl }))),
+    });
 
     const rows = [];
     for (const c of CASES) {
@@ -118,11 +141,12 @@ async function runRequests() {
       }
     }
 
+    console.log(`\nTrove's storage: ${mongodbUrl ? `MongoDB at ${mongodbUrl}` : "embedded (SQLite)"}`);
     const head = `${pad("case", 26)}${pad("server", 24)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("vs baseline", 13, true)}  other`;
-    console.log(`\n${head}\n${"-".repeat(head.length + 6)}`);
+    console.log(`${head}\n${"-".repeat(head.length + 6)}`);
     for (const r of rows) {
       console.log(
-        `${pad(r.case, 26)}${pad(r.target, 24)}${pad(Math.round(r.rps), 9, true)}${pad(r.p50, 8, true)}${pad(r.p99, 8, true)}${pad(`${r.ratio.toFixed(2)}x`, 13, true)}  ${r.other}`,
+        `${pad(r.case, 26)}${pad(r.target, 24)}${pad(Math.round(r.rps), 9, true)}${pad(r.p50, 8, true)}${pad(r.p99, 8, true)}${pad(times(r.ratio), 13, true)}  ${r.other}`,
       );
     }
   } finally {
@@ -139,7 +163,6 @@ async function runAuth() {
   const rounds = Number(opts.rounds);
   const off = { label: "auth off", ...(await prepareTrove(await startTrove({ logLevel: "silent", auth: "off" }))) };
   const on = { label: "auth on (token)", ...(await prepareTrove(await startTrove({ logLevel: "silent" }))) };
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   try {
     const results = [];
     for (const c of CASES.filter((x) => x.name !== "PUT 4 KiB")) {
@@ -192,6 +215,80 @@ async function runAuth() {
   }
 }
 
+/**
+ * The node:http baseline, Trove on the embedded store and Trove on MongoDB (each with a token,
+ * logging silent), in rounds whose order rotates so that the machine's drift hits all alike.
+ * Reports per server the median req/s and its range, the median of each round's ratio to that
+ * round's baseline, the CPU per request of the server process and, for MongoDB with
+ * `--mongodb-pid`, of the database server's process over the same load.
+ */
+async function runBackends() {
+  if (!mongodbUrl) throw new Error("--only backends needs --mongodb-url");
+  const rounds = Number(opts.rounds);
+  const targets = [];
+  try {
+    targets.push({ label: "node:http baseline", ...(await startBaseline()), get: "/r", put: "/r", etag: ETAG_4K });
+    targets.push({ label: "trove, embedded", ...(await prepareTrove(await startTrove({ logLevel: "silent" }))) });
+    targets.push({
+      label: "trove, MongoDB",
+      dbPid: mongodbPid,
+      ...(await prepareTrove(await startTrove({ logLevel: "silent", mongodbUrl }))),
+    });
+    const results = [];
+    for (const c of CASES) {
+      const runs = new Map(targets.map((t) => [t, []]));
+      for (const t of targets) if (warmup > 0) await load(t.url, requestFor(c, t), warmup);
+      for (let r = 0; r < rounds; r++) {
+        const order = targets.map((_, i) => targets[(i + r) % targets.length]);
+        const round = new Map();
+        for (const t of order) {
+          const cpu0 = cpuSeconds(t.pid);
+          const db0 = t.dbPid === undefined ? 0 : cpuSeconds(t.dbPid);
+          const result = await load(t.url, requestFor(c, t), duration);
+          const cpu = cpuSeconds(t.pid) - cpu0;
+          const db = t.dbPid === undefined ? Number.NaN : cpuSeconds(t.dbPid) - db0;
+          const s = summarize(result, c.expected);
+          const answered = s.rps * result.duration;
+          round.set(t, { ...s, cpu: (cpu * 1e6) / answered, db: (db * 1e6) / answered });
+          process.stderr.write(`  ${c.name}, ${t.label}, round ${r + 1}: ${Math.round(s.rps)} req/s\n`);
+        }
+        for (const t of targets) {
+          const x = round.get(t);
+          runs.get(t).push({ ...x, ratio: x.rps / round.get(targets[0]).rps });
+        }
+      }
+      for (const t of targets) {
+        const xs = runs.get(t);
+        const of = (k) => xs.map((x) => x[k]);
+        results.push({
+          case: c.name,
+          target: t.label,
+          rps: median(of("rps")),
+          low: Math.min(...of("rps")),
+          high: Math.max(...of("rps")),
+          ratio: median(of("ratio")),
+          cpu: median(of("cpu")),
+          db: median(of("db")),
+          p50: median(of("p50")),
+          p99: median(of("p99")),
+          other: of("other").filter(Boolean).join(" "),
+        });
+      }
+    }
+    console.log(`\nEmbedded store and MongoDB (${mongodbUrl}), median of ${rounds} rotating rounds, logging silent`);
+    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 8, true)}${pad("range", 15, true)}${pad("vs baseline", 13, true)}${pad("CPU/req", 10, true)}${pad("DB CPU/req", 12, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}  other`;
+    console.log(`${head}\n${"-".repeat(head.length + 6)}`);
+    const us = (x) => (Number.isNaN(x) ? "-" : `${Math.round(x)} µs`);
+    for (const r of results) {
+      console.log(
+        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 8, true)}${pad(`${Math.round(r.low)}-${Math.round(r.high)}`, 15, true)}${pad(times(r.ratio), 13, true)}${pad(us(r.cpu), 10, true)}${pad(us(r.db), 12, true)}${pad(r.p50, 8, true)}${pad(r.p99, 8, true)}  ${r.other}`,
+      );
+    }
+  } finally {
+    for (const t of targets) await t.stop();
+  }
+}
+
 console.log(
   `Trove benchmarks — ${new Date().toISOString()}, Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"})`,
 );
@@ -199,4 +296,5 @@ console.log(`autocannon: ${connections} connections, ${duration} s per case afte
 if (!opts["skip-build"]) buildDist();
 if (opts.only === undefined || opts.only === "requests") await runRequests();
 if (opts.only === "auth") await runAuth();
+if (opts.only === "backends") await runBackends();
 if (opts.only === undefined || opts.only === "stream") await runStream({ sizeMiB: Number(opts["stream-size-mib"]) });

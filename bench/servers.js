@@ -3,6 +3,7 @@
 // and the server's memory can be read from /proc.
 
 import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
@@ -59,7 +60,7 @@ async function startChild(args, probePath, port, extra = {}) {
     await untilAnswering(url + probePath, child, () => stderr);
   } catch (err) {
     child.kill("SIGKILL");
-    extra.cleanup?.();
+    await extra.cleanup?.();
     throw err;
   }
   return {
@@ -73,9 +74,27 @@ async function startChild(args, probePath, port, extra = {}) {
         await exited;
         clearTimeout(timer);
       }
-      extra.cleanup?.();
+      await extra.cleanup?.();
     },
   };
+}
+
+/** A database name of its own for each server: a fresh, empty store like a fresh data directory. */
+function benchDatabase() {
+  return `trove_bench_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
+}
+
+/** Drops a benchmark's database once its server has stopped, so runs leave nothing behind. */
+async function dropDatabase(url, database) {
+  const { MongoClient } = await import("mongodb");
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+  try {
+    await client.db(database).dropDatabase();
+  } catch (err) {
+    process.stderr.write(`  (could not drop ${database}: ${err.message})\n`);
+  } finally {
+    await client.close();
+  }
 }
 
 /**
@@ -83,14 +102,24 @@ async function startChild(args, probePath, port, extra = {}) {
  * to /dev/null. It runs its development issuer: `authorization` is `Bearer {token}` from there,
  * and every request must carry it. With `auth: "off"` the server is bench/anonymous-server.js
  * instead (same server, callers anonymous), for the auth-off row; `authorization` is then undefined.
+ * With `mongodbUrl`, everything is kept on that MongoDB (`--mongodb-url`) in a database of its own,
+ * dropped when the server stops; the data directory then holds only the development issuer's keys.
+ * `pollWait` (seconds) raises the longest wait a poll may ask for (`--poll-wait`, default 30).
  */
-export async function startTrove({ logLevel = "silent", auth = "dev" } = {}) {
+export async function startTrove({ logLevel = "silent", auth = "dev", mongodbUrl, pollWait } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "trove-bench-"));
   const port = await freePort();
-  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  const database = mongodbUrl ? benchDatabase() : undefined;
+  const cleanup = async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    if (database) await dropDatabase(mongodbUrl, database);
+  };
+  const backend = database ? { backend: "mongodb", database } : { backend: "embedded" };
   if (auth === "off") {
     const args = [join(ROOT, "bench/anonymous-server.js"), String(port), dataDir, logLevel];
-    return { ...(await startChild(args, "/resources/v2/data/home/", port, { cleanup })), authorization: undefined };
+    if (database) args.push(mongodbUrl, database);
+    const server = await startChild(args, "/resources/v2/data/home/", port, { cleanup });
+    return { ...server, ...backend, authorization: undefined };
   }
   const args = [
     join(ROOT, "bin/trove.js"),
@@ -104,10 +133,13 @@ export async function startTrove({ logLevel = "silent", auth = "dev" } = {}) {
     "--token-lifetime",
     "86400",
   ];
+  if (database) args.push("--mongodb-url", mongodbUrl, "--mongodb-database", database);
+  if (pollWait !== undefined) args.push("--poll-wait", String(pollWait));
   const server = await startChild(args, "/auth/.well-known/openid-configuration", port, { cleanup });
   try {
     const { fetchDevToken } = await import("../dist/auth/token-command.js");
-    return { ...server, authorization: `Bearer ${await fetchDevToken({ url: server.url, dataDir })}` };
+    const token = await fetchDevToken({ url: server.url, dataDir });
+    return { ...server, ...backend, authorization: `Bearer ${token}` };
   } catch (err) {
     await server.stop();
     throw err;
