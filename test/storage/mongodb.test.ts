@@ -350,6 +350,61 @@ describe.runIf(MONGODB_URL)("mongodb adapter", () => {
     });
   });
 
+  it("the purge removes GridFS files over an hour old that nothing refers to, and keeps every other", async () => {
+    const a = await openMongoAdapter();
+    const client = new MongoClient(MONGODB_URL as string);
+    const T0 = 1_700_000_000_000;
+    async function* big(): AsyncIterable<Uint8Array> {
+      yield randomBytes(100 * 1024);
+    }
+    try {
+      const { storage } = a;
+      await storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+      // What a process killed between the upload and the metadata write leaves: a file nobody refers to.
+      const orphan = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+      const young = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+      const contents = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+      await storage.putFile("s", "a.bin", contents, "application/octet-stream", {}, T0);
+      const report: ReportRecord = {
+        id: randomUUID(),
+        projectId: randomUUID(),
+        environmentId: randomUUID(),
+        creator: "ann",
+        created: T0,
+        additionalFields: [],
+        status: "generating",
+        finished: 0,
+        expiresAt: T0 + 90 * 86_400_000,
+        reason: "",
+        attempts: 0,
+        leaseOwner: "",
+        leaseExpires: 0,
+        document: null,
+      };
+      await storage.createReport(report);
+      await storage.claimReportJob("w", T0, 30_000);
+      const document = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+      expect(await storage.updateReportJob(report.id, "w", { status: "generated", finished: T0, document })).toBe(true);
+      const files = client.db((a.storage as MongoStorage).databaseName).collection("blobs.files");
+      const old = new Date(Date.now() - 2 * 3_600_000);
+      await files.updateMany(
+        { _id: { $in: [orphan.blob, contents.blob, document.blob] } as never },
+        { $set: { uploadDate: old } },
+      );
+      expect(await a.storedBlobs?.()).toHaveLength(4);
+
+      await storage.purgeExpired(T0);
+      expect((await a.storedBlobs?.())?.sort()).toEqual([young.blob, contents.blob, document.blob].sort());
+      const node = await storage.getNode("s", "a.bin");
+      let size = 0;
+      for await (const chunk of storage.readBlob(node as NonNullable<typeof node>)) size += chunk.byteLength;
+      expect(size).toBe(100 * 1024);
+    } finally {
+      await client.close();
+      await a.cleanup();
+    }
+  });
+
   describe("report jobs", () => {
     const T0 = 1_700_000_000_000;
     const LEASE = 30_000;

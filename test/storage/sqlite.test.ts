@@ -1,13 +1,13 @@
 // The storage contract for the embedded SQLite adapter, then what only it does:
 // a data directory that outlives the process.
 
-import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { NodeRecord, StoragePort } from "../../src/storage/port.js";
+import type { NodeRecord, ReportRecord, StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { type AdapterUnderTest, storageContract } from "./contract.js";
 
@@ -204,5 +204,48 @@ describe("SqliteStorage", () => {
       "database-lock-timeout": "1234",
     });
     expect((await stat(join(dataDir, "trove.db"))).isFile()).toBe(true);
+  });
+
+  it("the purge removes blob files over an hour old that nothing refers to, and keeps every other", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    await storage.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+    const big = () => once(randomBytes(100 * 1024));
+    // What a process killed between the rename and the metadata write leaves: a file nobody refers to.
+    const orphan = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+    const young = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+    const contents = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+    await storage.putFile("s", "a.bin", contents, "application/octet-stream", {}, T0);
+    const report: ReportRecord = {
+      id: randomUUID(),
+      projectId: randomUUID(),
+      environmentId: randomUUID(),
+      creator: "ann",
+      created: T0,
+      additionalFields: [],
+      status: "generating",
+      finished: 0,
+      expiresAt: T0 + 90 * 86_400_000,
+      reason: "",
+      attempts: 0,
+      leaseOwner: "",
+      leaseExpires: 0,
+      document: null,
+    };
+    await storage.createReport(report);
+    await storage.claimReportJob("w", T0, 30_000);
+    const document = await storage.writeBlob(big(), { maxSize: 1 << 20 });
+    expect(await storage.updateReportJob(report.id, "w", { status: "generated", finished: T0, document })).toBe(true);
+    const old = new Date(Date.now() - 2 * 3_600_000);
+    for (const b of [orphan, contents, document]) {
+      await utimes(join(dataDir, "blobs", b.blob.slice(0, 2), b.blob), old, old);
+    }
+    expect(await filesUnder(join(dataDir, "blobs"))).toHaveLength(4);
+
+    await storage.purgeExpired(T0);
+    expect((await filesUnder(join(dataDir, "blobs"))).sort()).toEqual(
+      [young.blob, contents.blob, document.blob].sort(),
+    );
+    const node = await storage.getNode("s", "a.bin");
+    expect((await readAll(storage, node as NodeRecord)).byteLength).toBe(100 * 1024);
   });
 });

@@ -4,7 +4,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, rename, rm, unlink } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { NotFoundError, TooLargeError } from "../../domain/errors.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
@@ -81,6 +81,16 @@ export class BlobFiles {
       throw err;
     } finally {
       stream.destroy();
+    }
+  }
+
+  /** Every blob file with its last modification (ms since 1970), one directory at a time. */
+  async *files(): AsyncIterable<{ blob: string; modified: number }> {
+    for (const dir of await readdir(this.blobDir).catch(() => [])) {
+      for (const blob of await readdir(join(this.blobDir, dir)).catch(() => [])) {
+        const s = await stat(join(this.blobDir, dir, blob)).catch(() => undefined);
+        if (s?.isFile()) yield { blob, modified: s.mtimeMs };
+      }
     }
   }
 

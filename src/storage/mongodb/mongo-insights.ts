@@ -98,6 +98,9 @@ interface ClaimDoc {
  */
 const TTL_GRACE = 24 * 3_600_000;
 
+/** Reports whose document is in GridFS (larger than INLINE_MAX): what the sweep of orphans asks about. */
+const DOCUMENT_IN_GRIDFS = { "document.size": { $gt: INLINE_MAX } };
+
 /** Jobs looked at per query of claimReportJob. */
 const CLAIM_CANDIDATES = 16;
 const PURGE_BATCH = 1000;
@@ -163,8 +166,11 @@ export class MongoInsights {
     this.claims = db.collection<ClaimDoc>("reportClaims");
   }
 
-  /** The indexes of the insights collections; idempotent, run at each start-up with the others. */
-  async ensureIndexes(ttlIndex: boolean): Promise<void> {
+  /**
+   * The indexes of the insights collections; idempotent, run at each start-up with the others.
+   * `partialIndexes`: whether the server has them (FerretDB has not).
+   */
+  async ensureIndexes(ttlIndex: boolean, partialIndexes: boolean): Promise<void> {
     // Unique indexes make the names unique atomically, on FerretDB too (SQLite unique indexes).
     await this.projects.createIndex({ account: 1, name: 1 }, { unique: true, name: "account_name" });
     await this.environments.createIndex({ projectId: 1, name: 1 }, { unique: true, name: "project_name" });
@@ -175,6 +181,20 @@ export class MongoInsights {
     await this.reports.createIndex({ projectId: 1, environmentId: 1, created: -1 }, { name: "environment" });
     if (ttlIndex) await this.reports.createIndex({ expireAt: 1 }, { expireAfterSeconds: 0, name: "report_ttl" });
     await this.claims.createIndex({ report: 1 }, { name: "report" });
+    // For the sweep of orphaned GridFS files: only reports whose document is in GridFS.
+    if (partialIndexes)
+      await this.reports.createIndex(
+        { "document.blob": 1 },
+        { name: "document_blob", partialFilterExpression: DOCUMENT_IN_GRIDFS },
+      );
+  }
+
+  /** The blob UUIDs among `ids` that a report's document is stored under (GridFS documents only). */
+  async referencedBlobs(ids: string[]): Promise<string[]> {
+    const docs = await this.reports
+      .find({ "document.blob": { $in: ids }, ...DOCUMENT_IN_GRIDFS }, { projection: { "document.blob": 1 } })
+      .toArray();
+    return docs.flatMap((d) => (d.document ? [d.document.blob] : []));
   }
 
   async createProject(project: ProjectRecord): Promise<ProjectRecord> {

@@ -31,6 +31,7 @@ import type {
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
+import { BlobSweep } from "./mongo-blob-sweep.js";
 import { binaryBytes, guard, isConnectionError, readGridFS, removeGridFS, unavailable } from "./mongo-driver.js";
 import { MongoInsights } from "./mongo-insights.js";
 import { type LeaseFields, type StoreLease, StoreLeases } from "./mongo-store-lease.js";
@@ -104,6 +105,14 @@ const TTL_GRACE = 24 * 3_600_000;
 /** Nodes removed per deleteMany when a store goes: the lease is renewed between batches. */
 const REMOVE_BATCH = 5000;
 
+/** GridFS files older than this that nothing refers to are orphans (mongo-blob-sweep.ts). */
+const ORPHAN_AGE = 3_600_000;
+/** How often the purge of one instance also sweeps orphaned GridFS files. */
+const SWEEP_INTERVAL = 10 * 60_000;
+
+/** Where an index may leave out a node: only contents in GridFS can be orphaned. */
+const IN_GRIDFS = { size: { $gt: INLINE_MAX } };
+
 function toNode(d: NodeDoc): NodeRecord {
   return {
     store: d.store,
@@ -131,6 +140,9 @@ export class MongoStorage implements StoragePort {
   private readonly insights: MongoInsights;
   /** The stores' write leases (mongo-store-lease.ts). */
   private readonly leases: StoreLeases;
+  private readonly blobSweep: BlobSweep;
+  /** Date.now() from which the next purge also sweeps orphaned GridFS files. */
+  private nextSweep = 0;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly localLocks = new Map<string, Promise<void>>();
   private readonly seen = new Map<string, number>();
@@ -152,6 +164,10 @@ export class MongoStorage implements StoragePort {
     this.lease = options.lease ?? 30_000;
     this.lockTimeout = options.lockTimeout ?? 10_000;
     this.leases = new StoreLeases(db, { lease: this.lease, lockTimeout: this.lockTimeout });
+    this.blobSweep = new BlobSweep(db, this.bucket, {
+      age: ORPHAN_AGE,
+      referenced: (ids) => this.referencedBlobs(ids),
+    });
   }
 
   static async open(options: MongoStorageOptions): Promise<MongoStorage> {
@@ -185,8 +201,12 @@ export class MongoStorage implements StoragePort {
         // FerretDB has no TTL indexes: the purge alone removes tombstones there (docs/mongodb.md).
         if (!(err instanceof MongoError && /not implemented|not supported/i.test(err.message))) throw err;
       }
-      await this.insights.ensureIndexes(this.ttlIndex);
+      // Only for the sweep of orphaned GridFS files, so only over the nodes whose contents are in
+      // GridFS. FerretDB has no partial indexes (nor uses secondary indexes in queries): none there.
+      const partial = await this.createPartialIndex(this.nodes, { blob: 1 }, "blob", IN_GRIDFS);
+      await this.insights.ensureIndexes(this.ttlIndex, partial);
       await this.leases.ensureIndexes();
+      await this.blobSweep.ensureIndexes();
     });
   }
 
@@ -568,6 +588,10 @@ export class MongoStorage implements StoragePort {
       });
     }
     await this.guard(() => this.leases.collectGarbage());
+    if (Date.now() >= this.nextSweep) {
+      this.nextSweep = Date.now() + SWEEP_INTERVAL;
+      await this.guard(() => this.blobSweep.sweep());
+    }
     purged += await this.insights.purgeExpired(now);
     if (failure !== undefined) throw failure;
     return purged;
@@ -741,6 +765,29 @@ export class MongoStorage implements StoragePort {
       await this.nodes.deleteMany({ _id: { $in: docs.slice(i, i + REMOVE_BATCH).map((d) => d._id as string) } });
     }
     return docs.filter(inGridFS).map((d) => d.blob);
+  }
+
+  /** The blob UUIDs among `ids` that a node or a report refers to (GridFS contents only). */
+  private async referencedBlobs(ids: string[]): Promise<Set<string>> {
+    const nodes = await this.nodes.find({ blob: { $in: ids }, ...IN_GRIDFS }, { projection: { blob: 1 } }).toArray();
+    const reports = await this.insights.referencedBlobs(ids);
+    return new Set([...nodes.map((n) => n.blob), ...reports]);
+  }
+
+  /** Creates a partial index; false where the server has none (FerretDB). */
+  private async createPartialIndex<D extends object>(
+    collection: Collection<D>,
+    key: Record<string, 1>,
+    name: string,
+    partialFilterExpression: Record<string, unknown>,
+  ): Promise<boolean> {
+    try {
+      await collection.createIndex(key, { name, partialFilterExpression });
+      return true;
+    } catch (err) {
+      if (err instanceof MongoError && /not implemented|not supported/i.test(err.message)) return false;
+      throw err;
+    }
   }
 
   private async removeBlob(blob: string): Promise<void> {

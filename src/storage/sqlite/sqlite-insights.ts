@@ -222,6 +222,11 @@ export class SqliteInsights {
       documentOf: db
         .prepare<[string, string], unknown[]>("SELECT document_inline FROM reports WHERE id = ? AND document_blob = ?")
         .raw(true),
+      documentFiles: db
+        .prepare<[], string>(
+          "SELECT document_blob FROM reports WHERE document_blob IS NOT NULL AND document_inline IS NULL",
+        )
+        .pluck(),
       purgeReports: db.prepare<[number, number], { blob: string | null; inlined: number }>(
         `DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE expires_at <= ? LIMIT ?)
          RETURNING document_blob AS blob, document_inline IS NOT NULL AS inlined`,
@@ -366,6 +371,11 @@ export class SqliteInsights {
     }
     if (document.size === 0) return;
     yield* this.blobs.read(document.blob);
+  }
+
+  /** The blob files that reports' documents are stored in. */
+  documentFiles(): string[] {
+    return this.stmt.documentFiles.all();
   }
 
   /** Removes the reports whose expiresAt has passed: each record first, then its document's file. */

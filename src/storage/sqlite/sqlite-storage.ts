@@ -197,6 +197,11 @@ function newDirectory(store: string, path: string, now: number, eventId: number)
 // store's keep-deleted): a pure function of the text, so never stale; frozen, as they are shared.
 const parsedSettings = new Map<string, Readonly<Record<string, string>>>();
 
+/** Blob files older than this that nothing refers to are orphans. */
+const ORPHAN_AGE = 3_600_000;
+/** How often the purge also sweeps orphaned blob files (a walk of `blobs/`). */
+const ORPHAN_SWEEP_INTERVAL = 3_600_000;
+
 function toConfig(name: string, type: string, settings: string): StoreConfig {
   let parsed = parsedSettings.get(settings);
   if (parsed === undefined) {
@@ -236,6 +241,8 @@ export class SqliteStorage implements StoragePort {
   private readonly stmt;
   private readonly tx;
   private readonly listeners = new Set<(store: string) => void>();
+  /** Date.now() from which the next purge also sweeps orphaned blob files. */
+  private nextSweep = 0;
 
   private constructor(options: SqliteStorageOptions) {
     const dir = resolve(options.dataDir);
@@ -336,6 +343,7 @@ export class SqliteStorage implements StoragePort {
          FROM nodes WHERE store = ? AND event_id > ? ORDER BY event_id LIMIT ?`,
       ),
       blobInUse: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM nodes WHERE blob = ? LIMIT 1"),
+      blobFiles: db.prepare<[], string>("SELECT blob FROM nodes WHERE inline IS NULL AND blob != ''").pluck(),
     };
     // Made once: db.transaction() builds four wrapper functions on every call.
     this.tx = {
@@ -617,7 +625,29 @@ export class SqliteStorage implements StoragePort {
         if (rows.length < 1000 || removed === 0) break;
       }
     }
+    if (Date.now() >= this.nextSweep) {
+      this.nextSweep = Date.now() + ORPHAN_SWEEP_INTERVAL;
+      await this.sweepOrphanBlobs();
+    }
     return purged + (await this.insights.purgeExpired(now));
+  }
+
+  /**
+   * Removes the blob files over an hour old that no node and no report refers to: contents whose
+   * metadata write never happened (the process died between the rename and the write). Nothing
+   * will refer to such a file later: every write uploads a file of its own and refers to it
+   * within seconds. One query for what is referenced, then one walk of `blobs/`.
+   */
+  private async sweepOrphanBlobs(): Promise<number> {
+    const cutoff = Date.now() - ORPHAN_AGE;
+    const referenced = new Set([...this.stmt.blobFiles.all(), ...this.insights.documentFiles()]);
+    let removed = 0;
+    for await (const file of this.blobs.files()) {
+      if (file.modified >= cutoff || referenced.has(file.blob)) continue;
+      await this.blobs.remove(file.blob);
+      removed += 1;
+    }
+    return removed;
   }
 
   createProject(project: ProjectRecord): Promise<ProjectRecord> {
