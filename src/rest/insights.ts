@@ -5,6 +5,7 @@
 import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { BadRequestError, NotFoundError } from "../domain/errors.js";
 import {
   CreateEnvironmentRequestSchema,
@@ -35,6 +36,7 @@ import {
   ReportService,
   ReportState,
   type ReportStatus,
+  WatchReportRequestSchema,
 } from "../gen/trove/insights/v1/reports_pb.js";
 import { parseGetReportInput } from "../insights/report-request.js";
 import type { ProjectCore } from "../services/project-service.js";
@@ -116,6 +118,11 @@ function parseJsonObject(text: string, what: string, fields: readonly string[]):
   } catch (err) {
     throw new BadRequestError(`the ${what} is not valid JSON: ${(err as Error).message}`);
   }
+  return checkedObject(value, what, fields);
+}
+
+/** A JSON value that must be an object with only `fields`. */
+function checkedObject(value: unknown, what: string, fields: readonly string[]): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new BadRequestError(`the ${what} must be a JSON object`);
   }
@@ -200,8 +207,15 @@ export class InsightsRoutes {
     }
   }
 
-  private context(req: RestRequest, res: RestResponse, service: DescService, method: DescMethod): HandlerContext {
+  private context(
+    req: RestRequest,
+    res: RestResponse,
+    service: DescService,
+    method: DescMethod,
+    timeoutMs?: number,
+  ): HandlerContext {
     return createHandlerContext({
+      timeoutMs,
       service,
       method,
       protocolName: "rest",
@@ -301,7 +315,7 @@ export class InsightsRoutes {
     const resources = listed.map((item: unknown) => {
       if (typeof item === "string") return { path: item, ifMatch: "" };
       if (typeof item === "object" && item !== null && !Array.isArray(item)) {
-        const object = parseJsonObject(JSON.stringify(item), "promoted resource", ["path", "ifMatch"]);
+        const object = checkedObject(item, "promoted resource", ["path", "ifMatch"]);
         return { path: stringField(object, "path", true), ifMatch: stringField(object, "ifMatch", false) };
       }
       throw new BadRequestError(`resources: ${JSON.stringify(item)} is neither a path nor {path, ifMatch}`);
@@ -418,11 +432,15 @@ export class InsightsRoutes {
         if (!/^\d{1,5}(\.\d{1,3})?$/.test(wait)) {
           throw new BadRequestError(`wait must be a number of seconds, not ${JSON.stringify(wait)}`);
         }
+        // The watch, for at most `wait` seconds: its last status is the answer.
         const ms = Math.min(Number(wait), MAX_WAIT_SECONDS) * 1000;
-        const c = ctx(r.watchReport);
-        const out = await this.reports.waitForReport(key, ms, c);
-        if (c.signal.aborted) return;
-        return sendJson(res, 200, statusJson(out.status));
+        const watch = this.context(req, res, ReportService, r.watchReport, ms);
+        let status: ReportStatus | undefined;
+        for await (const m of this.reports.watchReport(create(WatchReportRequestSchema, { key }), watch)) {
+          status = m.status;
+        }
+        if ((res as { destroyed: boolean }).destroyed) return;
+        return sendJson(res, 200, statusJson(status));
       }
       case "document":
         return this.document(req, res, key, ctx(r.getReportDocument));
@@ -514,10 +532,7 @@ export class InsightsRoutes {
     (res as { end(): void }).end();
   }
 }
-
 /** The error a promotion result's code and reason stand for. */
 function codeError(code: string, reason: string): ConnectError {
-  const name = code.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-  const value = (Code as unknown as Record<string, Code>)[name.charAt(0).toUpperCase() + name.slice(1)];
-  return new ConnectError(reason, value ?? Code.Unknown);
+  return new ConnectError(reason, codeFromString(code) ?? Code.Unknown);
 }

@@ -16,11 +16,8 @@ export interface EnvironmentSourceOptions {
 
 export function environmentSource(options: EnvironmentSourceOptions): ResourceSource {
   const { storage, store, directory, promotions } = options;
+  // readBlob reads inline contents too (a listing carries none).
   const contents = async function* (node: NodeRecord): AsyncIterable<Uint8Array> {
-    if (node.inline) {
-      yield node.inline;
-      return;
-    }
     try {
       yield* storage.readBlob(node);
     } catch (err) {
@@ -28,8 +25,7 @@ export function environmentSource(options: EnvironmentSourceOptions): ResourceSo
       if (!(err instanceof NotFoundError)) throw err;
       const now = (await storage.getStoreNode(store, node.path, { contents: true }))?.node;
       if (!now || now.deleted || now.directory) throw err;
-      if (now.inline) yield now.inline;
-      else yield* storage.readBlob(now);
+      yield* storage.readBlob(now);
     }
   };
   return {

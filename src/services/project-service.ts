@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { type Caller, callerKey } from "../auth/caller.js";
 import { AlreadyExistsError, BadRequestError, NotFoundError, PermissionDeniedError } from "../domain/errors.js";
 import { parseTagList } from "../domain/etag.js";
@@ -95,11 +96,6 @@ export function toEnvironment(record: EnvironmentRecord): Environment {
     created: timestampFromMs(record.created),
     creator: record.creator,
   });
-}
-
-/** A Connect code as the protocol spells it: "not_found", "failed_precondition". */
-function codeName(code: Code): string {
-  return Code[code].replace(/[A-Z]/g, (c, i: number) => `${i === 0 ? "" : "_"}${c.toLowerCase()}`);
 }
 
 export class ProjectCore implements ServiceImpl<typeof ProjectService> {
@@ -214,7 +210,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
         const error = toConnectError(err);
         if (error.code === Code.Unavailable || error.code === Code.Internal) throw error;
         results.push(
-          create(PromotedResourceSchema, { path: `/${path}`, error: error.rawMessage, code: codeName(error.code) }),
+          create(PromotedResourceSchema, { path: `/${path}`, error: error.rawMessage, code: codeToString(error.code) }),
         );
       }
     };
@@ -275,7 +271,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     for (const dir of ancestorsOf(targetPath).reverse()) {
       if (dir === to.name || dir.startsWith(`${to.name}/`)) await this.storage.makeDirectory(store, dir, {}, date);
     }
-    const written = await this.resources.storeContents(store, targetPath, this.contentsOf(source), {
+    const written = await this.resources.storeContents(store, targetPath, this.storage.readBlob(source), {
       type: source.type,
       ifMatch,
     });
@@ -289,11 +285,6 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     const node = found.node;
     if (!node || node.deleted || isExpiredTombstone(node, found.config, this.now())) return undefined;
     return node;
-  }
-
-  private async *contentsOf(node: NodeRecord): AsyncIterable<Uint8Array> {
-    if (node.inline) yield node.inline;
-    else yield* this.storage.readBlob(node);
   }
 
   private async ensureStore(store: string): Promise<void> {

@@ -179,20 +179,6 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     }
   }
 
-  /** Waits at most `ms` for the report to leave "generating"; the status then (REST `wait`). */
-  async waitForReport(key: ReportKey | undefined, ms: number, ctx: HandlerContext): Promise<GetReportResponse> {
-    const caller = ctx.values.get(callerKey);
-    const deadline = this.now() + ms;
-    let report = await this.report(key, caller);
-    while (report.status === "generating" && !ctx.signal.aborted) {
-      const left = deadline - this.now();
-      if (left <= 0) break;
-      await this.notifier.waitForChange(report.id, Math.min(left, this.watchInterval), ctx.signal);
-      report = await this.report(key, caller);
-    }
-    return create(GetReportResponseSchema, { status: this.status(report) });
-  }
-
   async *getReportDocument(
     req: GetReportDocumentRequest,
     ctx: HandlerContext,

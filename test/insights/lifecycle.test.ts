@@ -150,6 +150,10 @@ describe("generation is a durable job", () => {
 
   it("GET with wait answers as soon as the report is generated", async () => {
     const { id, query } = await createReport();
+    // No worker has run: the wait ends after its second with the status then.
+    const expired = await call(t.url, "GET", `${REPORTS}/${id}?${query}&wait=1`);
+    expect(expired.status).toBe(200);
+    expect(expired.json.status).toBe("generating");
     const waiting = call(t.url, "GET", `${REPORTS}/${id}?${query}&wait=20`);
     const started = Date.now();
     await new Promise((r) => setTimeout(r, 100));
