@@ -223,7 +223,7 @@ async function writeTroveEnvironment(dir, count, size) {
       );
       await storage.putFile(STORE, path, blob, "application/json", {}, now);
     }
-    await storage.createProject({
+    await storage.insights.createProject({
       id: PROJECT_ID,
       name: STORE,
       account: "bench",
@@ -231,7 +231,7 @@ async function writeTroveEnvironment(dir, count, size) {
       created: now,
       creator: "bench",
     });
-    await storage.createEnvironment({
+    await storage.insights.createEnvironment({
       id: ENVIRONMENT_ID,
       projectId: PROJECT_ID,
       name: ENVIRONMENT,

@@ -119,7 +119,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     const account = validateAccountName(accountName);
     requireProjectAccess(caller, { account, name }, "full");
     const store = validateStoreName(req.store === "" ? name : req.store);
-    const projects = await this.storage.listProjects();
+    const projects = await this.storage.insights.listProjects();
     const holder = projects.find((p) => p.store === store);
     if (holder) {
       throw new AlreadyExistsError(`store ${store} already holds project ${projectUri(holder.account, holder.name)}`);
@@ -138,7 +138,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     };
     // The record first: its (account, name) is unique. A crash before the store exists is
     // repaired by the first environment, which makes sure of the store again.
-    await this.storage.createProject(record);
+    await this.storage.insights.createProject(record);
     await this.ensureStore(store);
     return create(CreateProjectResponseSchema, { project: toProject(record) });
   }
@@ -150,7 +150,9 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
 
   async listProjects(_req: unknown, ctx: HandlerContext): Promise<ListProjectsResponse> {
     const caller = ctx.values.get(callerKey);
-    const projects = (await this.storage.listProjects()).filter((p) => caller.mayProject("read", p.account, p.name));
+    const projects = (await this.storage.insights.listProjects()).filter((p) =>
+      caller.mayProject("read", p.account, p.name),
+    );
     return create(ListProjectsResponseSchema, { projects: projects.map(toProject) });
   }
 
@@ -168,7 +170,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
       created: this.now(),
       creator: caller.subject,
     };
-    await this.storage.createEnvironment(record);
+    await this.storage.insights.createEnvironment(record);
     return create(CreateEnvironmentResponseSchema, { environment: toEnvironment(record) });
   }
 
@@ -181,7 +183,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
 
   async listEnvironments(req: ListEnvironmentsRequest, ctx: HandlerContext): Promise<ListEnvironmentsResponse> {
     const project = await this.project(req.projectId, ctx.values.get(callerKey), "read");
-    const environments = await this.storage.listEnvironments(project.id);
+    const environments = await this.storage.insights.listEnvironments(project.id);
     return create(ListEnvironmentsResponseSchema, { environments: environments.map(toEnvironment) });
   }
 
@@ -275,7 +277,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
       type: source.type,
       ifMatch,
     });
-    await this.storage.recordPromotion({ environmentId: to.id, path: `/${path}`, date, by: caller.subject });
+    await this.storage.insights.recordPromotion({ environmentId: to.id, path: `/${path}`, date, by: caller.subject });
     return written.resource?.tag ?? "";
   }
 
@@ -302,7 +304,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   /** The project of an input ID, if the caller has the access asked for. */
   async project(id: string, caller: Caller, access: ProjectAccess, field = "projectID"): Promise<ProjectRecord> {
     const projectId = uuidInput(field, id);
-    const project = await this.storage.getProject(projectId);
+    const project = await this.storage.insights.getProject(projectId);
     if (!project) throw new NotFoundError(`project ${projectId} not found`);
     requireProjectAccess(caller, project, access);
     return project;
@@ -311,7 +313,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   /** An environment of the project; one of another project is "not found" too. */
   async environment(project: ProjectRecord, id: string, field = "environmentID"): Promise<EnvironmentRecord> {
     const environmentId = uuidInput(field, id);
-    const environment = await this.storage.getEnvironment(environmentId);
+    const environment = await this.storage.insights.getEnvironment(environmentId);
     if (!environment || environment.projectId !== project.id) {
       throw new NotFoundError(`environment ${environmentId} not found in project ${project.name}`);
     }

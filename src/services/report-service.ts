@@ -142,7 +142,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
       leaseExpires: 0,
       document: null,
     };
-    await this.storage.createReport(report);
+    await this.storage.insights.createReport(report);
     this.notifier.jobAdded();
     return create(CreateReportResponseSchema, { reportId: [report.id] });
   }
@@ -158,7 +158,9 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     const project = await this.projects.project(req.projectId, caller, "full");
     const environment = await this.projects.environment(project, req.environmentId);
     const now = this.now();
-    const reports = (await this.storage.listReports(project.id, environment.id)).filter((r) => now < r.expiresAt);
+    const reports = (await this.storage.insights.listReports(project.id, environment.id)).filter(
+      (r) => now < r.expiresAt,
+    );
     return create(ListReportsResponseSchema, { reports: reports.map((r) => this.status(r)) });
   }
 
@@ -184,7 +186,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     ctx: HandlerContext,
   ): AsyncIterable<GetReportDocumentResponse> {
     const report = await this.generated(req.key, ctx.values.get(callerKey));
-    for await (const chunk of this.storage.readReportDocument(report)) {
+    for await (const chunk of this.storage.insights.readReportDocument(report)) {
       yield create(GetReportDocumentResponseSchema, { chunk });
     }
   }
@@ -201,7 +203,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
 
   /** The stored document's bytes (REST face). */
   documentBytes(report: ReportRecord): AsyncIterable<Uint8Array> {
-    return this.storage.readReportDocument(report);
+    return this.storage.insights.readReportDocument(report);
   }
 
   async getDependencies(req: GetDependenciesRequest, ctx: HandlerContext): Promise<GetDependenciesResponse> {
@@ -270,7 +272,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     });
     const project = await this.projects.project(input.projectID, caller, "full");
     const environment = await this.projects.environment(project, input.environmentID);
-    const report = await this.storage.getReport(input.reportID);
+    const report = await this.storage.insights.getReport(input.reportID);
     if (
       !report ||
       report.projectId !== project.id ||
@@ -310,7 +312,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
 
   private async parse(report: ReportRecord): Promise<ReportDocument> {
     const chunks: Uint8Array[] = [];
-    for await (const chunk of this.storage.readReportDocument(report)) chunks.push(chunk);
+    for await (const chunk of this.storage.insights.readReportDocument(report)) chunks.push(chunk);
     return JSON.parse(Buffer.concat(chunks).toString("utf8")) as ReportDocument;
   }
 }

@@ -95,7 +95,7 @@ export class ReportWorker {
 
   /** Takes one job and runs it; false when there was none. */
   async runOnce(): Promise<boolean> {
-    const job = await this.storage.claimReportJob(this.id, this.now(), this.leaseMs);
+    const job = await this.storage.insights.claimReportJob(this.id, this.now(), this.leaseMs);
     if (!job) return false;
     if (job.attempts > this.maxAttempts) {
       await this.finish(job, {
@@ -132,8 +132,8 @@ export class ReportWorker {
   }
 
   private async generate(job: ReportRecord): Promise<void> {
-    const project = await this.storage.getProject(job.projectId);
-    const environment = await this.storage.getEnvironment(job.environmentId);
+    const project = await this.storage.insights.getProject(job.projectId);
+    const environment = await this.storage.insights.getEnvironment(job.environmentId);
     if (!project || !environment) {
       await this.finish(job, { status: "failed", reason: "the project or the environment no longer exists" });
       return;
@@ -142,7 +142,7 @@ export class ReportWorker {
     let promotions: Map<string, { date: number; by: string }> | undefined;
     if (additionalFields.length > 0) {
       promotions = new Map();
-      for await (const p of this.storage.listPromotions(environment.id)) promotions.set(p.path, p);
+      for await (const p of this.storage.insights.listPromotions(environment.id)) promotions.set(p.path, p);
     }
     const lost = new AbortController();
     const signal = AbortSignal.any([this.stop.signal, lost.signal]);
@@ -194,7 +194,7 @@ export class ReportWorker {
   }
 
   private async update(job: ReportRecord, update: ReportJobUpdate): Promise<boolean> {
-    const done = await this.storage.updateReportJob(job.id, this.id, update);
+    const done = await this.storage.insights.updateReportJob(job.id, this.id, update);
     if (done) this.notifier.changed(job.id);
     return done;
   }

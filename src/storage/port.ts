@@ -161,10 +161,11 @@ export type ReportJobUpdate = Partial<
   Pick<ReportRecord, "status" | "finished" | "expiresAt" | "reason" | "leaseExpires" | "leaseOwner" | "document">
 >;
 
-export interface StoragePort {
-  /** Settings that describe the deployment, reported in every store listing. */
-  reportedSettings(): Record<string, string>;
-
+/**
+ * The resources part of the port: stores, their resources and directories, contents (blobs),
+ * and the change feed.
+ */
+export interface ResourceStorage {
   listStores(): Promise<StoreRecord[]>;
   /** The store, or its tombstone, or undefined. */
   getStore(name: string): Promise<StoreRecord | undefined>;
@@ -188,7 +189,14 @@ export interface StoragePort {
    */
   listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]>;
 
-  /** Creates or replaces a file. The blob must come from writeBlob. */
+  /**
+   * Creates or replaces a file. The blob must come from writeBlob, and belongs to the adapter
+   * from this call on: when the write certainly did not happen (a precondition, a missing
+   * parent) the adapter discards it; when it may have happened (the database went away during
+   * the commit) it keeps it, and the orphan sweep removes it if nothing refers to it. Once the
+   * node is committed, nothing that follows (removing the replaced contents, releasing a lease)
+   * makes this call fail: such failures are logged and left to the sweep.
+   */
   putFile(
     store: string,
     path: string,
@@ -198,7 +206,10 @@ export interface StoragePort {
     now: number,
   ): Promise<WriteResult>;
   makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult>;
-  /** Deletes a file, or a directory with everything below it, leaving tombstones. */
+  /**
+   * Deletes a file, or a directory with everything below it, leaving tombstones. Once they are
+   * committed, a failure to remove the contents does not fail the call (see putFile).
+   */
   deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult>;
 
   /** Receives contents, computing size and MD5 as they flow. */
@@ -208,7 +219,10 @@ export interface StoragePort {
    * when the blob is gone (the node was replaced or deleted since it was read).
    */
   readBlob(node: NodeRecord): AsyncIterable<Uint8Array>;
-  /** Removes a blob that no resource references (e.g. after a failed precondition). */
+  /**
+   * Removes a blob that was never handed to putFile or a report (e.g. the body failed its
+   * Content-MD5 check). Never throws: a blob it cannot remove is left to the orphan sweep.
+   */
   discardBlob(blob: BlobInfo): Promise<void>;
 
   /**
@@ -223,9 +237,10 @@ export interface StoragePort {
    * Returns a function that removes the listener.
    */
   onChange(listener: (store: string) => void): () => void;
+}
 
-  // Content insights: projects, environments, promotion records, reports and their jobs.
-
+/** The content-insights part of the port: projects, environments, promotion records, reports and their jobs. */
+export interface InsightsStorage {
   /** Throws AlreadyExistsError when the account already has a project of that name. */
   createProject(project: ProjectRecord): Promise<ProjectRecord>;
   getProject(id: string): Promise<ProjectRecord | undefined>;
@@ -254,12 +269,23 @@ export interface StoragePort {
   claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined>;
   /**
    * Applies `update` only while `owner` holds the job (leaseOwner = owner and status
-   * "generating"); returns whether it did. Finishing a report is one such update.
+   * "generating"); returns whether it did. Finishing a report is one such update; a document
+   * blob handed to it belongs to the adapter from then on (as putFile's does).
    */
   updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean>;
   /** The stored report document; throws NotFoundError when it is gone. */
   readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array>;
+}
 
+/**
+ * What an adapter provides: the resources part (itself), the insights part, and what concerns
+ * the backend as a whole.
+ */
+export interface StoragePort extends ResourceStorage {
+  /** Projects, environments, promotions and reports, kept by the same backend. */
+  readonly insights: InsightsStorage;
+  /** Settings that describe the deployment, reported in every store listing. */
+  reportedSettings(): Record<string, string>;
   /**
    * Removes tombstones older than their store's keep-deleted, and reports (with their
    * documents) whose expiresAt has passed; returns how many records went.

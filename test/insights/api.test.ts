@@ -25,7 +25,7 @@ afterAll(() => t?.stop());
 async function storedReports(): Promise<number> {
   let n = 0;
   for (const env of Object.values(example.environments)) {
-    n += (await t.storage.listReports(example.projectID, env)).length;
+    n += (await t.storage.insights.listReports(example.projectID, env)).length;
   }
   return n;
 }

@@ -57,7 +57,7 @@ describe("generation is a durable job", () => {
   it("a job held by a worker that died is taken again once its lease is over", async () => {
     const { id, query } = await createReport();
     // A worker takes the job and dies without a word: its lease runs 30 s.
-    const dead = await t.storage.claimReportJob("dead-worker", clock, 30_000);
+    const dead = await t.storage.insights.claimReportJob("dead-worker", clock, 30_000);
     expect(dead?.id).toBe(id);
     const live = worker();
     expect(await live.runOnce()).toBe(false);
@@ -66,7 +66,7 @@ describe("generation is a durable job", () => {
     expect(await live.runOnce()).toBe(true);
     const status = await call(t.url, "GET", `${REPORTS}/${id}?${query}`);
     expect(status.json.status).toBe("generated");
-    expect((await t.storage.getReport(id))?.attempts).toBe(2);
+    expect((await t.storage.insights.getReport(id))?.attempts).toBe(2);
   });
 
   it("a report whose storage stays unavailable becomes failed, with the reason, after its retries", async () => {
@@ -126,7 +126,7 @@ describe("generation is a durable job", () => {
   it("a report is available for 90 days after it was generated, then answers 404 and its data is purged", async () => {
     const { id, query } = await createReport();
     await worker().runOnce();
-    const generated = await t.storage.getReport(id);
+    const generated = await t.storage.insights.getReport(id);
     expect(generated?.status).toBe("generated");
     const finished = generated?.finished ?? 0;
     clock = finished + 90 * DAY_MS - 1;
@@ -140,9 +140,9 @@ describe("generation is a durable job", () => {
     // The purge (the server runs it on a timer) deletes the record and the document.
     const stored = generated as NonNullable<typeof generated>;
     await t.storage.purgeExpired(clock);
-    expect(await t.storage.getReport(id)).toBeUndefined();
+    expect(await t.storage.insights.getReport(id)).toBeUndefined();
     await expect(async () => {
-      for await (const _ of t.storage.readReportDocument(stored)) {
+      for await (const _ of t.storage.insights.readReportDocument(stored)) {
         // reading is enough
       }
     }).rejects.toThrow();
@@ -192,7 +192,7 @@ describe("Authentication: report:content-insights and full access on project://<
 
   const reportRequest = () => ({ projectID: example.projectID, environmentID: example.environments.production });
   async function reports(): Promise<number> {
-    return (await t.storage.listReports(example.projectID, example.environments.production)).length;
+    return (await t.storage.insights.listReports(example.projectID, example.environments.production)).length;
   }
 
   it("with both, a report is created and generated; creator is the token's subject", async () => {

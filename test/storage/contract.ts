@@ -134,13 +134,13 @@ function reportRecord(fields: Partial<ReportRecord> = {}): ReportRecord {
 
 async function readDocument(storage: StoragePort, report: ReportRecord): Promise<Buffer> {
   const parts: Buffer[] = [];
-  for await (const chunk of storage.readReportDocument(report)) parts.push(Buffer.from(chunk));
+  for await (const chunk of storage.insights.readReportDocument(report)) parts.push(Buffer.from(chunk));
   return Buffer.concat(parts);
 }
 
 async function promotionsOf(storage: StoragePort, environmentId: string): Promise<PromotionRecord[]> {
   const out: PromotionRecord[] = [];
-  for await (const p of storage.listPromotions(environmentId)) out.push(p);
+  for await (const p of storage.insights.listPromotions(environmentId)) out.push(p);
   return out.sort((a, b) => byCodePoint(a.path, b.path));
 }
 
@@ -1240,7 +1240,7 @@ export function storageContract(
       /** A report document written the way the service writes it: one blob, then the job's final update. */
       async function finishWithDocument(report: ReportRecord, owner: string, data: Uint8Array, now: number) {
         const document = await storage.writeBlob(chunked(data), { maxSize: MAX });
-        const finished = await storage.updateReportJob(report.id, owner, {
+        const finished = await storage.insights.updateReportJob(report.id, owner, {
           status: "generated",
           finished: now,
           expiresAt: now + 90 * DAY,
@@ -1253,7 +1253,7 @@ export function storageContract(
       }
 
       async function report(id: string): Promise<ReportRecord> {
-        const r = await storage.getReport(id);
+        const r = await storage.insights.getReport(id);
         if (!r) throw new Error(`expected a report ${id}`);
         return r;
       }
@@ -1261,9 +1261,9 @@ export function storageContract(
       describe("projects", () => {
         it("createProject stores the project; getProject gives it back, and undefined for an unknown id", async () => {
           const p = projectRecord("acme", "letters");
-          expect(await storage.createProject(p)).toEqual(p);
-          expect(await storage.getProject(p.id)).toEqual(p);
-          expect(await storage.getProject(randomUUID())).toBeUndefined();
+          expect(await storage.insights.createProject(p)).toEqual(p);
+          expect(await storage.insights.getProject(p.id)).toEqual(p);
+          expect(await storage.insights.getProject(randomUUID())).toBeUndefined();
         });
 
         it("listProjects lists every project by account, then by name", async () => {
@@ -1275,8 +1275,8 @@ export function storageContract(
             projectRecord("acme", "été"),
             projectRecord("beta", "letters"),
           ];
-          for (const p of projects) await storage.createProject(p);
-          const listed = await storage.listProjects();
+          for (const p of projects) await storage.insights.createProject(p);
+          const listed = await storage.insights.listProjects();
           expect(listed.map((p) => `${p.account}/${p.name}`)).toEqual([
             "acme/Letters",
             "acme/letters",
@@ -1289,66 +1289,76 @@ export function storageContract(
         });
 
         it("a second project of the same name in one account throws AlreadyExistsError; other accounts may", async () => {
-          const first = await storage.createProject(projectRecord("acme", "letters"));
-          await expect(storage.createProject(projectRecord("acme", "letters", T0 + SECOND))).rejects.toBeInstanceOf(
-            AlreadyExistsError,
-          );
-          const other = await storage.createProject(projectRecord("beta", "letters"));
-          expect(await storage.listProjects()).toEqual([first, other]);
+          const first = await storage.insights.createProject(projectRecord("acme", "letters"));
+          await expect(
+            storage.insights.createProject(projectRecord("acme", "letters", T0 + SECOND)),
+          ).rejects.toBeInstanceOf(AlreadyExistsError);
+          const other = await storage.insights.createProject(projectRecord("beta", "letters"));
+          expect(await storage.insights.listProjects()).toEqual([first, other]);
         });
 
         it("of concurrent creations of one project name, exactly one succeeds", async () => {
           const outcomes = await Promise.allSettled(
-            Array.from({ length: 6 }, () => storage.createProject(projectRecord("acme", "letters"))),
+            Array.from({ length: 6 }, () => storage.insights.createProject(projectRecord("acme", "letters"))),
           );
           expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
           for (const o of outcomes.filter((o) => o.status === "rejected")) {
             expect((o as PromiseRejectedResult).reason).toBeInstanceOf(AlreadyExistsError);
           }
-          expect(await storage.listProjects()).toHaveLength(1);
+          expect(await storage.insights.listProjects()).toHaveLength(1);
         });
       });
 
       describe("environments", () => {
         it("createEnvironment stores it; getEnvironment gives it back, and undefined for an unknown id", async () => {
           const e = environmentRecord(randomUUID(), "production");
-          expect(await storage.createEnvironment(e)).toEqual(e);
-          expect(await storage.getEnvironment(e.id)).toEqual(e);
-          expect(await storage.getEnvironment(randomUUID())).toBeUndefined();
+          expect(await storage.insights.createEnvironment(e)).toEqual(e);
+          expect(await storage.insights.getEnvironment(e.id)).toEqual(e);
+          expect(await storage.insights.getEnvironment(randomUUID())).toBeUndefined();
         });
 
         it("listEnvironments lists one project's environments by name", async () => {
           const project = randomUUID();
           const other = randomUUID();
           const mine = ["test", "production", "development", "Staging"].map((n) => environmentRecord(project, n));
-          for (const e of mine) await storage.createEnvironment(e);
-          await storage.createEnvironment(environmentRecord(other, "acceptance"));
-          const listed = await storage.listEnvironments(project);
+          for (const e of mine) await storage.insights.createEnvironment(e);
+          await storage.insights.createEnvironment(environmentRecord(other, "acceptance"));
+          const listed = await storage.insights.listEnvironments(project);
           expect(listed.map((e) => e.name)).toEqual(["Staging", "development", "production", "test"]);
           for (const e of listed) expect(e).toEqual(mine.find((m) => m.id === e.id));
-          expect(await storage.listEnvironments(randomUUID())).toEqual([]);
+          expect(await storage.insights.listEnvironments(randomUUID())).toEqual([]);
         });
 
         it("a second environment of the same name in one project throws AlreadyExistsError; other projects may", async () => {
           const project = randomUUID();
-          const first = await storage.createEnvironment(environmentRecord(project, "production"));
-          await expect(storage.createEnvironment(environmentRecord(project, "production"))).rejects.toBeInstanceOf(
-            AlreadyExistsError,
-          );
+          const first = await storage.insights.createEnvironment(environmentRecord(project, "production"));
+          await expect(
+            storage.insights.createEnvironment(environmentRecord(project, "production")),
+          ).rejects.toBeInstanceOf(AlreadyExistsError);
           const elsewhere = environmentRecord(randomUUID(), "production");
-          await storage.createEnvironment(elsewhere);
-          expect(await storage.listEnvironments(project)).toEqual([first]);
-          expect(await storage.getEnvironment(elsewhere.id)).toEqual(elsewhere);
+          await storage.insights.createEnvironment(elsewhere);
+          expect(await storage.insights.listEnvironments(project)).toEqual([first]);
+          expect(await storage.insights.getEnvironment(elsewhere.id)).toEqual(elsewhere);
         });
       });
 
       describe("promotions", () => {
         it("recordPromotion replaces the last promotion of a path; listPromotions gives one environment's", async () => {
           const [env, other] = [randomUUID(), randomUUID()];
-          await storage.recordPromotion({ environmentId: env, path: "/templates/a.template", date: T0, by: "ann" });
-          await storage.recordPromotion({ environmentId: env, path: "/blocks/b.block", date: T0, by: "bob" });
-          await storage.recordPromotion({ environmentId: other, path: "/templates/a.template", date: T0, by: "eve" });
-          await storage.recordPromotion({
+          await storage.insights.recordPromotion({
+            environmentId: env,
+            path: "/templates/a.template",
+            date: T0,
+            by: "ann",
+          });
+          await storage.insights.recordPromotion({ environmentId: env, path: "/blocks/b.block", date: T0, by: "bob" });
+          await storage.insights.recordPromotion({
+            environmentId: other,
+            path: "/templates/a.template",
+            date: T0,
+            by: "eve",
+          });
+          await storage.insights.recordPromotion({
             environmentId: env,
             path: "/templates/a.template",
             date: T0 + DAY,
@@ -1371,7 +1381,7 @@ export function storageContract(
             await Promise.all(
               paths
                 .slice(i, i + 25)
-                .map((path) => storage.recordPromotion({ environmentId: env, path, date: T0, by: "ann" })),
+                .map((path) => storage.insights.recordPromotion({ environmentId: env, path, date: T0, by: "ann" })),
             );
           }
           const listed = await promotionsOf(storage, env);
@@ -1388,11 +1398,11 @@ export function storageContract(
             expiresAt: T0 + 90 * DAY + 7,
             creator: "ann@example.com",
           });
-          await storage.createReport(r);
-          expect(await storage.getReport(r.id)).toEqual(r);
-          expect(await storage.getReport(randomUUID())).toBeUndefined();
+          await storage.insights.createReport(r);
+          expect(await storage.insights.getReport(r.id)).toEqual(r);
+          expect(await storage.insights.getReport(randomUUID())).toBeUndefined();
           const plain = reportRecord();
-          await storage.createReport(plain);
+          await storage.insights.createReport(plain);
           expect((await report(plain.id)).additionalFields).toEqual([]);
         });
 
@@ -1403,76 +1413,83 @@ export function storageContract(
             reportRecord({ projectId: project, environmentId: env, created: T0, expiresAt: T0 + 1 }),
             reportRecord({ projectId: project, environmentId: env, created: T0 + 5 * SECOND, additionalFields: ["x"] }),
           ];
-          for (const r of mine) await storage.createReport(r);
-          await storage.createReport(reportRecord({ projectId: project, environmentId: randomUUID() }));
-          await storage.createReport(reportRecord({ projectId: randomUUID(), environmentId: env }));
-          expect(await storage.listReports(project, env)).toEqual([mine[2], mine[0], mine[1]]);
-          expect(await storage.listReports(project, randomUUID())).toEqual([]);
+          for (const r of mine) await storage.insights.createReport(r);
+          await storage.insights.createReport(reportRecord({ projectId: project, environmentId: randomUUID() }));
+          await storage.insights.createReport(reportRecord({ projectId: randomUUID(), environmentId: env }));
+          expect(await storage.insights.listReports(project, env)).toEqual([mine[2], mine[0], mine[1]]);
+          expect(await storage.insights.listReports(project, randomUUID())).toEqual([]);
         });
 
         it("claimReportJob takes the oldest claimable job, skips held leases, and gives undefined when none", async () => {
           const held = reportRecord({ created: T0, leaseOwner: "other", leaseExpires: T0 + 10 * SECOND });
           const newer = reportRecord({ created: T0 + 2 * SECOND });
           const older = reportRecord({ created: T0 + SECOND });
-          for (const r of [held, newer, older]) await storage.createReport(r);
+          for (const r of [held, newer, older]) await storage.insights.createReport(r);
           const now = T0 + 5 * SECOND;
 
-          const first = await storage.claimReportJob("w1", now, LEASE);
+          const first = await storage.insights.claimReportJob("w1", now, LEASE);
           expect(first).toEqual({ ...older, leaseOwner: "w1", leaseExpires: now + LEASE, attempts: 1 });
           expect(await report(older.id)).toEqual(first);
-          const second = await storage.claimReportJob("w2", now, LEASE);
+          const second = await storage.insights.claimReportJob("w2", now, LEASE);
           expect(second).toEqual({ ...newer, leaseOwner: "w2", leaseExpires: now + LEASE, attempts: 1 });
-          expect(await storage.claimReportJob("w3", now, LEASE)).toBeUndefined();
+          expect(await storage.insights.claimReportJob("w3", now, LEASE)).toBeUndefined();
           expect(await report(held.id)).toEqual(held);
 
           // The held lease ends at T0 + 10 s: from that instant on, its job may be taken.
-          const third = await storage.claimReportJob("w3", T0 + 10 * SECOND, LEASE);
+          const third = await storage.insights.claimReportJob("w3", T0 + 10 * SECOND, LEASE);
           expect(third).toMatchObject({ id: held.id, leaseOwner: "w3", attempts: 1 });
         });
 
         it("an expired lease is claimed again, with one more attempt; the old holder can no longer update", async () => {
           const r = reportRecord();
-          await storage.createReport(r);
-          const first = await storage.claimReportJob("w1", T0, LEASE);
+          await storage.insights.createReport(r);
+          const first = await storage.insights.claimReportJob("w1", T0, LEASE);
           expect(first).toMatchObject({ id: r.id, leaseOwner: "w1", leaseExpires: T0 + LEASE, attempts: 1 });
-          expect(await storage.claimReportJob("w2", T0 + LEASE - 1, LEASE)).toBeUndefined();
-          const again = await storage.claimReportJob("w2", T0 + LEASE, LEASE);
+          expect(await storage.insights.claimReportJob("w2", T0 + LEASE - 1, LEASE)).toBeUndefined();
+          const again = await storage.insights.claimReportJob("w2", T0 + LEASE, LEASE);
           expect(again).toMatchObject({ id: r.id, leaseOwner: "w2", leaseExpires: T0 + 2 * LEASE, attempts: 2 });
-          expect(await storage.updateReportJob(r.id, "w1", { leaseExpires: T0 + 5 * LEASE })).toBe(false);
+          expect(await storage.insights.updateReportJob(r.id, "w1", { leaseExpires: T0 + 5 * LEASE })).toBe(false);
           expect(await report(r.id)).toEqual(again);
         });
 
         it("finished reports are never claimed", async () => {
           const r = reportRecord();
-          await storage.createReport(r);
-          await storage.claimReportJob("w1", T0, LEASE);
-          await storage.updateReportJob(r.id, "w1", { status: "failed", finished: T0, reason: "no environment" });
-          expect(await storage.claimReportJob("w2", T0 + DAY, LEASE)).toBeUndefined();
+          await storage.insights.createReport(r);
+          await storage.insights.claimReportJob("w1", T0, LEASE);
+          await storage.insights.updateReportJob(r.id, "w1", {
+            status: "failed",
+            finished: T0,
+            reason: "no environment",
+          });
+          expect(await storage.insights.claimReportJob("w2", T0 + DAY, LEASE)).toBeUndefined();
           expect(await report(r.id)).toMatchObject({ status: "failed", reason: "no environment", attempts: 1 });
         });
 
         it("of concurrent claims of one job, exactly one wins", async () => {
           for (let round = 0; round < 5; round++) {
             const r = reportRecord({ created: T0 + round });
-            await storage.createReport(r);
+            await storage.insights.createReport(r);
             const now = T0 + round * 2 * LEASE;
             const claims = await Promise.all(
-              Array.from({ length: 8 }, (_, i) => storage.claimReportJob(`w${round}-${i}`, now, LEASE)),
+              Array.from({ length: 8 }, (_, i) => storage.insights.claimReportJob(`w${round}-${i}`, now, LEASE)),
             );
             const won = claims.filter((c) => c !== undefined);
             expect(won).toHaveLength(1);
             expect(won[0]).toMatchObject({ id: r.id, attempts: 1 });
             expect(await report(r.id)).toEqual(won[0]);
             // Done: the next round's job is the only one claimable.
-            await storage.updateReportJob(r.id, won[0]?.leaseOwner as string, { status: "generated", finished: now });
+            await storage.insights.updateReportJob(r.id, won[0]?.leaseOwner as string, {
+              status: "generated",
+              finished: now,
+            });
           }
         });
 
         it("concurrent claims of several jobs take each job once", async () => {
           const jobs = Array.from({ length: 4 }, (_, i) => reportRecord({ created: T0 + i }));
-          for (const r of jobs) await storage.createReport(r);
+          for (const r of jobs) await storage.insights.createReport(r);
           const claims = await Promise.all(
-            Array.from({ length: 10 }, (_, i) => storage.claimReportJob(`w${i}`, T0 + SECOND, LEASE)),
+            Array.from({ length: 10 }, (_, i) => storage.insights.claimReportJob(`w${i}`, T0 + SECOND, LEASE)),
           );
           const ids = claims.filter((c) => c !== undefined).map((c) => c.id);
           expect(ids.sort()).toEqual(jobs.map((j) => j.id).sort());
@@ -1481,17 +1498,17 @@ export function storageContract(
 
         it("updateReportJob applies an update only for the lease holder of a generating job", async () => {
           const r = reportRecord();
-          await storage.createReport(r);
+          await storage.insights.createReport(r);
           // No one holds a new job: not even an empty owner may change it.
-          expect(await storage.updateReportJob(r.id, "", { reason: "x" })).toBe(false);
-          expect(await storage.updateReportJob(r.id, "w1", { reason: "x" })).toBe(false);
-          const claimed = await storage.claimReportJob("w1", T0, LEASE);
-          expect(await storage.updateReportJob(r.id, "w2", { leaseExpires: T0 + 9 * LEASE })).toBe(false);
+          expect(await storage.insights.updateReportJob(r.id, "", { reason: "x" })).toBe(false);
+          expect(await storage.insights.updateReportJob(r.id, "w1", { reason: "x" })).toBe(false);
+          const claimed = await storage.insights.claimReportJob("w1", T0, LEASE);
+          expect(await storage.insights.updateReportJob(r.id, "w2", { leaseExpires: T0 + 9 * LEASE })).toBe(false);
           expect(await report(r.id)).toEqual(claimed);
 
           // A heartbeat, then a failed attempt's reason: only the named fields change.
-          expect(await storage.updateReportJob(r.id, "w1", { leaseExpires: T0 + 2 * LEASE })).toBe(true);
-          expect(await storage.updateReportJob(r.id, "w1", { reason: "parser crashed" })).toBe(true);
+          expect(await storage.insights.updateReportJob(r.id, "w1", { leaseExpires: T0 + 2 * LEASE })).toBe(true);
+          expect(await storage.insights.updateReportJob(r.id, "w1", { reason: "parser crashed" })).toBe(true);
           expect(await report(r.id)).toEqual({
             ...r,
             attempts: 1,
@@ -1501,7 +1518,7 @@ export function storageContract(
           });
 
           expect(
-            await storage.updateReportJob(r.id, "w1", {
+            await storage.insights.updateReportJob(r.id, "w1", {
               status: "failed",
               finished: T0 + SECOND,
               expiresAt: T0 + SECOND + 90 * DAY,
@@ -1517,15 +1534,15 @@ export function storageContract(
             leaseOwner: "w1",
           });
           // Finished: the former holder may change it no more.
-          expect(await storage.updateReportJob(r.id, "w1", { status: "generated", reason: "" })).toBe(false);
+          expect(await storage.insights.updateReportJob(r.id, "w1", { status: "generated", reason: "" })).toBe(false);
           expect(await report(r.id)).toEqual(failed);
-          expect(await storage.updateReportJob(randomUUID(), "w1", { reason: "x" })).toBe(false);
+          expect(await storage.insights.updateReportJob(randomUUID(), "w1", { reason: "x" })).toBe(false);
         });
 
         it("a small document round-trips through writeBlob, updateReportJob and readReportDocument", async () => {
           const r = reportRecord();
-          await storage.createReport(r);
-          await storage.claimReportJob("w1", T0, LEASE);
+          await storage.insights.createReport(r);
+          await storage.insights.claimReportJob("w1", T0, LEASE);
           const json = text(JSON.stringify({ version: "1.0", resources: [{ name: "été \u{1F600}" }] }));
           const document = await finishWithDocument(r, "w1", json, T0 + SECOND);
           const stored = await report(r.id);
@@ -1541,8 +1558,8 @@ export function storageContract(
 
         it(`a document larger than ${inlineLimit} bytes streams back byte for byte`, async () => {
           const r = reportRecord();
-          await storage.createReport(r);
-          await storage.claimReportJob("w1", T0, LEASE);
+          await storage.insights.createReport(r);
+          await storage.insights.claimReportJob("w1", T0, LEASE);
           const data = randomBytes(3 * inlineLimit + 4321);
           const document = await finishWithDocument(r, "w1", data, T0 + SECOND);
           const stored = await report(r.id);
@@ -1553,15 +1570,15 @@ export function storageContract(
 
         it("readReportDocument of a report without a document throws NotFoundError", async () => {
           const r = reportRecord();
-          await storage.createReport(r);
+          await storage.insights.createReport(r);
           await expect(readDocument(storage, r)).rejects.toBeInstanceOf(NotFoundError);
           await expect(readDocument(storage, reportRecord())).rejects.toBeInstanceOf(NotFoundError);
         });
 
         it("getReport gives an expired report until it is purged", async () => {
           const r = reportRecord({ expiresAt: T0 + SECOND });
-          await storage.createReport(r);
-          expect(await storage.getReport(r.id)).toEqual(r);
+          await storage.insights.createReport(r);
+          expect(await storage.insights.getReport(r.id)).toEqual(r);
         });
 
         it("purgeExpired removes expired reports with their documents and leaves the others", async () => {
@@ -1575,14 +1592,14 @@ export function storageContract(
             ["newLarge", 2 * inlineLimit, T0 + DAY],
           ] as const) {
             const r = reportRecord();
-            await storage.createReport(r);
-            await storage.claimReportJob("w1", T0, LEASE);
+            await storage.insights.createReport(r);
+            await storage.insights.claimReportJob("w1", T0, LEASE);
             data[key] = randomBytes(size);
             await finishWithDocument(r, "w1", data[key], finishedAt);
             reports[key] = await report(r.id);
           }
           const stuck = reportRecord({ expiresAt: T0 + 90 * DAY });
-          await storage.createReport(stuck);
+          await storage.insights.createReport(stuck);
           const blobsBefore = await blobsNow();
 
           expect(await storage.purgeExpired(T0 + 90 * DAY - 1)).toBe(0);
@@ -1590,13 +1607,13 @@ export function storageContract(
           expect(await storage.purgeExpired(T0 + 90 * DAY)).toBe(3);
           for (const key of ["oldSmall", "oldLarge"]) {
             const gone = reports[key] as ReportRecord;
-            expect(await storage.getReport(gone.id)).toBeUndefined();
+            expect(await storage.insights.getReport(gone.id)).toBeUndefined();
             await expect(readDocument(storage, gone)).rejects.toBeInstanceOf(NotFoundError);
           }
-          expect(await storage.getReport(stuck.id)).toBeUndefined();
+          expect(await storage.insights.getReport(stuck.id)).toBeUndefined();
           for (const key of ["newSmall", "newLarge"]) {
             const kept = reports[key] as ReportRecord;
-            expect(await storage.getReport(kept.id)).toEqual(kept);
+            expect(await storage.insights.getReport(kept.id)).toEqual(kept);
             expect((await readDocument(storage, kept)).equals(data[key] as Buffer)).toBe(true);
           }
           if (blobsBefore) {
@@ -1611,7 +1628,7 @@ export function storageContract(
           await storage.createStore(config("s", "snapshot", "1s"), T0);
           await put("s", "a.txt", "a");
           await storage.deleteTree("s", "a.txt", {}, T0);
-          await storage.createReport(reportRecord({ expiresAt: T0 + SECOND }));
+          await storage.insights.createReport(reportRecord({ expiresAt: T0 + SECOND }));
           expect(await storage.purgeExpired(T0 + 10 * SECOND)).toBe(2);
         });
       });

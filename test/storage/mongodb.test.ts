@@ -381,10 +381,12 @@ describe.runIf(MONGODB_URL)("mongodb adapter", () => {
         leaseExpires: 0,
         document: null,
       };
-      await storage.createReport(report);
-      await storage.claimReportJob("w", T0, 30_000);
+      await storage.insights.createReport(report);
+      await storage.insights.claimReportJob("w", T0, 30_000);
       const document = await storage.writeBlob(big(), { maxSize: 1 << 20 });
-      expect(await storage.updateReportJob(report.id, "w", { status: "generated", finished: T0, document })).toBe(true);
+      expect(
+        await storage.insights.updateReportJob(report.id, "w", { status: "generated", finished: T0, document }),
+      ).toBe(true);
       const files = client.db((a.storage as MongoStorage).databaseName).collection("blobs.files");
       const old = new Date(Date.now() - 2 * 3_600_000);
       await files.updateMany(
@@ -439,18 +441,21 @@ describe.runIf(MONGODB_URL)("mongodb adapter", () => {
         const instances = [a.storage, ...others];
         for (let round = 0; round < 4; round++) {
           const r = { ...job(), created: T0 + round };
-          await a.storage.createReport(r);
+          await a.storage.insights.createReport(r);
           const now = T0 + round * 2 * LEASE;
           const claims = await Promise.all(
             instances.flatMap((s, i) => [
-              s.claimReportJob(`i${i}a`, now, LEASE),
-              s.claimReportJob(`i${i}b`, now, LEASE),
+              s.insights.claimReportJob(`i${i}a`, now, LEASE),
+              s.insights.claimReportJob(`i${i}b`, now, LEASE),
             ]),
           );
           const won = claims.filter((c) => c !== undefined);
           expect(won).toHaveLength(1);
-          expect(await a.storage.getReport(r.id)).toEqual(won[0]);
-          await a.storage.updateReportJob(r.id, won[0]?.leaseOwner as string, { status: "generated", finished: now });
+          expect(await a.storage.insights.getReport(r.id)).toEqual(won[0]);
+          await a.storage.insights.updateReportJob(r.id, won[0]?.leaseOwner as string, {
+            status: "generated",
+            finished: now,
+          });
         }
       } finally {
         for (const s of others) await s.close();
@@ -463,18 +468,18 @@ describe.runIf(MONGODB_URL)("mongodb adapter", () => {
       const client = new MongoClient(MONGODB_URL as string);
       try {
         const r = job();
-        await a.storage.createReport(r);
+        await a.storage.insights.createReport(r);
         // What a claimer killed between its two writes leaves: the claim of attempt 1, not recorded on the report.
         await client
           .db((a.storage as MongoStorage).databaseName)
           .collection<{ _id: string; report: string; attempt: number; owner: string; expires: number }>("reportClaims")
           .insertOne({ _id: `${r.id}/1`, report: r.id, attempt: 1, owner: "dead", expires: T0 + LEASE });
-        expect(await a.storage.claimReportJob("w1", T0, LEASE)).toBeUndefined();
-        expect(await a.storage.getReport(r.id)).toEqual(r);
-        const claimed = await a.storage.claimReportJob("w1", T0 + LEASE, LEASE);
+        expect(await a.storage.insights.claimReportJob("w1", T0, LEASE)).toBeUndefined();
+        expect(await a.storage.insights.getReport(r.id)).toEqual(r);
+        const claimed = await a.storage.insights.claimReportJob("w1", T0 + LEASE, LEASE);
         expect(claimed).toMatchObject({ id: r.id, leaseOwner: "w1", leaseExpires: T0 + 2 * LEASE, attempts: 2 });
         // Purging the report removes its claims too.
-        await a.storage.updateReportJob(r.id, "w1", { status: "failed", finished: T0, expiresAt: T0 + 1 });
+        await a.storage.insights.updateReportJob(r.id, "w1", { status: "failed", finished: T0, expiresAt: T0 + 1 });
         expect(await a.storage.purgeExpired(T0 + 1)).toBe(1);
         const left = await client
           .db((a.storage as MongoStorage).databaseName)

@@ -128,10 +128,10 @@ describe("SqliteStorage", () => {
       created: T0,
       creator: "ann",
     };
-    await storage.createProject(project);
+    await storage.insights.createProject(project);
     await storage.close();
     storage = await SqliteStorage.open({ dataDir });
-    expect(await storage.listProjects()).toEqual([project]);
+    expect(await storage.insights.listProjects()).toEqual([project]);
   });
 
   it("keeps projects, environments, promotions and reports with their documents across reopen", async () => {
@@ -151,11 +151,11 @@ describe("SqliteStorage", () => {
       created: T0,
       creator: "ann",
     };
-    await storage.createProject(project);
-    await storage.createEnvironment(environment);
-    await storage.recordPromotion({ environmentId: environment.id, path: "/a.template", date: T0, by: "bob" });
+    await storage.insights.createProject(project);
+    await storage.insights.createEnvironment(environment);
+    await storage.insights.recordPromotion({ environmentId: environment.id, path: "/a.template", date: T0, by: "bob" });
     const id = "6f1c1b8e-0000-4bee-8c1a-000000000003";
-    await storage.createReport({
+    await storage.insights.createReport({
       id,
       projectId: project.id,
       environmentId: environment.id,
@@ -171,23 +171,23 @@ describe("SqliteStorage", () => {
       leaseExpires: 0,
       document: null,
     });
-    await storage.claimReportJob("w", T0, 1000);
+    await storage.insights.claimReportJob("w", T0, 1000);
     const data = randomBytes(100_000);
     const document = await storage.writeBlob(once(data), { maxSize: 1_000_000 });
-    await storage.updateReportJob(id, "w", { status: "generated", finished: T0, document });
-    const before = await storage.getReport(id);
+    await storage.insights.updateReportJob(id, "w", { status: "generated", finished: T0, document });
+    const before = await storage.insights.getReport(id);
     await storage.close();
 
     storage = await SqliteStorage.open({ dataDir });
-    expect(await storage.getProject(project.id)).toEqual(project);
-    expect(await storage.listEnvironments(project.id)).toEqual([environment]);
+    expect(await storage.insights.getProject(project.id)).toEqual(project);
+    expect(await storage.insights.listEnvironments(project.id)).toEqual([environment]);
     const promotions = [];
-    for await (const p of storage.listPromotions(environment.id)) promotions.push(p);
+    for await (const p of storage.insights.listPromotions(environment.id)) promotions.push(p);
     expect(promotions).toEqual([{ environmentId: environment.id, path: "/a.template", date: T0, by: "bob" }]);
-    const after = await storage.getReport(id);
+    const after = await storage.insights.getReport(id);
     expect(after).toEqual(before);
     const parts: Buffer[] = [];
-    for await (const chunk of storage.readReportDocument(after as NonNullable<typeof after>))
+    for await (const chunk of storage.insights.readReportDocument(after as NonNullable<typeof after>))
       parts.push(Buffer.from(chunk));
     expect(Buffer.concat(parts).equals(data)).toBe(true);
   });
@@ -231,10 +231,12 @@ describe("SqliteStorage", () => {
       leaseExpires: 0,
       document: null,
     };
-    await storage.createReport(report);
-    await storage.claimReportJob("w", T0, 30_000);
+    await storage.insights.createReport(report);
+    await storage.insights.claimReportJob("w", T0, 30_000);
     const document = await storage.writeBlob(big(), { maxSize: 1 << 20 });
-    expect(await storage.updateReportJob(report.id, "w", { status: "generated", finished: T0, document })).toBe(true);
+    expect(
+      await storage.insights.updateReportJob(report.id, "w", { status: "generated", finished: T0, document }),
+    ).toBe(true);
     const old = new Date(Date.now() - 2 * 3_600_000);
     for (const b of [orphan, contents, document]) {
       await utimes(join(dataDir, "blobs", b.blob.slice(0, 2), b.blob), old, old);

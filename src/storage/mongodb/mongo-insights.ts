@@ -9,6 +9,7 @@ import { INLINE_MAX } from "../local/blob-files.js";
 import type {
   BlobInfo,
   EnvironmentRecord,
+  InsightsStorage,
   ProjectRecord,
   PromotionRecord,
   ReportJobUpdate,
@@ -148,7 +149,7 @@ function expireAt(expiresAt: number): Date {
 /** The fields a lease holder may change (ReportJobUpdate), as stored. */
 const UPDATABLE = ["status", "finished", "expiresAt", "reason", "leaseExpires", "leaseOwner", "document"] as const;
 
-export class MongoInsights {
+export class MongoInsights implements InsightsStorage {
   private readonly projects: Collection<ProjectDoc>;
   private readonly environments: Collection<EnvironmentDoc>;
   private readonly promotions: Collection<PromotionDoc>;

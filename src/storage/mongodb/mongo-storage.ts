@@ -16,15 +16,10 @@ import { INLINE_MAX } from "../local/blob-files.js";
 import type {
   BlobInfo,
   DeleteResult,
-  EnvironmentRecord,
   GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
   Preconditions,
-  ProjectRecord,
-  PromotionRecord,
-  ReportJobUpdate,
-  ReportRecord,
   StoragePort,
   StoreNode,
   StoreRecord,
@@ -137,7 +132,7 @@ export class MongoStorage implements StoragePort {
   private readonly nodes: Collection<NodeDoc>;
   private readonly bucket: GridFSBucket;
   /** Projects, environments, promotions and reports (mongo-insights.ts). */
-  private readonly insights: MongoInsights;
+  readonly insights: MongoInsights;
   /** The stores' write leases (mongo-store-lease.ts). */
   private readonly leases: StoreLeases;
   private readonly blobSweep: BlobSweep;
@@ -595,62 +590,6 @@ export class MongoStorage implements StoragePort {
     purged += await this.insights.purgeExpired(now);
     if (failure !== undefined) throw failure;
     return purged;
-  }
-
-  createProject(project: ProjectRecord): Promise<ProjectRecord> {
-    return this.insights.createProject(project);
-  }
-
-  getProject(id: string): Promise<ProjectRecord | undefined> {
-    return this.insights.getProject(id);
-  }
-
-  listProjects(): Promise<ProjectRecord[]> {
-    return this.insights.listProjects();
-  }
-
-  createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord> {
-    return this.insights.createEnvironment(environment);
-  }
-
-  getEnvironment(id: string): Promise<EnvironmentRecord | undefined> {
-    return this.insights.getEnvironment(id);
-  }
-
-  listEnvironments(projectId: string): Promise<EnvironmentRecord[]> {
-    return this.insights.listEnvironments(projectId);
-  }
-
-  recordPromotion(promotion: PromotionRecord): Promise<void> {
-    return this.insights.recordPromotion(promotion);
-  }
-
-  listPromotions(environmentId: string): AsyncIterable<PromotionRecord> {
-    return this.insights.listPromotions(environmentId);
-  }
-
-  createReport(report: ReportRecord): Promise<void> {
-    return this.insights.createReport(report);
-  }
-
-  getReport(id: string): Promise<ReportRecord | undefined> {
-    return this.insights.getReport(id);
-  }
-
-  listReports(projectId: string, environmentId: string): Promise<ReportRecord[]> {
-    return this.insights.listReports(projectId, environmentId);
-  }
-
-  claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
-    return this.insights.claimReportJob(owner, now, leaseMs);
-  }
-
-  updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean> {
-    return this.insights.updateReportJob(id, owner, update);
-  }
-
-  readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array> {
-    return this.insights.readReportDocument(report);
   }
 
   async close(): Promise<void> {

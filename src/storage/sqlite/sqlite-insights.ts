@@ -8,6 +8,7 @@ import type { BlobFiles } from "../local/blob-files.js";
 import type {
   BlobInfo,
   EnvironmentRecord,
+  InsightsStorage,
   ProjectRecord,
   PromotionRecord,
   ReportJobUpdate,
@@ -172,7 +173,7 @@ function isUniqueViolation(err: unknown): boolean {
 
 const PAGE = 1000;
 
-export class SqliteInsights {
+export class SqliteInsights implements InsightsStorage {
   private readonly stmt;
   private readonly claim;
   /** updateReportJob statements by the set of fields updated (a handful of shapes in practice). */

@@ -14,15 +14,10 @@ import { BlobFiles } from "../local/blob-files.js";
 import type {
   BlobInfo,
   DeleteResult,
-  EnvironmentRecord,
   GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
   Preconditions,
-  ProjectRecord,
-  PromotionRecord,
-  ReportJobUpdate,
-  ReportRecord,
   StoragePort,
   StoreNode,
   StoreRecord,
@@ -235,7 +230,7 @@ export class SqliteStorage implements StoragePort {
   private readonly db: Database.Database;
   private readonly blobs: BlobFiles;
   /** Projects, environments, promotions and reports (sqlite-insights.ts). */
-  private readonly insights: SqliteInsights;
+  readonly insights: SqliteInsights;
   private readonly dbFile: string;
   private readonly busyTimeout: number;
   private readonly stmt;
@@ -648,62 +643,6 @@ export class SqliteStorage implements StoragePort {
       removed += 1;
     }
     return removed;
-  }
-
-  createProject(project: ProjectRecord): Promise<ProjectRecord> {
-    return this.insights.createProject(project);
-  }
-
-  getProject(id: string): Promise<ProjectRecord | undefined> {
-    return this.insights.getProject(id);
-  }
-
-  listProjects(): Promise<ProjectRecord[]> {
-    return this.insights.listProjects();
-  }
-
-  createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord> {
-    return this.insights.createEnvironment(environment);
-  }
-
-  getEnvironment(id: string): Promise<EnvironmentRecord | undefined> {
-    return this.insights.getEnvironment(id);
-  }
-
-  listEnvironments(projectId: string): Promise<EnvironmentRecord[]> {
-    return this.insights.listEnvironments(projectId);
-  }
-
-  recordPromotion(promotion: PromotionRecord): Promise<void> {
-    return this.insights.recordPromotion(promotion);
-  }
-
-  listPromotions(environmentId: string): AsyncIterable<PromotionRecord> {
-    return this.insights.listPromotions(environmentId);
-  }
-
-  createReport(report: ReportRecord): Promise<void> {
-    return this.insights.createReport(report);
-  }
-
-  getReport(id: string): Promise<ReportRecord | undefined> {
-    return this.insights.getReport(id);
-  }
-
-  listReports(projectId: string, environmentId: string): Promise<ReportRecord[]> {
-    return this.insights.listReports(projectId, environmentId);
-  }
-
-  claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
-    return this.insights.claimReportJob(owner, now, leaseMs);
-  }
-
-  updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean> {
-    return this.insights.updateReportJob(id, owner, update);
-  }
-
-  readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array> {
-    return this.insights.readReportDocument(report);
   }
 
   async close(): Promise<void> {
