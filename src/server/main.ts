@@ -25,8 +25,8 @@ export async function ensureHomeStore(storage: StoragePort, now: number): Promis
 export async function serve(config: ServeConfig): Promise<TroveServer> {
   const logger = pino({ level: config.logLevel });
   const storage: StoragePort = config.mongodbUrl
-    ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase })
-    : await SqliteStorage.open({ dataDir: config.dataDir });
+    ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase, logger })
+    : await SqliteStorage.open({ dataDir: config.dataDir, logger });
   await ensureHomeStore(storage, Date.now());
   let auth: Authenticator;
   let devIssuer: DevIssuer | undefined;

@@ -28,6 +28,18 @@ export interface NodeRecord {
   inline: Uint8Array | null;
 }
 
+/**
+ * Where an adapter reports what it recovered from by itself (a replaced blob it could not remove,
+ * a reconnection): pino's logger fits it. Adapters never log on the request path otherwise.
+ */
+export interface StorageLogger {
+  warn(details: object, message: string): void;
+  info(details: object, message: string): void;
+}
+
+/** A logger that drops everything: the default of adapters opened without one. */
+export const silentStorageLogger: StorageLogger = { warn() {}, info() {} };
+
 export interface StoreRecord {
   config: StoreConfig;
   deleted: boolean;

@@ -20,6 +20,7 @@ import type {
   ListOptions,
   NodeRecord,
   Preconditions,
+  StorageLogger,
   StoragePort,
   StoreNode,
   StoreRecord,
@@ -44,6 +45,8 @@ export interface MongoStorageOptions {
   watchInterval?: number;
   /** How long the driver looks for a server before an operation fails, in ms. */
   serverSelectionTimeout?: number;
+  /** Where failures that were recovered from are reported (default: nowhere). */
+  logger?: StorageLogger;
 }
 
 /**

@@ -18,6 +18,7 @@ import type {
   ListOptions,
   NodeRecord,
   Preconditions,
+  StorageLogger,
   StoragePort,
   StoreNode,
   StoreRecord,
@@ -31,6 +32,8 @@ export interface SqliteStorageOptions {
   dataDir: string;
   /** How long a writer waits for the database lock, in milliseconds. */
   busyTimeout?: number;
+  /** Where failures that were recovered from are reported (default: nowhere). */
+  logger?: StorageLogger;
 }
 
 const SCHEMA = `
