@@ -38,6 +38,17 @@ export class TooLargeError extends Error {
   override name = "TooLargeError";
 }
 
+/**
+ * The server's disk (or the database's quota) is full: nothing was written. A client may retry
+ * once space is freed, e.g. by a DELETE, which the adapters keep room for.
+ */
+export class InsufficientStorageError extends Error {
+  override name = "InsufficientStorageError";
+  constructor(message = "insufficient storage: the server's disk is full") {
+    super(message);
+  }
+}
+
 /** The storage backend cannot be reached. */
 export class UnavailableError extends Error {
   override name = "UnavailableError";

@@ -6,6 +6,7 @@ import {
   BadRequestError,
   DeletedError,
   ForbiddenError,
+  InsufficientStorageError,
   NotFoundError,
   PermissionDeniedError,
   PreconditionFailedError,
@@ -15,6 +16,19 @@ import {
 
 /** Metadata key set on NotFound errors for a known-deleted resource; its value is the tag. */
 export const DELETED_TAG_KEY = "trove-deleted-tag";
+
+/**
+ * Metadata key set on ResourceExhausted errors that mean "the disk is full" rather than "too
+ * large": REST answers them 507 Insufficient Storage instead of 413.
+ */
+export const INSUFFICIENT_STORAGE_KEY = "trove-insufficient-storage";
+
+/** Platform error codes that mean the disk (or a quota, or the database's size cap) is full. */
+const STORAGE_FULL_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL"]);
+
+function insufficientStorage(message: string): ConnectError {
+  return new ConnectError(message, Code.ResourceExhausted, { [INSUFFICIENT_STORAGE_KEY]: "1" });
+}
 
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
@@ -29,8 +43,10 @@ export function toConnectError(err: unknown): ConnectError {
   if (err instanceof PermissionDeniedError) return new ConnectError(err.message, Code.PermissionDenied);
   if (err instanceof TooLargeError) return new ConnectError(err.message, Code.ResourceExhausted);
   if (err instanceof UnavailableError) return new ConnectError(err.message, Code.Unavailable);
-  if (err instanceof Error && (err as NodeJS.ErrnoException).code === "ENOSPC") {
-    return new ConnectError("no space left on the server's disk", Code.ResourceExhausted);
+  if (err instanceof InsufficientStorageError) return insufficientStorage(err.message);
+  // Adapters translate these themselves; one that slips through still gets the same answer.
+  if (err instanceof Error && STORAGE_FULL_CODES.has(String((err as NodeJS.ErrnoException).code))) {
+    return insufficientStorage(new InsufficientStorageError().message);
   }
   return ConnectError.from(err, Code.Internal);
 }

@@ -1,16 +1,28 @@
 // Blobs as immutable files under a directory, named by UUID: written to a
 // temporary file, fsynced, then renamed into place. Small contents stay in
-// memory and are returned inline, to be kept with the metadata.
+// memory and are returned inline, to be kept with the metadata. A full disk is an
+// InsufficientStorageError, and leaves no temporary file behind.
 
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { NotFoundError, TooLargeError } from "../../domain/errors.js";
+import { InsufficientStorageError, NotFoundError, TooLargeError } from "../../domain/errors.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
 
 export const INLINE_MAX = 64 * 1024;
 const READ_CHUNK = 64 * 1024;
+
+/** Whether a file system error means the disk (or the user's quota) is full. */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
+}
+
+/** A full disk as the domain's error; anything else unchanged. */
+function fullDiskAsInsufficientStorage(err: unknown): unknown {
+  return isDiskFull(err) ? new InsufficientStorageError() : err;
+}
 
 export class BlobFiles {
   readonly blobDir: string;
@@ -23,9 +35,13 @@ export class BlobFiles {
 
   /** Creates the directories and removes temporary files left by a process that died mid-upload. */
   async init(): Promise<void> {
-    await mkdir(this.blobDir, { recursive: true });
-    await rm(this.tempDir, { recursive: true, force: true });
-    await mkdir(this.tempDir, { recursive: true });
+    try {
+      await mkdir(this.blobDir, { recursive: true });
+      await rm(this.tempDir, { recursive: true, force: true });
+      await mkdir(this.tempDir, { recursive: true });
+    } catch (err) {
+      throw fullDiskAsInsufficientStorage(err);
+    }
   }
 
   pathOf(blob: string): string {
@@ -68,7 +84,7 @@ export class BlobFiles {
     } catch (err) {
       await file?.close().catch(() => {});
       await unlink(temp).catch(() => {});
-      throw err;
+      throw fullDiskAsInsufficientStorage(err);
     }
   }
 

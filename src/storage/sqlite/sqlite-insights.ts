@@ -1,6 +1,7 @@
 // Content insights on the embedded backend: projects, environments, promotion records and
 // reports (with their generation jobs) in SQLite tables beside the nodes; report documents
-// inline or as blob files, like resource contents (docs/storage.md).
+// inline or as blob files, like resource contents (docs/storage.md). Every write goes through
+// the adapter's SqliteWrites, so a full disk is InsufficientStorageError here too.
 
 import type Database from "better-sqlite3";
 import { AlreadyExistsError, NotFoundError } from "../../domain/errors.js";
@@ -14,7 +15,9 @@ import type {
   ReportJobUpdate,
   ReportRecord,
   ReportStatusValue,
+  StorageLogger,
 } from "../port.js";
+import type { SqliteWrites } from "./sqlite-errors.js";
 
 // Created at every open, like the tables of the nodes: a data directory made by a version
 // without insights gains the tables and opens as before.
@@ -182,6 +185,8 @@ export class SqliteInsights implements InsightsStorage {
   constructor(
     private readonly db: Database.Database,
     private readonly blobs: BlobFiles,
+    private readonly writes: SqliteWrites,
+    private readonly logger: StorageLogger,
   ) {
     db.exec(SCHEMA);
     this.stmt = {
@@ -223,6 +228,7 @@ export class SqliteInsights implements InsightsStorage {
       documentOf: db
         .prepare<[string, string], unknown[]>("SELECT document_inline FROM reports WHERE id = ? AND document_blob = ?")
         .raw(true),
+      documentInUse: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM reports WHERE document_blob = ? LIMIT 1"),
       documentFiles: db
         .prepare<[], string>(
           "SELECT document_blob FROM reports WHERE document_blob IS NOT NULL AND document_inline IS NULL",
@@ -241,7 +247,7 @@ export class SqliteInsights implements InsightsStorage {
 
   async createProject(project: ProjectRecord): Promise<ProjectRecord> {
     try {
-      this.stmt.insertProject.run(project);
+      this.writes.write(() => this.stmt.insertProject.run(project));
     } catch (err) {
       if (isUniqueViolation(err))
         throw new AlreadyExistsError(`project ${project.name} of account ${project.account} already exists`);
@@ -261,7 +267,7 @@ export class SqliteInsights implements InsightsStorage {
 
   async createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord> {
     try {
-      this.stmt.insertEnvironment.run(environment);
+      this.writes.write(() => this.stmt.insertEnvironment.run(environment));
     } catch (err) {
       if (isUniqueViolation(err))
         throw new AlreadyExistsError(
@@ -282,7 +288,7 @@ export class SqliteInsights implements InsightsStorage {
   }
 
   async recordPromotion(promotion: PromotionRecord): Promise<void> {
-    this.stmt.upsertPromotion.run(promotion);
+    this.writes.write(() => this.stmt.upsertPromotion.run(promotion));
   }
 
   // Keyset pages: a better-sqlite3 cursor cannot stay open across the consumer's awaits.
@@ -298,11 +304,13 @@ export class SqliteInsights implements InsightsStorage {
 
   async createReport(report: ReportRecord): Promise<void> {
     try {
-      this.stmt.insertReport.run({
-        ...report,
-        additionalFields: JSON.stringify(report.additionalFields),
-        ...documentParams(report.document),
-      });
+      this.writes.write(() =>
+        this.stmt.insertReport.run({
+          ...report,
+          additionalFields: JSON.stringify(report.additionalFields),
+          ...documentParams(report.document),
+        }),
+      );
     } catch (err) {
       if (isUniqueViolation(err)) throw new AlreadyExistsError(`report ${report.id} already exists`);
       throw err;
@@ -319,11 +327,25 @@ export class SqliteInsights implements InsightsStorage {
   }
 
   async claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
-    const row = this.claim(owner, now, leaseMs);
+    const row = this.writes.write(() => this.claim(owner, now, leaseMs));
     return row && toReport(row);
   }
 
   async updateReportJob(id: string, owner: string, update: ReportJobUpdate): Promise<boolean> {
+    const document = update.document;
+    let applied: boolean;
+    try {
+      applied = this.applyReportJobUpdate(id, owner, update);
+    } catch (err) {
+      // One statement, rolled back: a document handed over is ours to discard (port.ts).
+      if (document) await this.discardDocument(document);
+      throw err;
+    }
+    if (!applied && document) await this.discardDocument(document);
+    return applied;
+  }
+
+  private applyReportJobUpdate(id: string, owner: string, update: ReportJobUpdate): boolean {
     // An empty owner would match a job that no one holds.
     if (owner === "") return false;
     const fields = (Object.keys(update) as Array<keyof ReportJobUpdate>)
@@ -338,7 +360,18 @@ export class SqliteInsights implements InsightsStorage {
       if (k === "document") Object.assign(params, documentParams(update.document ?? null));
       else params[k] = update[k];
     }
-    return this.updateStatement(fields).run(params).changes === 1;
+    return this.writes.write(() => this.updateStatement(fields).run(params)).changes === 1;
+  }
+
+  /** Removes the file of a document no report refers to; never throws (the orphan sweep is the floor). */
+  private async discardDocument(document: BlobInfo): Promise<void> {
+    if (document.inline) return;
+    try {
+      if (this.stmt.documentInUse.get(document.blob)) return;
+      await this.blobs.remove(document.blob);
+    } catch (err) {
+      this.logger.warn({ err, blob: document.blob }, "could not remove a report document; the orphan sweep will");
+    }
   }
 
   private updateStatement(fields: ReadonlyArray<keyof ReportJobUpdate>): Database.Statement {
@@ -383,9 +416,15 @@ export class SqliteInsights implements InsightsStorage {
   async purgeExpired(now: number): Promise<number> {
     let purged = 0;
     for (;;) {
-      const rows = this.stmt.purgeReports.all(now, PAGE);
+      const rows = this.writes.free(() => this.stmt.purgeReports.all(now, PAGE));
       purged += rows.length;
-      for (const r of rows) if (r.blob !== null && r.inlined === 0) await this.blobs.remove(r.blob);
+      for (const r of rows) {
+        if (r.blob === null || r.inlined !== 0) continue;
+        // After the commit: a file that cannot be removed now is an orphan for the sweep.
+        await this.blobs.remove(r.blob).catch((err: unknown) => {
+          this.logger.warn({ err, blob: r.blob }, "could not remove an expired report's document");
+        });
+      }
       if (rows.length < PAGE) return purged;
     }
   }

@@ -1,5 +1,6 @@
 // The embedded default backend: metadata in SQLite (better-sqlite3, WAL),
 // small contents inline, larger ones as blob files under the data directory.
+// A full disk is InsufficientStorageError; deletes have room kept for them (docs/storage.md).
 
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -11,20 +12,23 @@ import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, pla
 import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
 import { BlobFiles } from "../local/blob-files.js";
-import type {
-  BlobInfo,
-  DeleteResult,
-  GetStoreNodeOptions,
-  ListOptions,
-  NodeRecord,
-  Preconditions,
-  StorageLogger,
-  StoragePort,
-  StoreNode,
-  StoreRecord,
-  WriteBlobOptions,
-  WriteResult,
+import { SpaceReserve } from "../local/space-reserve.js";
+import {
+  type BlobInfo,
+  type DeleteResult,
+  type GetStoreNodeOptions,
+  type ListOptions,
+  type NodeRecord,
+  type Preconditions,
+  type StorageLogger,
+  type StoragePort,
+  type StoreNode,
+  type StoreRecord,
+  silentStorageLogger,
+  type WriteBlobOptions,
+  type WriteResult,
 } from "../port.js";
+import { databaseError, isDatabaseFull, type SqliteWrites } from "./sqlite-errors.js";
 import { SqliteInsights } from "./sqlite-insights.js";
 
 export interface SqliteStorageOptions {
@@ -34,7 +38,19 @@ export interface SqliteStorageOptions {
   busyTimeout?: number;
   /** Where failures that were recovered from are reported (default: nowhere). */
   logger?: StorageLogger;
+  /**
+   * Room kept for deletes on a full disk, in bytes: a file `<data>/reserve` of this size, removed
+   * when a delete meets a full disk and written again once there is room (default 8 MiB; 0: none).
+   */
+  reserveBytes?: number;
+  /**
+   * Largest size of trove.db in bytes (SQLite's max_page_count); beyond it writes are refused as
+   * on a full disk. The last `reserveBytes` of it are kept for deletes. Default: no cap.
+   */
+  maxDatabaseBytes?: number;
 }
+
+const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stores (
@@ -241,18 +257,34 @@ export class SqliteStorage implements StoragePort {
   private readonly listeners = new Set<(store: string) => void>();
   /** Date.now() from which the next purge also sweeps orphaned blob files. */
   private nextSweep = 0;
+  private readonly dataDir: string;
+  private readonly logger: StorageLogger;
+  private readonly reserve: SpaceReserve;
+  /** With maxDatabaseBytes: the cap in pages, and the part of it that writes other than deletes may use. */
+  private readonly pageCap: { all: number; writes: number } | undefined;
 
   private constructor(options: SqliteStorageOptions) {
     const dir = resolve(options.dataDir);
     mkdirSync(dir, { recursive: true });
+    this.dataDir = dir;
+    this.logger = options.logger ?? silentStorageLogger;
+    const reserveBytes = Math.max(0, options.reserveBytes ?? DEFAULT_RESERVE_BYTES);
+    this.reserve = new SpaceReserve(join(dir, "reserve"), reserveBytes, this.logger);
     this.dbFile = join(dir, "trove.db");
     this.busyTimeout = options.busyTimeout ?? 5000;
     this.db = new Database(this.dbFile, { timeout: this.busyTimeout });
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
     this.db.exec(SCHEMA);
+    if (options.maxDatabaseBytes !== undefined) {
+      const pageSize = this.db.pragma("page_size", { simple: true }) as number;
+      const all = Math.max(1, Math.floor(options.maxDatabaseBytes / pageSize));
+      this.pageCap = { all, writes: Math.max(1, all - Math.ceil(reserveBytes / pageSize)) };
+      this.db.pragma(`max_page_count = ${this.pageCap.writes}`);
+    }
     this.blobs = new BlobFiles(dir);
-    this.insights = new SqliteInsights(this.db, this.blobs);
+    const writes: SqliteWrites = { write: (run) => this.write(run), free: (run) => this.free(run) };
+    this.insights = new SqliteInsights(this.db, this.blobs, writes, this.logger);
     const db = this.db;
     const storeColumns = `s.*, (SELECT tag FROM nodes WHERE store = s.name AND path = '') AS root_tag`;
     this.stmt = {
@@ -372,7 +404,13 @@ export class SqliteStorage implements StoragePort {
 
   static async open(options: SqliteStorageOptions): Promise<SqliteStorage> {
     const storage = new SqliteStorage(options);
-    await storage.blobs.init();
+    try {
+      await storage.blobs.init();
+    } catch (err) {
+      storage.db.close();
+      throw err;
+    }
+    storage.reserve.restore();
     return storage;
   }
 
@@ -399,7 +437,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    this.tx.createStore(config, now);
+    this.write(() => this.tx.createStore(config, now));
     this.changed(config.name);
     return this.mustGetStore(config.name);
   }
@@ -416,13 +454,14 @@ export class SqliteStorage implements StoragePort {
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
     const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
-    if (this.stmt.updateStore.run(params).changes === 0) throw new NotFoundError(`store ${config.name} not found`);
+    if (this.write(() => this.stmt.updateStore.run(params)).changes === 0)
+      throw new NotFoundError(`store ${config.name} not found`);
     this.changed(config.name);
     return this.mustGetStore(config.name);
   }
 
   async deleteStore(name: string, now: number): Promise<StoreRecord> {
-    const removed = this.tx.deleteStore(name, now);
+    const removed = this.free(() => this.tx.deleteStore(name, now));
     this.changed(name);
     await this.removeBlobs(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
     return this.mustGetStore(name);
@@ -468,10 +507,19 @@ export class SqliteStorage implements StoragePort {
     pre: Preconditions,
     now: number,
   ): Promise<WriteResult> {
-    const { result, replaced } = this.tx.putFile(store, path, blob, type, pre, now);
+    let outcome: ReturnType<typeof this.tx.putFile>;
+    try {
+      outcome = this.write(() => this.tx.putFile(store, path, blob, type, pre, now));
+    } catch (err) {
+      // The transaction rolled back: the blob is ours to discard (port.ts), unless a node refers
+      // to it all the same, which only a commit that reported failure could have done.
+      await this.discardUnreferenced(blob);
+      throw err;
+    }
+    // Committed: from here on, nothing fails the call (removeBlobs logs what it cannot remove).
     this.changed(store);
-    if (replaced) await this.removeBlobs([replaced]);
-    return result;
+    if (outcome.replaced) await this.removeBlobs([outcome.replaced]);
+    return outcome.result;
   }
 
   private putFileTx(
@@ -511,7 +559,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    const result = this.tx.makeDirectory(store, path, pre, now);
+    const result = this.write(() => this.tx.makeDirectory(store, path, pre, now));
     if (result.created) this.changed(store);
     return result;
   }
@@ -530,7 +578,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
-    const { result, removed } = this.tx.deleteTree(store, path, pre, now);
+    const { result, removed } = this.free(() => this.tx.deleteTree(store, path, pre, now));
     this.changed(store);
     await this.removeBlobs(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
     return result;
@@ -592,7 +640,27 @@ export class SqliteStorage implements StoragePort {
   }
 
   async discardBlob(blob: BlobInfo): Promise<void> {
-    if (!blob.inline) await this.blobs.remove(blob.blob);
+    if (blob.inline) return;
+    try {
+      await this.blobs.remove(blob.blob);
+    } catch (err) {
+      this.logger.warn({ err, blob: blob.blob }, "could not remove a discarded blob; the orphan sweep will");
+    }
+  }
+
+  /** Discards a blob that putFile was given, unless a node refers to it; never throws. */
+  private async discardUnreferenced(blob: BlobInfo): Promise<void> {
+    if (blob.inline) return;
+    try {
+      if (this.stmt.blobInUse.get(blob.blob)) return;
+    } catch (err) {
+      this.logger.warn(
+        { err, blob: blob.blob },
+        "could not tell whether a blob is referenced; left to the orphan sweep",
+      );
+      return;
+    }
+    await this.discardBlob(blob);
   }
 
   async changesSince(store: string, afterEventId: number, limit: number): Promise<NodeRecord[]> {
@@ -604,9 +672,59 @@ export class SqliteStorage implements StoragePort {
     return () => this.listeners.delete(listener);
   }
 
-  /** Tells the listeners that a store changed; called after each commit. */
+  /**
+   * Tells the listeners that a store changed; called after each commit, so nothing here may throw.
+   * A commit is also when the space reserve, if it is missing, may be written again.
+   */
   private changed(store: string): void {
-    for (const listener of this.listeners) listener(store);
+    for (const listener of this.listeners) {
+      try {
+        listener(store);
+      } catch (err) {
+        this.logger.warn({ err, store }, "a change listener failed");
+      }
+    }
+    this.reserve.restore();
+  }
+
+  /** Runs a write; a full disk (or cap) becomes InsufficientStorageError. */
+  private write<T>(run: () => T): T {
+    try {
+      return run();
+    } catch (err) {
+      throw databaseError(err, this.dataDir);
+    }
+  }
+
+  /**
+   * Runs a write that frees space (a delete, the purge): when the disk (or cap) is full, releases
+   * the room kept for deletes and tries once more, so that space can be freed through the API.
+   */
+  private free<T>(run: () => T): T {
+    try {
+      return run();
+    } catch (err) {
+      if (!isDatabaseFull(err, this.dataDir) || !this.releaseReserve()) throw databaseError(err, this.dataDir);
+    }
+    try {
+      return this.write(run);
+    } finally {
+      // Clamped by SQLite to the current size: what the delete used stays usable, no more.
+      if (this.pageCap) this.db.pragma(`max_page_count = ${this.pageCap.writes}`);
+    }
+  }
+
+  /** Releases the reserve file and the reserved part of the cap; whether there was anything to release. */
+  private releaseReserve(): boolean {
+    let released = this.reserve.release();
+    if (this.pageCap) {
+      const current = this.db.pragma("max_page_count", { simple: true }) as number;
+      if (current < this.pageCap.all) {
+        this.db.pragma(`max_page_count = ${this.pageCap.all}`);
+        released = true;
+      }
+    }
+    return released;
   }
 
   async purgeExpired(now: number): Promise<number> {
@@ -618,7 +736,7 @@ export class SqliteStorage implements StoragePort {
       const cutoff = now - keepDeletedMillis(store.config);
       for (;;) {
         const rows = this.stmt.expiredTombstones.all(store.config.name, cutoff);
-        const removed = this.tx.purge(store.config.name, rows);
+        const removed = this.free(() => this.tx.purge(store.config.name, rows));
         purged += removed;
         if (rows.length < 1000 || removed === 0) break;
       }
@@ -642,13 +760,18 @@ export class SqliteStorage implements StoragePort {
     let removed = 0;
     for await (const file of this.blobs.files()) {
       if (file.modified >= cutoff || referenced.has(file.blob)) continue;
-      await this.blobs.remove(file.blob);
-      removed += 1;
+      try {
+        await this.blobs.remove(file.blob);
+        removed += 1;
+      } catch (err) {
+        this.logger.warn({ err, blob: file.blob }, "could not remove an orphaned blob");
+      }
     }
     return removed;
   }
 
   async close(): Promise<void> {
+    await this.reserve.settled();
     this.db.close();
   }
 
@@ -707,9 +830,18 @@ export class SqliteStorage implements StoragePort {
     }
   }
 
+  /**
+   * Removes the files of contents that a committed write replaced or deleted. Runs after the
+   * commit, so it never throws: a file it cannot remove is logged and left to the orphan sweep.
+   */
   private async removeBlobs(rows: readonly Replaced[]): Promise<void> {
     for (const { blob, inlined } of rows) {
-      if (blob !== "" && !inlined && !this.stmt.blobInUse.get(blob)) await this.blobs.remove(blob);
+      if (blob === "" || inlined) continue;
+      try {
+        if (!this.stmt.blobInUse.get(blob)) await this.blobs.remove(blob);
+      } catch (err) {
+        this.logger.warn({ err, blob }, "could not remove replaced contents; the orphan sweep will");
+      }
     }
   }
 }
