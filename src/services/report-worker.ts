@@ -173,9 +173,8 @@ export class ReportWorker {
     const blob = await this.storage.writeBlob(toAsync(reportJsonChunks(document)), {
       maxSize: Number.MAX_SAFE_INTEGER,
     });
-    if (!(await this.finish(job, { status: "generated", document: blob, reason: "" }))) {
-      await this.storage.discardBlob(blob);
-    }
+    // The document is the storage's from here: it discards it if the job was no longer ours.
+    await this.finish(job, { status: "generated", document: blob, reason: "" });
   }
 
   private async finish(job: ReportRecord, outcome: ReportJobUpdate): Promise<boolean> {

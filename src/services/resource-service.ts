@@ -164,8 +164,8 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   /**
    * The one write path of a file's contents (a client's write, a promotion): checks what can be
-   * checked before the upload, streams the contents into a blob, stores the resource atomically
-   * with its precondition, and discards the blob when anything fails. Access is the caller's check.
+   * checked before the upload, streams the contents into a blob, and stores the resource atomically
+   * with its precondition (putFile owns the blob from then on). Access is the caller's check.
    */
   async storeContents(
     store: string,
@@ -176,20 +176,21 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { ifMatch } = options;
     await this.checkBeforeUpload(store, path, ifMatch);
     const blob = await this.storage.writeBlob(contents, { maxSize: this.maxResourceSize });
-    try {
-      if (options.contentLength !== undefined && BigInt(blob.size) !== options.contentLength) {
-        throw new BadRequestError(`received ${blob.size} bytes, but ${options.contentLength} were announced`);
-      }
-      if (options.contentMd5 && options.contentMd5 !== blob.md5) {
-        throw new BadRequestError(`Content-MD5 mismatch: the contents have MD5 ${blob.md5}`);
-      }
-      const pre = ifMatch.length > 0 ? { ifMatch } : {};
-      const { node, created } = await this.storage.putFile(store, path, blob, options.type, pre, this.now());
-      return create(WriteResponseSchema, { resource: toResource(node), created });
-    } catch (err) {
-      await this.storage.discardBlob(blob);
-      throw err;
+    let refusal: BadRequestError | undefined;
+    if (options.contentLength !== undefined && BigInt(blob.size) !== options.contentLength) {
+      refusal = new BadRequestError(`received ${blob.size} bytes, but ${options.contentLength} were announced`);
+    } else if (options.contentMd5 && options.contentMd5 !== blob.md5) {
+      refusal = new BadRequestError(`Content-MD5 mismatch: the contents have MD5 ${blob.md5}`);
     }
+    if (refusal) {
+      await this.storage.discardBlob(blob);
+      throw refusal;
+    }
+    // From here the blob is the storage's: it discards it when the write certainly did not happen,
+    // and never once a resource may refer to it (an acknowledged write is never undone).
+    const pre = ifMatch.length > 0 ? { ifMatch } : {};
+    const { node, created } = await this.storage.putFile(store, path, blob, options.type, pre, this.now());
+    return create(WriteResponseSchema, { resource: toResource(node), created });
   }
 
   async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {

@@ -3,14 +3,45 @@
 // NotFoundError), BSON binaries as bytes, and GridFS files read and removed.
 
 import type { GridFSBucket } from "mongodb";
-import { MongoError, MongoNetworkError, MongoServerSelectionError } from "mongodb";
+import {
+  MongoClientClosedError,
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from "mongodb";
 import { NotFoundError, UnavailableError } from "../../domain/errors.js";
 
+/**
+ * Server error codes that mean "the server is going away or not the one to ask", not "this
+ * request is wrong": the driver's own list of retryable errors (HostUnreachable, HostNotFound,
+ * NetworkTimeout, ShutdownInProgress, PrimarySteppedDown, ExceededTimeLimit, SocketException,
+ * NotWritablePrimary, InterruptedAtShutdown, InterruptedDueToReplStateChange, NotPrimary...).
+ */
+const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+
+/** Whether the database could not be reached or answered that it is going away (a 503, not a bug). */
 export function isConnectionError(err: unknown): boolean {
+  if (!(err instanceof MongoError)) return false;
   return (
+    // MongoNetworkError covers timeouts and pools cleared after a network error too.
     err instanceof MongoNetworkError ||
     err instanceof MongoServerSelectionError ||
-    (err instanceof MongoError && /connection|topology|ECONNREFUSED|not primary/i.test(err.message))
+    err instanceof MongoTopologyClosedError ||
+    err instanceof MongoNotConnectedError ||
+    err instanceof MongoServerClosedError ||
+    err instanceof MongoClientClosedError ||
+    err instanceof MongoOperationTimeoutError ||
+    (typeof err.code === "number" && UNAVAILABLE_CODES.has(err.code)) ||
+    err.hasErrorLabel("RetryableWriteError") ||
+    err.hasErrorLabel("ResetPool") ||
+    err.hasErrorLabel("SystemOverloadedError") ||
+    /connection|topology|ECONNREFUSED|ECONNRESET|EPIPE|not primary|pool (was )?(cleared|closed)|client (was )?closed/i.test(
+      err.message,
+    )
   );
 }
 
@@ -33,14 +64,70 @@ export function binaryBytes(v: unknown): Buffer | null {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
+/** The domain error for what the driver threw: UnavailableError when the database is away. */
+export function domainError(err: unknown): unknown {
+  return isConnectionError(err) ? unavailable(err) : err;
+}
+
 /** Runs `fn`, turning driver connection failures into UnavailableError. */
 export async function guard<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (isConnectionError(err)) throw unavailable(err);
-    throw err;
+    throw domainError(err);
   }
+}
+
+async function* guardedStream<T>(source: AsyncIterable<T>): AsyncIterable<T> {
+  try {
+    yield* source;
+  } catch (err) {
+    throw domainError(err);
+  }
+}
+
+type AnyFn = (...args: unknown[]) => unknown;
+
+/**
+ * Puts the one error mapping on every public method of an adapter object (promises, async
+ * iterables and synchronous throws alike), so no driver error leaves the adapter unmapped,
+ * whatever path inside it raised it. Methods whose names start with "_" are left alone.
+ */
+export function guardMethods<T extends object>(target: T): T {
+  const names = new Set<string>();
+  for (
+    let proto = Object.getPrototypeOf(target);
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    for (const name of Object.getOwnPropertyNames(proto)) names.add(name);
+  }
+  for (const name of names) {
+    const descriptor = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(target), name);
+    if (name === "constructor" || name.startsWith("_") || descriptor?.get || descriptor?.set) continue;
+    const fn = (target as Record<string, unknown>)[name];
+    if (typeof fn !== "function") continue;
+    const original = (fn as AnyFn).bind(target);
+    Object.defineProperty(target, name, {
+      configurable: true,
+      writable: true,
+      value: (...args: unknown[]) => {
+        let result: unknown;
+        try {
+          result = original(...args);
+        } catch (err) {
+          throw domainError(err);
+        }
+        if (result instanceof Promise)
+          return result.then(undefined, (err: unknown) => Promise.reject(domainError(err)));
+        if (result !== null && typeof result === "object" && Symbol.asyncIterator in result) {
+          return guardedStream(result as AsyncIterable<unknown>);
+        }
+        return result;
+      },
+    });
+  }
+  return target;
 }
 
 /** The contents of a GridFS file, streamed; NotFoundError when it is gone. */

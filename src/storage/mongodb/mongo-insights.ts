@@ -15,7 +15,9 @@ import type {
   ReportJobUpdate,
   ReportRecord,
   ReportStatusValue,
+  StorageLogger,
 } from "../port.js";
+import { silentStorageLogger } from "../port.js";
 import {
   binaryBytes,
   guard,
@@ -159,6 +161,7 @@ export class MongoInsights implements InsightsStorage {
   constructor(
     db: Db,
     private readonly bucket: GridFSBucket,
+    private readonly log: StorageLogger = silentStorageLogger,
   ) {
     this.projects = db.collection<ProjectDoc>("projects");
     this.environments = db.collection<EnvironmentDoc>("environments");
@@ -363,10 +366,22 @@ export class MongoInsights implements InsightsStorage {
     }
     if (update.expiresAt !== undefined) set.expireAt = expireAt(update.expiresAt);
     const held = { _id: id, leaseOwner: owner, status: "generating" as const };
-    return guard(async () => {
+    const applied = await guard(async () => {
       if (Object.keys(set).length === 0) return (await this.reports.findOne(held, { projection: { _id: 1 } })) !== null;
       return (await this.reports.updateOne(held, { $set: set })).matchedCount === 1;
     });
+    // Not applied, certainly: the document is nobody's (when the update failed, it may be the
+    // report's, and is left to the orphan sweep).
+    const document = update.document;
+    if (!applied && document && document.size > INLINE_MAX) {
+      await removeGridFS(this.bucket, document.blob).catch((err: unknown) => {
+        this.log.warn(
+          { blob: document.blob, err: (err as Error).message },
+          "could not remove an unused report document",
+        );
+      });
+    }
+    return applied;
   }
 
   async *readReportDocument(report: ReportRecord): AsyncIterable<Uint8Array> {

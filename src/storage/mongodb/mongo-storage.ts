@@ -27,8 +27,17 @@ import type {
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
+import { silentStorageLogger } from "../port.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
-import { binaryBytes, guard, isConnectionError, readGridFS, removeGridFS, unavailable } from "./mongo-driver.js";
+import {
+  binaryBytes,
+  guard,
+  guardMethods,
+  isConnectionError,
+  readGridFS,
+  removeGridFS,
+  unavailable,
+} from "./mongo-driver.js";
 import { MongoInsights } from "./mongo-insights.js";
 import { type LeaseFields, type StoreLease, StoreLeases } from "./mongo-store-lease.js";
 
@@ -100,6 +109,12 @@ function inGridFS(n: { blob: string; directory: boolean; deleted: boolean; size:
 /** The TTL index removes a tombstone this long after the purge should have: the purge raises purgedEventId first. */
 const TTL_GRACE = 24 * 3_600_000;
 
+/**
+ * A store's write lease, in ms: how long the other instances wait for a holder that died. Held
+ * only while one write runs (and renewed every third of it by long ones), so it can be short.
+ */
+export const DEFAULT_LEASE = 5000;
+
 /** Nodes removed per deleteMany when a store goes: the lease is renewed between batches. */
 const REMOVE_BATCH = 5000;
 
@@ -149,6 +164,7 @@ export class MongoStorage implements StoragePort {
   ttlIndex = false;
   private readonly lease: number;
   private readonly lockTimeout: number;
+  private readonly log: StorageLogger;
 
   private constructor(
     private readonly client: MongoClient,
@@ -158,14 +174,16 @@ export class MongoStorage implements StoragePort {
     this.stores = db.collection<StoreDoc>("stores");
     this.nodes = db.collection<NodeDoc>("nodes");
     this.bucket = new GridFSBucket(db, { bucketName: "blobs" });
-    this.insights = new MongoInsights(db, this.bucket);
-    this.lease = options.lease ?? 30_000;
+    this.log = options.logger ?? silentStorageLogger;
+    this.insights = guardMethods(new MongoInsights(db, this.bucket, this.log));
+    this.lease = options.lease ?? DEFAULT_LEASE;
     this.lockTimeout = options.lockTimeout ?? 10_000;
     this.leases = new StoreLeases(db, { lease: this.lease, lockTimeout: this.lockTimeout });
     this.blobSweep = new BlobSweep(db, this.bucket, {
       age: ORPHAN_AGE,
       referenced: (ids) => this.referencedBlobs(ids),
     });
+    guardMethods(this);
   }
 
   static async open(options: MongoStorageOptions): Promise<MongoStorage> {
@@ -291,7 +309,7 @@ export class MongoStorage implements StoragePort {
       if (revived.matchedCount === 0) throw lease.lost();
       return leftovers;
     });
-    for (const blob of blobs) await this.guard(() => this.removeBlob(blob));
+    await this.removeReplaced(blobs, `store ${config.name}`);
   }
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
@@ -317,7 +335,7 @@ export class MongoStorage implements StoragePort {
       if (res.matchedCount === 0) throw lease.lost();
       return this.removeStoreNodes(name, lease);
     });
-    for (const blob of blobs) await this.guard(() => this.removeBlob(blob));
+    await this.removeReplaced(blobs, `store ${name}`);
     this.changed(name);
     return this.mustGetStore(name);
   }
@@ -367,7 +385,10 @@ export class MongoStorage implements StoragePort {
     now: number,
   ): Promise<WriteResult> {
     let replaced: NodeDoc | null = null;
-    const result = await this.withStoreLock(store, async (s, lease) => {
+    // Until the node's write is sent, a failure means the write did not happen and the blob is
+    // ours to discard; from then on it may be referenced, and only the orphan sweep may remove it.
+    let sent = false;
+    const writing = this.withStoreLock(store, async (s, lease) => {
       const config = this.liveConfig(s);
       const target = await this.current(store, path, config, now);
       const parent = await this.current(store, parentOf(path) ?? "", config, now);
@@ -391,13 +412,23 @@ export class MongoStorage implements StoragePort {
         modified: now,
         eventId,
       };
-      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
+      // The ancestors first: the node's write is the commit, and nothing that can fail follows it.
       await this.retag(store, ancestors, eventId + 1, lease);
+      await lease.keep();
+      sent = true;
+      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
       replaced = target ?? null;
       return { node: toNode(doc), created };
     });
+    let result: WriteResult;
+    try {
+      result = await writing;
+    } catch (err) {
+      if (!sent) await this.discardBlob(blob);
+      throw err;
+    }
     const old = replaced as NodeDoc | null;
-    if (old && inGridFS(old)) await this.removeBlob(old.blob);
+    if (old && inGridFS(old)) await this.removeReplaced([old.blob], `/${path} in store ${store}`);
     this.changed(store);
     return result;
   }
@@ -412,8 +443,9 @@ export class MongoStorage implements StoragePort {
       const ancestors = this.ancestorsToRetag(config, path);
       const eventId = await lease.allocate(1 + ancestors.length);
       const doc = this.directoryDoc(store, path, now, eventId);
-      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
       await this.retag(store, ancestors, eventId + 1, lease);
+      await lease.keep();
+      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
       return { node: toNode(doc), created };
     });
     if (result.created) this.changed(store);
@@ -457,14 +489,17 @@ export class MongoStorage implements StoragePort {
           },
         };
       });
-      // In order: the tombstones become visible in event-id order.
-      await this.writeInOrder(ops, lease);
+      // The ancestors first, then the tombstones in event-id order (the target's last).
       await this.retag(store, ancestors, eventId + 1, lease);
+      await this.writeInOrder(ops, lease);
       removed.push(...ordered);
       const node = await this.nodes.findOne({ _id: nodeKey(store, path) });
       return { node: toNode(node as NodeDoc), count: ordered.length };
     });
-    for (const n of removed) if (inGridFS(n)) await this.removeBlob(n.blob);
+    await this.removeReplaced(
+      removed.filter(inGridFS).map((n) => n.blob),
+      `/${path} in store ${store}`,
+    );
     this.changed(store);
     return result;
   }
@@ -523,7 +558,15 @@ export class MongoStorage implements StoragePort {
   }
 
   async discardBlob(blob: BlobInfo): Promise<void> {
-    if (!blob.inline) await this.removeBlob(blob.blob);
+    if (blob.inline) return;
+    try {
+      await this.removeBlob(blob.blob);
+    } catch (err) {
+      this.log.warn(
+        { blob: blob.blob, err: (err as Error).message },
+        "could not remove an unused blob: the orphan sweep will",
+      );
+    }
   }
 
   async changesSince(store: string, afterEventId: number, limit: number): Promise<NodeRecord[]> {
@@ -737,6 +780,24 @@ export class MongoStorage implements StoragePort {
   }
 
   /**
+   * Removes the contents a committed write replaced or deleted. The write stands whatever
+   * happens here: a blob that cannot be removed now is logged and left to the orphan sweep.
+   */
+  private async removeReplaced(blobs: readonly string[], what: string): Promise<void> {
+    for (const blob of blobs) {
+      try {
+        await this.removeBlob(blob);
+      } catch (err) {
+        this.log.warn(
+          { blob, err: (err as Error).message },
+          `could not remove the replaced contents of ${what}: the orphan sweep will`,
+        );
+        return;
+      }
+    }
+  }
+
+  /**
    * Runs `fn` holding the store's lease: one writer per store across every
    * instance, so event ids are written in order. `lease.allocate(n)` reserves n
    * event ids and returns the first; on release the committed watermark moves up
@@ -756,11 +817,21 @@ export class MongoStorage implements StoragePort {
     try {
       return await this.guard(async () => {
         const { doc, lease } = await this.leases.acquire(store);
+        let result: T;
         try {
-          return await fn(doc as StoreDoc, lease);
-        } finally {
-          await this.leases.release(lease);
+          result = await fn(doc as StoreDoc, lease);
+        } catch (err) {
+          // The operation's own failure is the answer; the lease runs out if it cannot be released.
+          await this.leases.release(lease).catch(() => {});
+          throw err;
         }
+        // Committed: the answer is success whatever the release does. An unreleased lease runs
+        // out, and whoever takes it next publishes what this one allocated (mongo-store-lease.ts).
+        await this.leases.release(lease).catch((err: unknown) => {
+          this.log.warn({ store, err: (err as Error).message }, "could not release a store's write lease");
+          this.leases.releaseLater(lease, this.log);
+        });
+        return result;
       });
     } finally {
       release();

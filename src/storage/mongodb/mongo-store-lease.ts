@@ -3,8 +3,9 @@
 // server) rather than by a conditional update (not atomic on FerretDB v1; docs/mongodb.md).
 
 import { randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
+import type { Collection, Db, Filter } from "mongodb";
 import { NotFoundError, UnavailableError } from "../../domain/errors.js";
+import type { StorageLogger } from "../port.js";
 import { isDuplicateKey } from "./mongo-driver.js";
 
 /** The fields of a store document that the lease reads and writes. */
@@ -83,7 +84,6 @@ export class StoreLease {
 
   /** Reserves `count` event ids (persisted before use) and returns the first; renews the lease. */
   async allocate(count: number): Promise<number> {
-    this.check();
     const sent = performance.now();
     const after = await this.stores.findOneAndUpdate(
       this.fence,
@@ -97,27 +97,18 @@ export class StoreLease {
   }
 
   /**
-   * Call before each write batch of a long operation: renews the lease when a third of it has
-   * passed since the last renewal, and throws once it may have run out (another writer may then
-   * hold the store).
+   * Call before each write of a long operation: renews the lease when a third of it has passed
+   * since the last renewal. A renewal is fenced on the epoch, and another instance announces
+   * itself only over a lease it saw released or run out and that is still so when it announces:
+   * so a renewal that lands, however late (a loaded machine), means nobody took over, and the
+   * holder goes on; one that does not land means somebody did, and the holder stops (lost()).
    */
   async keep(): Promise<void> {
-    this.check();
     if (performance.now() - this.renewedAt < this.options.lease / 3) return;
     const sent = performance.now();
     const res = await this.stores.updateOne(this.fence, { $set: { leaseUntil: Date.now() + this.options.lease } });
     if (res.matchedCount === 0) throw this.lost();
     this.renewedAt = sent;
-  }
-
-  /**
-   * Others take the lease once `leaseUntil` (sent + lease, by their clocks) is past; this holder
-   * stops a third of the lease before that, which leaves the same margin for clock skew.
-   */
-  private check(): void {
-    if (performance.now() - this.renewedAt > (this.options.lease * 2) / 3) {
-      throw new UnavailableError(`the write lease of store ${this.store} ran out before the write was done; retry`);
-    }
   }
 
   lost(): UnavailableError {
@@ -161,33 +152,49 @@ export class StoreLeases {
   /** Takes the store's lease; returns the store document as announced, with any dead holder's ids published. */
   async acquire(store: string): Promise<{ doc: LeaseFields; lease: StoreLease }> {
     const deadline = performance.now() + this.options.lockTimeout;
-    let released = this.lastReleased.get(store);
+    const released = this.lastReleased.get(store);
     this.lastReleased.delete(store);
-    for (let first = true; ; first = false) {
-      if (!first && performance.now() > deadline) throw this.busy(store);
+    let ticket: Ticket | undefined;
+    /** The store document as it was seen free for `ticket`: the announcement's filter. */
+    let over: Filter<LeaseFields> | undefined;
+    if (released !== undefined) {
       // After our own release of epoch n, n+1 is ours to take at once if nobody queued for it.
-      let ticket = released === undefined ? undefined : await this.insertTicket(store, released + 1);
-      released = undefined;
+      ticket = await this.insertTicket(store, released + 1);
+      over = { _id: store, leaseEpoch: released, leaseReleased: true };
+    }
+    for (;;) {
       if (!ticket) {
+        if (performance.now() > deadline) throw this.busy(store);
         ticket = await this.takeTicket(store);
-        if (!(await this.waitForTurn(ticket, deadline))) continue;
+        over = undefined;
+      }
+      over ??= await this.waitForTurn(ticket, deadline);
+      if (!over) {
+        ticket = undefined;
+        continue;
       }
       if (performance.now() >= ticket.validUntil) {
         // Stalled between the wait and here: later tickets may already be going past this one.
         await this.giveUp(ticket);
+        ticket = undefined;
         continue;
       }
       const sent = performance.now();
+      // Announced only over the lease as it was seen free: a holder whose late renewal landed in
+      // between keeps it (StoreLease.keep relies on this).
       const doc = await this.stores.findOneAndUpdate(
-        { _id: store, $or: [{ leaseEpoch: { $lt: ticket.epoch } }, { leaseEpoch: { $exists: false } }] },
+        over,
         { $set: { leaseEpoch: ticket.epoch, leaseUntil: Date.now() + this.options.lease, leaseReleased: false } },
         { returnDocument: "after" },
       );
+      over = undefined;
       if (!doc) {
-        // A later epoch was announced: the ticket was stale (its epoch had been collected and the
-        // insert took it again). Queue again after the announced epoch.
-        if (!(await this.stores.findOne({ _id: store }, { projection: { _id: 1 } })))
-          throw new NotFoundError(`store ${store} not found`);
+        const s = await this.stores.findOne({ _id: store }, { projection: { leaseEpoch: 1 } });
+        if (!s) throw new NotFoundError(`store ${store} not found`);
+        // The holder renewed: wait for it again with the same ticket. A later epoch announced
+        // means the ticket was stale (its epoch had been collected and the insert took it
+        // again): queue again after the announced one.
+        if ((s.leaseEpoch ?? 0) >= ticket.epoch) ticket = undefined;
         continue;
       }
       const lease = new StoreLease(this.stores, this.options, store, ticket.epoch, sent);
@@ -199,6 +206,23 @@ export class StoreLeases {
       }
       return { doc, lease };
     }
+  }
+
+  /**
+   * Retries a release that failed (the database was away) once a second while the lease lasts,
+   * so that what the holder committed is published without waiting for the next writer.
+   */
+  releaseLater(lease: StoreLease, log: StorageLogger): void {
+    const until = performance.now() + this.options.lease;
+    const retry = () => {
+      this.release(lease).then(
+        () => log.info({ store: lease.store }, "released a store's write lease after a failure"),
+        () => {
+          if (performance.now() < until) setTimeout(retry, 1000).unref();
+        },
+      );
+    };
+    setTimeout(retry, 1000).unref();
   }
 
   /** Publishes what the holder allocated and frees the lease; one write. */
@@ -249,8 +273,11 @@ export class StoreLeases {
     return { store, epoch, validUntil: sent + this.options.lockTimeout };
   }
 
-  /** Polls until every earlier epoch is done (true), or the ticket turns out stale (false). */
-  private async waitForTurn(ticket: Ticket, deadline: number): Promise<boolean> {
+  /**
+   * Polls until every earlier epoch is done, and returns the store document's lease fields as
+   * seen then (the announcement's filter); undefined when the ticket turns out stale.
+   */
+  private async waitForTurn(ticket: Ticket, deadline: number): Promise<Filter<LeaseFields> | undefined> {
     const { store, epoch } = ticket;
     for (let wait = 2; ; wait = Math.min(wait * 2, 25)) {
       const s = await this.stores.findOne(
@@ -259,14 +286,18 @@ export class StoreLeases {
       );
       if (!s) throw new NotFoundError(`store ${store} not found`);
       const announced = s.leaseEpoch ?? 0;
-      if (announced >= epoch) return false;
+      if (announced >= epoch) return undefined;
       const now = Date.now();
       let free = announced === 0 || s.leaseReleased === true || (s.leaseUntil ?? 0) <= now;
       for (let e = announced + 1; free && e < epoch; e++) {
         const t = await this.tickets.findOne({ _id: ticketId(store, e) });
         free = !t || t.released === true || t.until <= now;
       }
-      if (free) return true;
+      if (free) {
+        if (s.leaseEpoch === undefined) return { _id: store, leaseEpoch: { $exists: false } };
+        if (s.leaseReleased === true) return { _id: store, leaseEpoch: announced, leaseReleased: true };
+        return { _id: store, leaseEpoch: announced, leaseUntil: s.leaseUntil ?? { $exists: false } };
+      }
       if (performance.now() + wait > deadline) {
         await this.giveUp(ticket);
         throw this.busy(store);
