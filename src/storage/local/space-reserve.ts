@@ -8,7 +8,7 @@ import { dirname } from "node:path";
 import type { StorageLogger } from "../port.js";
 
 /** How long after an attempt to write the reserve the next one may start. */
-const RESTORE_INTERVAL = 10_000;
+const RESTORE_INTERVAL = 1000;
 const CHUNK = 1 << 20;
 
 export class SpaceReserve {
@@ -31,7 +31,7 @@ export class SpaceReserve {
 
   /**
    * Writes the reserve file in the background when it is missing and the disk has room for it
-   * twice over; at most one attempt every ten seconds (at once after a release). Never throws.
+   * twice over; at most one attempt a second (at once after a release). Never throws.
    */
   restore(): void {
     if (this.bytes <= 0 || this.present || this.pending || Date.now() < this.nextAttempt) return;

@@ -439,6 +439,7 @@ export class SqliteStorage implements StoragePort {
   async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
     this.write(() => this.tx.createStore(config, now));
     this.changed(config.name);
+    this.reserve.restore();
     return this.mustGetStore(config.name);
   }
 
@@ -518,7 +519,7 @@ export class SqliteStorage implements StoragePort {
     }
     // Committed: from here on, nothing fails the call (removeBlobs logs what it cannot remove).
     this.changed(store);
-    if (outcome.replaced) await this.removeBlobs([outcome.replaced]);
+    await this.removeBlobs(outcome.replaced ? [outcome.replaced] : []);
     return outcome.result;
   }
 
@@ -561,6 +562,7 @@ export class SqliteStorage implements StoragePort {
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
     const result = this.write(() => this.tx.makeDirectory(store, path, pre, now));
     if (result.created) this.changed(store);
+    this.reserve.restore();
     return result;
   }
 
@@ -672,10 +674,7 @@ export class SqliteStorage implements StoragePort {
     return () => this.listeners.delete(listener);
   }
 
-  /**
-   * Tells the listeners that a store changed; called after each commit, so nothing here may throw.
-   * A commit is also when the space reserve, if it is missing, may be written again.
-   */
+  /** Tells the listeners that a store changed; called after each commit, so nothing here may throw. */
   private changed(store: string): void {
     for (const listener of this.listeners) {
       try {
@@ -684,7 +683,6 @@ export class SqliteStorage implements StoragePort {
         this.logger.warn({ err, store }, "a change listener failed");
       }
     }
-    this.reserve.restore();
   }
 
   /** Runs a write; a full disk (or cap) becomes InsufficientStorageError. */
@@ -745,7 +743,9 @@ export class SqliteStorage implements StoragePort {
       this.nextSweep = Date.now() + ORPHAN_SWEEP_INTERVAL;
       await this.sweepOrphanBlobs();
     }
-    return purged + (await this.insights.purgeExpired(now));
+    purged += await this.insights.purgeExpired(now);
+    this.reserve.restore();
+    return purged;
   }
 
   /**
@@ -843,5 +843,7 @@ export class SqliteStorage implements StoragePort {
         this.logger.warn({ err, blob }, "could not remove replaced contents; the orphan sweep will");
       }
     }
+    // Space may have been freed: the moment to write the reserve again if it was used.
+    this.reserve.restore();
   }
 }
