@@ -1633,5 +1633,77 @@ export function storageContract(
         });
       });
     });
+
+    // Issue 11, item 1: putFile and updateReportJob own the blob they are given from the call on.
+    describe("a write that did not happen removes the blob it was given", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+        await mkdir("s", "dir");
+      });
+
+      async function large(): Promise<BlobInfo> {
+        return storage.writeBlob(chunked(randomBytes(inlineLimit * 2)), { maxSize: MAX });
+      }
+
+      const refusals: Array<[string, string, string, Preconditions, new (...args: never[]) => Error]> = [
+        ["putFile that fails its precondition", "s", "a.bin", { ifMatch: ["stale"] }, PreconditionFailedError],
+        ["putFile whose parent is missing", "s", "no/such/a.bin", {}, NotFoundError],
+        ["putFile into a store that does not exist", "nowhere", "a.bin", {}, NotFoundError],
+        ["putFile of a file named like a directory", "s", "dir", {}, ForbiddenError],
+      ];
+      for (const [title, inStore, path, pre, refusal] of refusals) {
+        it(`${title} removes the blob it was given`, async () => {
+          const before = await blobsNow();
+          const blob = await large();
+          await expect(
+            storage.putFile(inStore, path, blob, "application/octet-stream", pre, T0),
+          ).rejects.toBeInstanceOf(refusal);
+          await expect(readAll(storage, nodeOf(blob))).rejects.toBeInstanceOf(NotFoundError);
+          expect(await blobsNow()).toEqual(before);
+          // The caller discarding it as well (as callers did before) is harmless.
+          await expect(storage.discardBlob(blob)).resolves.toBeUndefined();
+        });
+      }
+
+      it("a refused replacement removes the new blob and keeps the stored one", async () => {
+        const first = randomBytes(inlineLimit * 2);
+        const { node: v1 } = await put("s", "a.bin", first);
+        const blob = await large();
+        await expect(
+          storage.putFile("s", "a.bin", blob, "application/octet-stream", { ifMatch: ["stale"] }, T0),
+        ).rejects.toBeInstanceOf(PreconditionFailedError);
+        await expect(readAll(storage, nodeOf(blob))).rejects.toBeInstanceOf(NotFoundError);
+        expect((await readAll(storage, await node("s", "a.bin"))).equals(first)).toBe(true);
+        const blobs = await blobsNow();
+        if (blobs) expect(blobs).toEqual([v1.blob]);
+      });
+
+      it("discardBlob of a blob that is already gone does not throw", async () => {
+        const blob = await large();
+        await storage.discardBlob(blob);
+        await expect(storage.discardBlob(blob)).resolves.toBeUndefined();
+      });
+
+      it("updateReportJob that does not apply removes the document it was given", async () => {
+        const report = reportRecord();
+        await storage.insights.createReport(report);
+        expect(await storage.insights.claimReportJob("w", T0, 30 * SECOND)).toMatchObject({ id: report.id });
+        const before = await blobsNow();
+        const document = await large();
+        // Not the holder: refused, and the document is the adapter's to remove.
+        expect(await storage.insights.updateReportJob(report.id, "intruder", { status: "generated", document })).toBe(
+          false,
+        );
+        expect(await blobsNow()).toEqual(before);
+        expect(await storage.insights.getReport(report.id)).toMatchObject({ status: "generating", document: null });
+        // The holder's update applies and keeps its own document.
+        const kept = await large();
+        expect(await storage.insights.updateReportJob(report.id, "w", { status: "generated", document: kept })).toBe(
+          true,
+        );
+        const done = await storage.insights.getReport(report.id);
+        expect((await readDocument(storage, done as ReportRecord)).byteLength).toBe(inlineLimit * 2);
+      });
+    });
   });
 }
