@@ -5,8 +5,15 @@
 // Several stateless Trove instances can share one database (docs/mongodb.md).
 
 import { createHash, randomUUID } from "node:crypto";
-import { type AnyBulkWriteOperation, type Collection, type Db, GridFSBucket, MongoClient, MongoError } from "mongodb";
-import { AlreadyExistsError, NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
+import {
+  type AnyBulkWriteOperation,
+  type Collection,
+  type Db,
+  GridFSBucket,
+  type MongoClient,
+  MongoError,
+} from "mongodb";
+import { AlreadyExistsError, NotFoundError, TooLargeError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
@@ -29,6 +36,7 @@ import type {
 } from "../port.js";
 import { silentStorageLogger } from "../port.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
+import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
 import {
   binaryBytes,
   guard,
@@ -167,7 +175,8 @@ export class MongoStorage implements StoragePort {
   private readonly log: StorageLogger;
 
   private constructor(
-    private readonly client: MongoClient,
+    /** The client, repaired and watched (mongo-connection.ts). */
+    private readonly connection: MongoConnection,
     private readonly db: Db,
     private readonly options: MongoStorageOptions,
   ) {
@@ -187,20 +196,24 @@ export class MongoStorage implements StoragePort {
   }
 
   static async open(options: MongoStorageOptions): Promise<MongoStorage> {
-    const client = new MongoClient(options.url, {
-      serverSelectionTimeoutMS: options.serverSelectionTimeout ?? 5000,
-      connectTimeoutMS: 5000,
+    const connection = await openMongoConnection({
+      url: options.url,
+      serverSelectionTimeout: options.serverSelectionTimeout,
+      logger: options.logger,
     });
+    const storage = new MongoStorage(connection, connection.client.db(options.database ?? "trove"), options);
     try {
-      await client.connect();
+      await storage.ensureIndexes();
     } catch (err) {
-      await client.close().catch(() => {});
-      throw new UnavailableError(`cannot reach MongoDB: ${(err as Error).message}`);
+      await connection.close().catch(() => {});
+      throw err;
     }
-    const storage = new MongoStorage(client, client.db(options.database ?? "trove"), options);
-    await storage.ensureIndexes();
     storage.startWatching();
     return storage;
+  }
+
+  private get client(): MongoClient {
+    return this.connection.client;
   }
 
   /** Creates the indexes every query needs; idempotent, run at each start-up. */
@@ -640,7 +653,7 @@ export class MongoStorage implements StoragePort {
 
   async close(): Promise<void> {
     if (this.watchTimer) clearInterval(this.watchTimer);
-    await this.client.close();
+    await this.connection.close();
   }
 
   get databaseName(): string {
