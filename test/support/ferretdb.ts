@@ -124,11 +124,19 @@ export interface FaultProxy {
   refuse(): void;
   accept(): void;
   /**
-   * Calls `fault` once, just before forwarding the first client-to-server bytes that contain
-   * `marker` (a command name, a collection name): the fault then hits that very command. The
-   * bytes are forwarded after `fault` returns, unless it cut or stalled the proxy.
+   * Starts a record of the commands sent from now on (their names, e.g. "find", "update",
+   * "insert"), heartbeats and handshakes left out; `recorded()` returns it.
    */
-  onCommand(marker: string, fault: () => void): void;
+  record(): void;
+  recorded(): string[];
+  /**
+   * Calls `fault` just before the `n`-th command from now (1-based, heartbeats and handshakes
+   * not counted) is forwarded; if `fault` cuts the connections, that command never reaches the
+   * database. Returns a promise of that command's name, settled when it comes.
+   */
+  failCommand(n: number, fault: () => void): Promise<string>;
+  /** Forgets a failCommand that has not come yet. */
+  clearFault(): void;
   close(): Promise<void>;
 }
 
@@ -137,7 +145,21 @@ export async function startFaultProxy(target: number): Promise<FaultProxy> {
   const pairs = new Set<{ client: net.Socket; server: net.Socket; held: Buffer[] }>();
   let stalled = false;
   let refusing = false;
-  let trigger: { marker: Buffer; fault: () => void } | undefined;
+  let recording: string[] | undefined;
+  let trigger: { left: number; fault: () => void; hit: (name: string) => void } | undefined;
+
+  /** Whether the command starting this message is one to count; calls the fault when due. */
+  const command = (message: Buffer): void => {
+    const name = commandName(message);
+    if (name === undefined || NOT_COUNTED.has(name)) return;
+    recording?.push(name);
+    if (trigger && --trigger.left === 0) {
+      const { fault, hit } = trigger;
+      trigger = undefined;
+      fault();
+      hit(name);
+    }
+  };
 
   const server = net.createServer((client) => {
     if (refusing) {
@@ -154,15 +176,35 @@ export async function startFaultProxy(target: number): Promise<FaultProxy> {
     };
     client.on("error", close).on("close", close);
     upstream.on("error", close).on("close", close);
+    // Client-to-server bytes are cut into wire-protocol messages (a 4-byte length first), so
+    // a fault can land exactly before a chosen command.
+    let pending: Buffer = Buffer.alloc(0);
+    let rest = 0;
+    const forward = (bytes: Buffer) => {
+      if (bytes.length === 0 || !pairs.has(pair)) return;
+      if (stalled) pair.held.push(bytes);
+      else upstream.write(bytes);
+    };
     client.on("data", (chunk: Buffer) => {
-      if (trigger && chunk.includes(trigger.marker)) {
-        const { fault } = trigger;
-        trigger = undefined;
-        fault();
-        if (!pairs.has(pair)) return;
+      let data: Buffer = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
+      pending = Buffer.alloc(0);
+      while (data.length > 0 && pairs.has(pair)) {
+        if (rest > 0) {
+          const take = Math.min(rest, data.length);
+          forward(data.subarray(0, take));
+          rest -= take;
+          data = data.subarray(take);
+          continue;
+        }
+        // A new message: wait for its header and the command name (within the first 64 bytes).
+        const length = data.length >= 4 ? data.readInt32LE(0) : 0;
+        if (data.length < Math.min(length || 64, 64)) {
+          pending = data;
+          return;
+        }
+        command(data.subarray(0, Math.min(length, data.length)));
+        rest = length;
       }
-      if (stalled) pair.held.push(chunk);
-      else upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
       if (stalled) return void upstream.pause();
@@ -202,14 +244,61 @@ export async function startFaultProxy(target: number): Promise<FaultProxy> {
     accept() {
       refusing = false;
     },
-    onCommand(marker, fault) {
-      trigger = { marker: Buffer.from(marker), fault };
+    record() {
+      recording = [];
+    },
+    recorded() {
+      const names = recording ?? [];
+      recording = undefined;
+      return names;
+    },
+    clearFault() {
+      trigger = undefined;
+    },
+    failCommand(n, fault) {
+      return new Promise<string>((hit) => {
+        trigger = { left: n, fault, hit };
+      });
     },
     async close() {
       cut();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Commands that are not a step of an operation: handshakes, heartbeats, authentication. */
+const NOT_COUNTED = new Set([
+  "hello",
+  "isMaster",
+  "ismaster",
+  "ping",
+  "saslStart",
+  "saslContinue",
+  "endSessions",
+  "buildInfo",
+  "buildinfo",
+]);
+
+/** The command name of an OP_MSG (opcode 2013) or OP_QUERY (2004) message, if it has one. */
+function commandName(message: Buffer): string | undefined {
+  if (message.length < 27) return undefined;
+  const opcode = message.readInt32LE(12);
+  let at: number;
+  if (opcode === 2013) {
+    // header (16), flagBits (4), section kind 0 (1), document length (4), element type (1)
+    if (message[20] !== 0) return undefined;
+    at = 26;
+  } else if (opcode === 2004) {
+    // header, flags, full collection name (cstring), skip, return, then the document
+    const end = message.indexOf(0, 20);
+    if (end < 0) return undefined;
+    at = end + 1 + 8 + 4 + 1;
+  } else {
+    return undefined;
+  }
+  const end = message.indexOf(0, at);
+  return end < 0 ? undefined : message.toString("latin1", at, end);
 }
 
 export { freePort };

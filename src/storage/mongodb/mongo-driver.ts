@@ -13,7 +13,7 @@ import {
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from "mongodb";
-import { NotFoundError, UnavailableError } from "../../domain/errors.js";
+import { InsufficientStorageError, NotFoundError, UnavailableError } from "../../domain/errors.js";
 
 /**
  * Server error codes that mean "the server is going away or not the one to ask", not "this
@@ -64,9 +64,22 @@ export function binaryBytes(v: unknown): Buffer | null {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
+/**
+ * Whether the database's disk is full: MongoDB's OutOfDiskSpace (14031), or FerretDB's SQLite
+ * backend, which answers InternalError (1) with SQLite's "database or disk is full (13)".
+ */
+export function isDiskFull(err: unknown): boolean {
+  return (
+    err instanceof MongoError &&
+    (err.code === 14031 || (err.code === 1 && /database or disk is full \(13\)/.test(err.message)))
+  );
+}
+
 /** The domain error for what the driver threw: UnavailableError when the database is away. */
 export function domainError(err: unknown): unknown {
-  return isConnectionError(err) ? unavailable(err) : err;
+  if (isConnectionError(err)) return unavailable(err);
+  if (isDiskFull(err)) return new InsufficientStorageError("insufficient storage: the database's disk is full");
+  return err;
 }
 
 /** Runs `fn`, turning driver connection failures into UnavailableError. */

@@ -13,7 +13,7 @@ import {
   type MongoClient,
   MongoError,
 } from "mongodb";
-import { AlreadyExistsError, NotFoundError, TooLargeError } from "../../domain/errors.js";
+import { AlreadyExistsError, NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
@@ -37,15 +37,7 @@ import type {
 import { silentStorageLogger } from "../port.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
 import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
-import {
-  binaryBytes,
-  guard,
-  guardMethods,
-  isConnectionError,
-  readGridFS,
-  removeGridFS,
-  unavailable,
-} from "./mongo-driver.js";
+import { binaryBytes, domainError, guard, guardMethods, readGridFS, removeGridFS } from "./mongo-driver.js";
 import { MongoInsights } from "./mongo-insights.js";
 import { type LeaseFields, type StoreLease, StoreLeases } from "./mongo-store-lease.js";
 
@@ -539,6 +531,9 @@ export class MongoStorage implements StoragePort {
           held.push(Buffer.from(chunk));
           if (size > INLINE_MAX) {
             upload = this.bucket.openUploadStreamWithId(blob as never, blob);
+            // Failures come through write's and end's callbacks; an unheard 'error' event would
+            // end the process.
+            upload.on("error", () => {});
             await write(Buffer.concat(held));
             held = [];
           }
@@ -551,13 +546,19 @@ export class MongoStorage implements StoragePort {
         () =>
           new Promise<void>((resolve, reject) => {
             stream.once("error", reject);
-            stream.end(() => resolve());
+            // end's callback is also how a failure of the last chunk or of the files document
+            // is told: ignoring its error would acknowledge contents that were never stored.
+            stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
           }),
       );
+      // The files document is written last, and recorded on the stream only once it is: the
+      // proof that every chunk is there (the stream reports only the first of several errors).
+      if (!stream.gridFSFile)
+        throw new UnavailableError(`MongoDB unavailable: the contents of blob ${blob} were not all stored`);
       return { blob, size, md5, inline: null };
     } catch (err) {
       if (upload) await upload.abort().catch(() => {});
-      throw isConnectionError(err) ? unavailable(err) : err;
+      throw domainError(err);
     }
   }
 
@@ -834,8 +835,8 @@ export class MongoStorage implements StoragePort {
         try {
           result = await fn(doc as StoreDoc, lease);
         } catch (err) {
-          // The operation's own failure is the answer; the lease runs out if it cannot be released.
-          await this.leases.release(lease).catch(() => {});
+          // The operation's own failure is the answer; a release that fails is tried again.
+          await this.leases.release(lease).catch(() => this.leases.releaseLater(lease, this.log));
           throw err;
         }
         // Committed: the answer is success whatever the release does. An unreleased lease runs

@@ -151,6 +151,20 @@ export class StoreLeases {
 
   /** Takes the store's lease; returns the store document as announced, with any dead holder's ids published. */
   async acquire(store: string): Promise<{ doc: LeaseFields; lease: StoreLease }> {
+    const held: { ticket?: Ticket } = {};
+    try {
+      return await this.take(store, held);
+    } catch (err) {
+      // A ticket left in the queue would hold up every later writer until its `until`: give it
+      // up, later if the database is away now. (Announced or not: the store document's lease
+      // fields decide for an announced one.)
+      const ticket = held.ticket;
+      if (ticket) this.retry(() => this.giveUp(ticket));
+      throw err;
+    }
+  }
+
+  private async take(store: string, held: { ticket?: Ticket }): Promise<{ doc: LeaseFields; lease: StoreLease }> {
     const deadline = performance.now() + this.options.lockTimeout;
     const released = this.lastReleased.get(store);
     this.lastReleased.delete(store);
@@ -160,23 +174,27 @@ export class StoreLeases {
     if (released !== undefined) {
       // After our own release of epoch n, n+1 is ours to take at once if nobody queued for it.
       ticket = await this.insertTicket(store, released + 1);
+      held.ticket = ticket;
       over = { _id: store, leaseEpoch: released, leaseReleased: true };
     }
     for (;;) {
       if (!ticket) {
         if (performance.now() > deadline) throw this.busy(store);
         ticket = await this.takeTicket(store);
+        held.ticket = ticket;
         over = undefined;
       }
       over ??= await this.waitForTurn(ticket, deadline);
       if (!over) {
         ticket = undefined;
+        held.ticket = undefined;
         continue;
       }
       if (performance.now() >= ticket.validUntil) {
         // Stalled between the wait and here: later tickets may already be going past this one.
         await this.giveUp(ticket);
         ticket = undefined;
+        held.ticket = undefined;
         continue;
       }
       const sent = performance.now();
@@ -194,7 +212,10 @@ export class StoreLeases {
         // The holder renewed: wait for it again with the same ticket. A later epoch announced
         // means the ticket was stale (its epoch had been collected and the insert took it
         // again): queue again after the announced one.
-        if ((s.leaseEpoch ?? 0) >= ticket.epoch) ticket = undefined;
+        if ((s.leaseEpoch ?? 0) >= ticket.epoch) {
+          ticket = undefined;
+          held.ticket = undefined;
+        }
         continue;
       }
       const lease = new StoreLease(this.stores, this.options, store, ticket.epoch, sent);
@@ -213,16 +234,21 @@ export class StoreLeases {
    * so that what the holder committed is published without waiting for the next writer.
    */
   releaseLater(lease: StoreLease, log: StorageLogger): void {
-    const until = performance.now() + this.options.lease;
-    const retry = () => {
-      this.release(lease).then(
-        () => log.info({ store: lease.store }, "released a store's write lease after a failure"),
-        () => {
-          if (performance.now() < until) setTimeout(retry, 1000).unref();
-        },
-      );
+    this.retry(async () => {
+      await this.release(lease);
+      log.info({ store: lease.store }, "released a store's write lease after a failure");
+    });
+  }
+
+  /** Runs `write` once a second until it succeeds, for as long as a lease lasts (then it no longer matters). */
+  private retry(write: () => Promise<unknown>): void {
+    const until = performance.now() + this.options.lockTimeout + this.options.lease;
+    const attempt = () => {
+      write().catch(() => {
+        if (performance.now() < until) setTimeout(attempt, 1000).unref();
+      });
     };
-    setTimeout(retry, 1000).unref();
+    setTimeout(attempt, 0).unref();
   }
 
   /** Publishes what the holder allocated and frees the lease; one write. */
