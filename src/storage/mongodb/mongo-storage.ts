@@ -261,19 +261,20 @@ export class MongoStorage implements StoragePort {
     });
   }
 
+  // Store operations answer with a record built from what they wrote, not read back after the
+  // commit: a read that failed there would turn a committed change into an error.
+
   async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
     const existing = await this.guard(() => this.stores.findOne({ _id: config.name }, { projection: { deleted: 1 } }));
     if (existing && !existing.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
+    let record: StoreRecord;
     if (existing) {
-      await this.reviveStore(config, now);
+      record = await this.reviveStore(config, now);
     } else {
-      await this.guard(async () => {
+      record = await this.guard(async () => {
         const eventId = 1;
-        await this.nodes.replaceOne(
-          { _id: nodeKey(config.name, "") },
-          this.directoryDoc(config.name, "", now, eventId),
-          { upsert: true },
-        );
+        const root = this.directoryDoc(config.name, "", now, eventId);
+        await this.nodes.replaceOne({ _id: nodeKey(config.name, "") }, root, { upsert: true });
         try {
           await this.stores.insertOne({
             _id: config.name,
@@ -291,58 +292,105 @@ export class MongoStorage implements StoragePort {
             throw new AlreadyExistsError(`store ${config.name} already exists`);
           throw err;
         }
+        const created: StoreRecord = {
+          config,
+          deleted: false,
+          lastEventId: eventId,
+          purgedEventId: 0,
+          created: now,
+          modified: now,
+          rootTag: root.tag,
+        };
+        return created;
       });
     }
     this.changed(config.name);
-    return this.mustGetStore(config.name);
+    return record;
   }
 
   /** A store created again under a deleted one's name continues its event ids. */
-  private async reviveStore(config: StoreConfig, now: number): Promise<void> {
-    const blobs = await this.withStoreLock(config.name, async (s, lease) => {
+  private async reviveStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    const { blobs, record } = await this.withStoreLock(config.name, async (s, lease) => {
       if (!s.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
       // Leftovers of a deletion that died half-way must not come back with the new store.
       const leftovers = await this.removeStoreNodes(config.name, lease);
       const eventId = await lease.allocate(1);
-      await this.nodes.replaceOne({ _id: nodeKey(config.name, "") }, this.directoryDoc(config.name, "", now, eventId), {
-        upsert: true,
-      });
+      const root = this.directoryDoc(config.name, "", now, eventId);
+      await this.nodes.replaceOne({ _id: nodeKey(config.name, "") }, root, { upsert: true });
       const revived = await this.stores.updateOne(
         { ...lease.fence, deleted: true },
         { $set: { type: config.type, settings: config.settings, deleted: false, created: now, modified: now } },
       );
       if (revived.matchedCount === 0) throw lease.lost();
-      return leftovers;
+      const record: StoreRecord = {
+        config,
+        deleted: false,
+        lastEventId: eventId,
+        purgedEventId: s.purgedEventId,
+        created: now,
+        modified: now,
+        rootTag: root.tag,
+      };
+      return { blobs: leftovers, record };
     });
     await this.removeReplaced(blobs, `store ${config.name}`);
+    return record;
   }
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    await this.withStoreLock(config.name, async (s, lease) => {
+    const record = await this.withStoreLock(config.name, async (s, lease) => {
       this.liveConfig(s);
+      const root = await this.nodes.findOne({ _id: nodeKey(config.name, "") }, { projection: { tag: 1 } });
       const res = await this.stores.updateOne(lease.fence, {
         $set: { type: config.type, settings: config.settings, modified: now },
       });
       if (res.matchedCount === 0) throw lease.lost();
+      const updated: StoreRecord = {
+        config,
+        deleted: false,
+        lastEventId: s.committedEventId,
+        purgedEventId: s.purgedEventId,
+        created: s.created,
+        modified: now,
+        rootTag: root?.tag ?? "",
+      };
+      return updated;
     });
     this.changed(config.name);
-    return this.mustGetStore(config.name);
+    return record;
   }
 
   async deleteStore(name: string, now: number): Promise<StoreRecord> {
-    const blobs = await this.withStoreLock(name, async (store, lease) => {
+    const { blobs, record } = await this.withStoreLock(name, async (store, lease) => {
       if (store.deleted) throw new NotFoundError(`store ${name} not found`);
       const eventId = await lease.allocate(1);
-      // The store is marked first: from then on nothing of it is visible, even if the rest never happens.
+      // The store is marked first: from then on nothing of it is visible, even if the rest never
+      // happens. That is the commit; nodes left behind are removed when the name is used again.
       const res = await this.stores.updateOne(lease.fence, {
         $set: { deleted: true, modified: now, purgedEventId: eventId },
       });
       if (res.matchedCount === 0) throw lease.lost();
-      return this.removeStoreNodes(name, lease);
+      const deleted: StoreRecord = {
+        config: { name, type: store.type as StoreType, settings: store.settings },
+        deleted: true,
+        lastEventId: eventId,
+        purgedEventId: eventId,
+        created: store.created,
+        modified: now,
+        rootTag: "",
+      };
+      const removed = await this.removeStoreNodes(name, lease).catch((err: unknown) => {
+        this.log.warn(
+          { store: name, err: (err as Error).message },
+          "store deleted; some of its nodes remain until the name is used again",
+        );
+        return [];
+      });
+      return { blobs: removed, record: deleted };
     });
     await this.removeReplaced(blobs, `store ${name}`);
     this.changed(name);
-    return this.mustGetStore(name);
+    return record;
   }
 
   async getNode(store: string, path: string): Promise<NodeRecord | undefined> {
@@ -678,12 +726,6 @@ export class MongoStorage implements StoragePort {
       modified: d.modified,
       rootTag: root?.tag ?? "",
     };
-  }
-
-  private async mustGetStore(name: string): Promise<StoreRecord> {
-    const s = await this.getStore(name);
-    if (!s) throw new NotFoundError(`store ${name} not found`);
-    return s;
   }
 
   private liveConfig(s: StoreDoc): StoreConfig {
