@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
+import { UnavailableError } from "../domain/errors.js";
 import { buildReport } from "../insights/report-builder.js";
 import type { AdditionalField } from "../insights/report-document.js";
 import { reportJsonChunks } from "../insights/report-json.js";
@@ -105,7 +106,7 @@ export class ReportWorker {
       return true;
     }
     try {
-      await this.generate(job);
+      await this.generateThroughOutages(job);
     } catch (err) {
       const reason = (err as Error).message;
       if (this.stop.signal.aborted) {
@@ -129,6 +130,36 @@ export class ReportWorker {
       }
     }
     return true;
+  }
+
+  /**
+   * Generates, starting again after a pause when the storage was away (UnavailableError) for as
+   * long as the job's lease would last: an outage of the database is not the report's failure,
+   * and should not use up its attempts. A longer outage costs one attempt per lease.
+   */
+  private async generateThroughOutages(job: ReportRecord): Promise<void> {
+    // Real time, whatever clock the jobs are dated by: an outage lasts in real time.
+    const until = performance.now() + this.leaseMs - this.retryDelayMs;
+    for (;;) {
+      try {
+        await this.generate(job);
+        return;
+      } catch (err) {
+        if (!(err instanceof UnavailableError) || this.stop.signal.aborted || performance.now() >= until) throw err;
+        this.options.logger?.warn(
+          { report: job.id, err: err.message },
+          "report generation: storage away, starting again",
+        );
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.retryDelayMs);
+          const stopped = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          this.stop.signal.addEventListener("abort", stopped, { once: true });
+        });
+      }
+    }
   }
 
   private async generate(job: ReportRecord): Promise<void> {

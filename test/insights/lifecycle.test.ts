@@ -83,7 +83,8 @@ describe("generation is a durable job", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const w = worker(down, { maxAttempts: 2, retryDelayMs: 1000 });
+    // Within one claim the worker starts again while the lease lasts (2 s, less a 1 s pause): then it gives up.
+    const w = worker(down, { maxAttempts: 2, retryDelayMs: 1000, leaseMs: 2000 });
     expect(await w.runOnce()).toBe(true);
     expect((await call(t.url, "GET", `${REPORTS}/${id}?${query}`)).json.status).toBe("generating");
     clock += 1000;
@@ -98,6 +99,28 @@ describe("generation is a durable job", () => {
     });
     const doc = await call(t.url, "GET", `${REPORTS}/${id}/document?${query}`);
     expect(doc.status).toBe(404);
+  });
+
+  it("a storage outage shorter than the job's lease does not use up an attempt: the worker starts again and generates", async () => {
+    const { id, query } = await createReport();
+    let failures = 2;
+    const flaky = new Proxy(t.storage, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver);
+        if (name === "listNodes") {
+          return (...args: unknown[]) => {
+            if (failures-- > 0) throw new UnavailableError("MongoDB unavailable: connection refused");
+            return value.apply(target, args);
+          };
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const w = worker(flaky, { maxAttempts: 1, retryDelayMs: 10, leaseMs: 60_000 });
+    expect(await w.runOnce()).toBe(true);
+    const status = await call(t.url, "GET", `${REPORTS}/${id}?${query}`);
+    expect(status.json.status).toBe("generated");
+    expect(failures).toBeLessThan(0);
   });
 
   it("WatchReport (gRPC) sends GENERATING, then GENERATED, and ends", async () => {
