@@ -4,18 +4,9 @@
 // point and tests call `listen`.
 
 import { randomBytes } from "node:crypto";
-import * as http from "node:http";
-import * as http2 from "node:http2";
+import type * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import * as net from "node:net";
-import {
-  Code,
-  type ConnectError,
-  type ConnectRouter,
-  createContextKey,
-  createContextValues,
-  type Interceptor,
-} from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { anonymousCaller, type Caller, callerKey, nobody } from "../auth/caller.js";
@@ -27,7 +18,7 @@ import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
 import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
 import { sendError } from "../rest/errors.js";
-import { type RestRequest, type RestResponse, SERVER_HEADER, splitUrl } from "../rest/http.js";
+import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
 import { INSIGHTS_PREFIX, InsightsRoutes } from "../rest/insights.js";
 import { PollRoutes } from "../rest/poll.js";
 import { ResourceRoutes } from "../rest/resources.js";
@@ -43,6 +34,9 @@ import { ReportWorker, type ReportWorkerOptions } from "../services/report-worke
 import { ResourceCore } from "../services/resource-service.js";
 import { StoreCore } from "../services/store-service.js";
 import type { StoragePort } from "../storage/port.js";
+import { DEFAULT_LIMITS, rpcReadMaxBytes, type ServerLimits } from "./limits.js";
+import { ALLOWED_METHODS, createListener, INVALID_TARGET } from "./listener.js";
+import { dropUnreadBody, rpcProtocol, sendRpcError, unimplementedReason } from "./rpc-refusals.js";
 
 export interface TroveServerOptions {
   storage: StoragePort;
@@ -71,30 +65,39 @@ export interface TroveServerOptions {
   reportWorker?:
     | Partial<Omit<ReportWorkerOptions, "storage" | "notifier" | "availabilityMs" | "now" | "logger">>
     | false;
+  /** Connection limits and timeouts (limits.ts has the defaults). */
+  limits?: Partial<ServerLimits>;
 }
 
-/** What authentication leaves on a request: the caller, or why there is none. */
+/** What authentication leaves on a request: the caller. */
 interface Authenticated {
-  trove?: { caller: Caller; error?: ConnectError };
+  trove?: { caller: Caller };
 }
-
-/** Context value of a Connect call refused by authentication: the error its interceptor throws. */
-const refusalKey = createContextKey<ConnectError | undefined>(undefined, { description: "authentication refusal" });
 
 function contextValues(req: unknown) {
   const values = createContextValues();
-  const trove = (req as Authenticated).trove;
-  values.set(callerKey, trove?.caller ?? nobody);
-  if (trove?.error) values.set(refusalKey, trove.error);
+  values.set(callerKey, (req as Authenticated).trove?.caller ?? nobody);
   return values;
 }
 
-/** Answers a Connect, gRPC or gRPC-Web call refused by authentication in its own protocol. */
-const refuse: Interceptor = (next) => (req) => {
-  const refusal = req.contextValues.get(refusalKey);
-  if (refusal) throw refusal;
-  return next(req);
-};
+/**
+ * What answers without a token (DESIGN.md, "Second wave"): probes, metrics, the API description,
+ * the standard gRPC health and reflection services and, in development mode, the issuer under
+ * /auth/ (handled before this). Those not built yet answer 404 / UNIMPLEMENTED like any unknown path.
+ */
+const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
+const OPEN_PREFIXES = [
+  "/grpc.health.v1.Health/",
+  "/grpc.reflection.v1.ServerReflection/",
+  "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+export function isOpenPath(pathname: string): boolean {
+  return OPEN_PATHS.has(pathname) || OPEN_PREFIXES.some((prefix) => pathname.startsWith(prefix));
+}
+
+/** A request target Node's HTTP/1.1 parser would take: printable ASCII. HTTP/2 lets any byte through. */
+const PRINTABLE_TARGET = /^[\x21-\x7e]*$/;
 
 export interface TroveServer {
   listen(port: number, host: string): Promise<AddressInfo>;
@@ -112,7 +115,6 @@ const CONNECT_PATHS = [ResourceService, StoreService, ChangeService, ProjectServ
   (s) => `/${s.typeName}/`,
 );
 
-const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 export const DEFAULT_MAX_RESOURCE_SIZE = 4 * 1024 ** 3;
 
 export function createTroveServer(options: TroveServerOptions): TroveServer {
@@ -155,7 +157,25 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     router.service(ProjectService, withConnectErrors(projects));
     router.service(ReportService, withConnectErrors(reports));
   };
-  const connect = connectNodeAdapter({ routes, contextValues, interceptors: [refuse] });
+  const maxResourceSize = options.maxResourceSize ?? DEFAULT_MAX_RESOURCE_SIZE;
+  const connect = connectNodeAdapter({
+    routes,
+    contextValues,
+    // A larger message is refused (RESOURCE_EXHAUSTED) before it is buffered, a larger declared length at once.
+    readMaxBytes: rpcReadMaxBytes(maxResourceSize),
+    // No maxTimeoutMs: a client may wait as long as it likes on Poll, WatchChanges and WatchReport.
+    fallback: (nodeReq, nodeRes) => {
+      const req = nodeReq as RestRequest;
+      const res = nodeRes as RestResponse;
+      const protocol = rpcProtocol(req);
+      if (protocol) {
+        sendRpcError(req, res, protocol, new ConnectError(unimplementedReason(req), Code.Unimplemented));
+      } else {
+        dropUnreadBody(req, res);
+        sendText(res, 404, `no such endpoint: ${splitUrl(req.url ?? "/").pathname}`);
+      }
+    },
+  });
   const rest = {
     resources: new ResourceRoutes(resources),
     stores: new StoreRoutes(stores),
@@ -170,14 +190,17 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     else if (req.url?.startsWith(INSIGHTS_PREFIX)) void insights.handle(req, res, splitUrl(req.url));
     else connect(req as http.IncomingMessage, res as http.ServerResponse);
   };
+  // A refusal is answered before the body is read, in the caller's protocol, and the body is never taken.
   const refused = (req: RestRequest, res: RestResponse, err: unknown) => {
     const error = toConnectError(err);
     if (error.code === Code.Internal) logger.error({ err }, "authentication failed");
-    if (!CONNECT_PATHS.some((prefix) => req.url?.startsWith(prefix))) {
-      sendError(req, res, error);
+    const protocol =
+      rpcProtocol(req) ?? (CONNECT_PATHS.some((prefix) => req.url?.startsWith(prefix)) ? "connect" : undefined);
+    if (protocol) {
+      sendRpcError(req, res, protocol, error);
     } else {
-      (req as Authenticated).trove = { caller: nobody, error };
-      connect(req as http.IncomingMessage, res as http.ServerResponse);
+      dropUnreadBody(req, res);
+      sendError(req, res, error);
     }
   };
   const auth = options.auth;
@@ -207,8 +230,31 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
         );
       }
     });
+    // The same request gets the same answer on HTTP/1.1 and HTTP/2, whatever Node's parsers let through.
+    if (req.method === "CONNECT") {
+      dropUnreadBody(req, res);
+      sendText(res, 405, "CONNECT is not supported", { Allow: ALLOWED_METHODS });
+      return;
+    }
+    if (!PRINTABLE_TARGET.test(req.url ?? "")) {
+      dropUnreadBody(req, res);
+      sendText(res, 400, INVALID_TARGET);
+      return;
+    }
     if (devIssuer && req.url?.startsWith(DEV_ISSUER_PREFIX)) {
       devIssuer.handle(req, res);
+      return;
+    }
+    // Before authentication, since a browser's preflight carries no credentials (CORS comes here).
+    if (req.method === "OPTIONS") {
+      dropUnreadBody(req, res);
+      sendText(res, 405, `OPTIONS is not supported on ${splitUrl(req.url ?? "/").pathname}`, {
+        Allow: ALLOWED_METHODS,
+      });
+      return;
+    }
+    if (isOpenPath(splitUrl(req.url ?? "/").pathname)) {
+      dispatch(req, res, nobody);
       return;
     }
     if (auth === "anonymous") {
@@ -232,47 +278,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     }
   };
 
-  const h1 = http.createServer({ requestTimeout: 0 }, handler);
-  // Requests Node's parser refuses never reach the handler: answer them in the spec's shape too.
-  h1.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
-    if (!socket.writable || err.code === "ECONNRESET") {
-      socket.destroy();
-      return;
-    }
-    const [status, text] =
-      err.code === "HPE_HEADER_OVERFLOW"
-        ? ["431 Request Header Fields Too Large", "request headers too large"]
-        : ["400 Bad Request", `malformed HTTP request: ${err.code ?? err.message}`];
-    const body = `${text}\n`;
-    socket.end(
-      `HTTP/1.1 ${status}\r\nServer: ${SERVER_HEADER}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
-  const h2 = http2.createServer({}, handler);
-  const sockets = new Set<net.Socket>();
-  const sessions = new Set<http2.ServerHttp2Session>();
-  h2.on("session", (session) => {
-    sessions.add(session);
-    session.once("close", () => sessions.delete(session));
-  });
-  const tcp = net.createServer((socket) => {
-    sockets.add(socket);
-    // Long-poll answers are small and latency-bound: no Nagle delay.
-    socket.setNoDelay(true);
-    socket.once("close", () => sockets.delete(socket));
-    socket.once("data", (chunk: Buffer) => {
-      socket.pause();
-      socket.unshift(chunk);
-      const n = Math.min(chunk.length, H2_PREFACE.length);
-      if (n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
-        h2.emit("connection", socket);
-      } else {
-        h1.emit("connection", socket);
-        socket.resume();
-      }
-    });
-  });
+  const listener = createListener({ handler, limits: { ...DEFAULT_LIMITS, ...options.limits } });
 
   const purge = setInterval(() => {
     options.storage.purgeExpired(now()).catch((err) => logger.error({ err }, "purge of expired tombstones failed"));
@@ -284,25 +290,16 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     notifier,
     reportNotifier,
     listen(port, host) {
-      return new Promise((resolve, reject) => {
-        tcp.once("error", reject);
-        tcp.listen(port, host, () => {
-          tcp.off("error", reject);
-          const address = tcp.address() as AddressInfo;
-          devIssuer?.listening(host, address.port);
-          resolve(address);
-        });
+      return listener.listen(port, host).then((address) => {
+        devIssuer?.listening(host, address.port);
+        return address;
       });
     },
     async close() {
       clearInterval(purge);
       await worker?.close();
       notifier.close();
-      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
-      for (const session of sessions) session.destroy();
-      for (const socket of sockets) socket.destroy();
-      h1.closeAllConnections();
-      await closed;
+      await listener.close();
       await options.storage.close();
     },
   };

@@ -1,0 +1,278 @@
+// Hostile clients against one `trove serve` child process (issue 12, items 1 and 2):
+// the server's RSS while a 300 MB body without a token is sent to each face, how long a
+// request that announces 1 GiB waits for its answer, and GET latency while 200 slow or
+// silent connections are open. `node bench/attack.js [--root DIR] [--size-mib 300]`
+// (DIR: a checkout with dist/ built, default this one; extra arguments go to `trove serve`).
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values: opts, positionals } = parseArgs({
+  options: {
+    root: { type: "string", default: "." },
+    "size-mib": { type: "string", default: "300" },
+    slow: { type: "string", default: "200" },
+    "slow-seconds": { type: "string", default: "20" },
+  },
+  allowPositionals: true,
+});
+const ROOT = resolve(opts.root);
+const SIZE = Number(opts["size-mib"]) * 1024 * 1024;
+
+const rss = (pid) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
+const mib = (n) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort() {
+  return new Promise((res) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+async function startServer() {
+  const data = mkdtempSync(join(tmpdir(), "trove-attack-"));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, "bin/trove.js"),
+      "serve",
+      "--port",
+      String(port),
+      "--data",
+      data,
+      "--log-level",
+      "silent",
+      ...positionals,
+    ],
+    { stdio: ["ignore", "ignore", "ignore"] },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      const r = await fetch(`${url}/resources/v2/data/home/`);
+      if (r.status === 401) break;
+    } catch {}
+    await sleep(100);
+  }
+  const { fetchDevToken } = await import(join(ROOT, "dist/auth/token-command.js"));
+  const token = await fetchDevToken({ url, dataDir: data });
+  return {
+    url,
+    port,
+    pid: child.pid,
+    authorization: `Bearer ${token}`,
+    stop() {
+      child.kill("SIGKILL");
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Sends a request head then up to SIZE bytes over HTTP/1.1; resolves with the status line and bytes sent. */
+function h1Flood(port, head) {
+  return new Promise((done) => {
+    const socket = net.connect(port, "127.0.0.1");
+    const block = Buffer.alloc(1024 * 1024, 0x20);
+    let sent = 0;
+    let answer = "";
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      socket.destroy();
+      done({ status: answer.split("\r\n")[0] || "(no answer)", sent });
+    };
+    const pump = () => {
+      while (sent < SIZE && !answer) {
+        sent += block.length;
+        if (!socket.write(block)) return;
+      }
+      if (sent >= SIZE) setTimeout(finish, 2000);
+    };
+    socket.on("data", (d) => {
+      answer += d.toString("latin1");
+      setTimeout(finish, 200);
+    });
+    socket.on("drain", pump);
+    socket.on("error", finish);
+    socket.on("close", finish);
+    // A server that neither reads nor answers: give up after a minute.
+    setTimeout(finish, 60_000).unref();
+    socket.write(head);
+    pump();
+  });
+}
+
+function h2Flood(port, headers, prefix) {
+  return new Promise((done) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const req = session.request({ ":method": "POST", ...headers }, { endStream: false });
+    const block = Buffer.alloc(1024 * 1024, 0);
+    let sent = 0;
+    let status = "(no answer)";
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      session.destroy();
+      done({ status, sent });
+    };
+    req.on("response", (h) => {
+      status = `${h[":status"]} grpc-status=${h["grpc-status"] ?? "-"}`;
+      setTimeout(finish, 200);
+    });
+    req.on("trailers", (t) => {
+      status += ` trailer grpc-status=${t["grpc-status"]}`;
+    });
+    req.resume();
+    req.write(prefix);
+    req.on("error", finish);
+    req.on("close", finish);
+    const pump = () => {
+      while (sent < SIZE && !finished) {
+        sent += block.length;
+        if (!req.write(block)) return;
+      }
+      if (sent >= SIZE) setTimeout(finish, 2000);
+    };
+    req.on("drain", pump);
+    setTimeout(finish, 60_000).unref();
+    pump();
+  });
+}
+
+/** Each face on a fresh server: memory a previous attack left behind would hide the next one's. */
+async function measure(name, run) {
+  const server = await startServer();
+  try {
+    await measureOn(server, name, () => run(server));
+  } finally {
+    server.stop();
+  }
+}
+
+async function measureOn(server, name, run) {
+  const before = rss(server.pid);
+  let peak = before;
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, rss(server.pid));
+    } catch {}
+  }, 20);
+  const started = performance.now();
+  const result = await run();
+  const ms = performance.now() - started;
+  clearInterval(timer);
+  console.log(
+    `${name.padEnd(14)} RSS +${mib(peak - before).padStart(10)} (from ${mib(before)})  answer ${result.status}` +
+      `  after ${mib(result.sent)} sent, ${ms.toFixed(0)} ms`,
+  );
+}
+
+const STORE_LIST = "/trove.resources.v2.StoreService/ListStores";
+const grpcFrame = Buffer.from([0, 0x7f, 0xff, 0xff, 0xff]);
+
+const h1 = (path, type, length = SIZE) =>
+  `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n\r\n`;
+
+async function bodies() {
+  await measure("Connect JSON", (server) => h1Flood(server.port, h1(STORE_LIST, "application/json")));
+  await measure("Connect proto", (server) => h1Flood(server.port, h1(STORE_LIST, "application/proto")));
+  await measure("gRPC-Web", (server) =>
+    h1Flood(server.port, Buffer.concat([Buffer.from(h1(STORE_LIST, "application/grpc-web+proto")), grpcFrame])),
+  );
+  await measure("gRPC", (server) =>
+    h2Flood(server.port, { ":path": STORE_LIST, "content-type": "application/grpc", te: "trailers" }, grpcFrame),
+  );
+  await measure("REST PUT", (server) =>
+    h1Flood(server.port, `PUT /resources/v2/data/home/big.bin HTTP/1.1\r\nHost: x\r\nContent-Length: ${SIZE}\r\n\r\n`),
+  );
+  const server = await startServer();
+  try {
+    // Only the announcement of 1 GiB, no body: how long until an answer.
+    const announce = (head) =>
+      new Promise((done) => {
+        const socket = net.connect(server.port, "127.0.0.1");
+        const started = performance.now();
+        const timer = setTimeout(() => {
+          socket.destroy();
+          done("(no answer within 10 s)");
+        }, 10_000);
+        socket.once("data", (d) => {
+          clearTimeout(timer);
+          socket.destroy();
+          done(`${d.toString("latin1").split("\r\n")[0]} in ${(performance.now() - started).toFixed(0)} ms`);
+        });
+        socket.write(head);
+      });
+    console.log(`announce 1 GiB, Connect JSON: ${await announce(h1(STORE_LIST, "application/json", 1024 ** 3))}`);
+  } finally {
+    server.stop();
+  }
+}
+
+async function slow() {
+  const server = await startServer();
+  const n = Number(opts.slow);
+  const seconds = Number(opts["slow-seconds"]);
+  try {
+    const get = async () => {
+      const started = performance.now();
+      const r = await fetch(`${server.url}/resources/v2/data/home/`, {
+        headers: { authorization: server.authorization },
+      });
+      await r.arrayBuffer();
+      return performance.now() - started;
+    };
+    const quiet = [];
+    for (let i = 0; i < 20; i++) quiet.push(await get());
+    const sockets = [];
+    let closed = 0;
+    for (let i = 0; i < n; i++) {
+      const s = net.connect(server.port, "127.0.0.1");
+      s.on("error", () => {});
+      s.on("close", () => closed++);
+      const kind = i % 4;
+      if (kind === 1) s.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n");
+      if (kind === 2) s.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+      if (kind === 3) s.write("G");
+      sockets.push(s);
+    }
+    // Slowloris: a byte of header every second on a quarter of them.
+    const drip = setInterval(() => {
+      for (let i = 1; i < sockets.length; i += 4) if (!sockets[i].destroyed) sockets[i].write("X");
+    }, 1000);
+    const during = [];
+    const end = Date.now() + seconds * 1000;
+    while (Date.now() < end) {
+      try {
+        during.push(await get());
+      } catch {
+        during.push(Number.POSITIVE_INFINITY);
+      }
+      await sleep(100);
+    }
+    clearInterval(drip);
+    const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+    console.log(
+      `GET before: median ${q(quiet, 0.5).toFixed(1)} ms; during ${n} slow connections: median ${q(during, 0.5).toFixed(1)} ms, ` +
+        `p99 ${q(during, 0.99).toFixed(1)} ms, ${during.length} GETs; slow connections closed by the server after ${seconds} s: ${closed}/${n}`,
+    );
+    for (const s of sockets) s.destroy();
+  } finally {
+    server.stop();
+  }
+}
+
+await bodies();
+await slow();

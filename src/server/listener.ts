@@ -1,0 +1,166 @@
+// The one TCP listener of every face: it peeks at the first bytes and hands the HTTP/2 preface to
+// an http2 server (gRPC, Connect, gRPC-Web, REST over h2c) and anything else to an http server
+// (REST and Connect over HTTP/1.1). It also holds the connection limits: a connection that never
+// finishes a request is closed (docs/security.md, "Limits").
+
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import * as net from "node:net";
+import { SERVER_HEADER } from "../rest/http.js";
+import { RETRY_AFTER_SECONDS, type ServerLimits } from "./limits.js";
+
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface ListenerOptions {
+  handler: RequestHandler;
+  limits: ServerLimits;
+}
+
+export interface Listener {
+  listen(port: number, host: string): Promise<AddressInfo>;
+  /** Stops accepting and closes every connection and session at once. */
+  close(): Promise<void>;
+}
+
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/** A complete HTTP/1.1 answer written straight to a socket (before or outside Node's parser), then closed. */
+function rawAnswer(status: string, text: string, headers = ""): string {
+  const body = `${text}\n`;
+  return (
+    `HTTP/1.1 ${status}\r\nServer: ${SERVER_HEADER}\r\n${headers}Content-Type: text/plain; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
+export function createListener(options: ListenerOptions): Listener {
+  const { handler, limits } = options;
+  const h1 = http.createServer(
+    {
+      // A request whose body makes progress is never cut (large uploads, long polls): only its head is timed.
+      requestTimeout: 0,
+      headersTimeout: limits.headersTimeout,
+      keepAliveTimeout: limits.keepAliveTimeout,
+      // How often Node looks for heads that ran out of time.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, limits.headersTimeout / 4)),
+    },
+    handler,
+  );
+  // This server never listens (the sniffer hands it its connections), so Node would not track them
+  // nor check their heads' time: start that as its 'listening' would.
+  h1.emit("listening");
+  // Requests Node's parser refuses never reach the handler: answer them in the spec's shape too.
+  h1.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    if (!socket.writable || err.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const [status, text] =
+      err.code === "HPE_HEADER_OVERFLOW"
+        ? ["431 Request Header Fields Too Large", "request headers too large"]
+        : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? ["408 Request Timeout", `the request head was not complete within ${seconds(limits.headersTimeout)}`]
+          : err.code === "HPE_INVALID_URL"
+            ? ["400 Bad Request", INVALID_TARGET]
+            : ["400 Bad Request", `malformed HTTP request: ${err.code ?? err.message}`];
+    socket.end(rawAnswer(status, text));
+  });
+  // Node hands CONNECT to this event and closes the socket unanswered when nobody listens.
+  h1.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
+    socket.end(rawAnswer("405 Method Not Allowed", "CONNECT is not supported", `Allow: ${ALLOWED_METHODS}\r\n`));
+  });
+
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    // A session is idle when no stream is open: a long poll or a watch keeps it, silence does not.
+    let streams = 0;
+    session.on("stream", (stream: http2.ServerHttp2Stream) => {
+      streams++;
+      stream.once("close", () => {
+        streams--;
+      });
+    });
+    const idle = () => {
+      if (streams > 0) {
+        session.setTimeout(limits.sessionIdleTimeout, idle);
+        return;
+      }
+      session.close();
+      setTimeout(() => session.destroy(), 1000).unref();
+    };
+    session.setTimeout(limits.sessionIdleTimeout, idle);
+  });
+
+  const sockets = new Set<net.Socket>();
+  const tcp = net.createServer((socket) => {
+    const refused = sockets.size >= limits.maxConnections;
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    // Long-poll answers are small and latency-bound: no Nagle delay.
+    socket.setNoDelay(true);
+    socket.setTimeout(limits.firstByteTimeout, () => socket.destroy());
+    socket.once("data", (chunk: Buffer) => {
+      socket.setTimeout(0);
+      socket.pause();
+      const n = Math.min(chunk.length, H2_PREFACE.length);
+      const h2c = n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+      if (refused) {
+        // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
+        if (h2c) socket.destroy();
+        else
+          socket.end(
+            rawAnswer(
+              "503 Service Unavailable",
+              `too many connections: this server keeps at most ${limits.maxConnections} open`,
+              `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`,
+            ),
+          );
+        return;
+      }
+      socket.unshift(chunk);
+      if (h2c) {
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    });
+  });
+
+  return {
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        tcp.once("error", reject);
+        tcp.listen(port, host, () => {
+          tcp.off("error", reject);
+          resolve(tcp.address() as AddressInfo);
+        });
+      });
+    },
+    async close() {
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+      h1.closeAllConnections();
+      h1.close();
+      await closed;
+    },
+  };
+}
+
+/** Methods some route answers (the `Allow` of a 405). */
+export const ALLOWED_METHODS = "GET, HEAD, PUT, POST, DELETE";
+
+/** The reason of a 400 for a request target with bytes other than printable ASCII, on every transport. */
+export const INVALID_TARGET =
+  "malformed HTTP request: the request target must be printable ASCII (percent-encode other bytes)";

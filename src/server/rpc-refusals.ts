@@ -1,0 +1,125 @@
+// Answers an RPC call the server refuses before Connect reads it (no credentials, no such
+// method, no room), in the caller's protocol: Connect unary and streaming, gRPC, gRPC-Web.
+// The request body is never read: the answer goes out at once and the connection (HTTP/1.1)
+// or the stream (HTTP/2) is closed behind it, so a client cannot make the server take its body.
+
+import type { ServerResponse } from "node:http";
+import * as http2 from "node:http2";
+import type { ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, endStreamFlag, errorToJson } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { RestRequest, RestResponse } from "../rest/http.js";
+
+export type RpcProtocol = "connect" | "connect-stream" | "grpc" | "grpc-web";
+
+/** `/package.Service/Method`, the path of every RPC (gRPC's rule for a procedure's path). */
+const PROCEDURE_PATH = /^\/[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+\/[A-Za-z_][\w]*(\?|$)/;
+
+/**
+ * The RPC protocol of a request, or undefined for one that is not an RPC call (REST and others).
+ * gRPC, gRPC-Web and Connect streaming say so by content type; a Connect unary call is a POST
+ * of JSON or protobuf (or a GET with `connect=v1`) to a procedure's path.
+ */
+export function rpcProtocol(req: RestRequest): RpcProtocol | undefined {
+  const type = (req.headers["content-type"] ?? "").toLowerCase();
+  if (type.startsWith("application/grpc-web")) return "grpc-web";
+  if (type.startsWith("application/grpc")) return "grpc";
+  if (type.startsWith("application/connect+")) return "connect-stream";
+  const url = req.url ?? "";
+  if (!PROCEDURE_PATH.test(url)) return undefined;
+  if (req.method === "POST" && /^application\/(json|proto)\s*(;|$)/.test(type)) return "connect";
+  if (req.method === "GET" && /[?&]connect=v1(&|$)/.test(url)) return "connect";
+  return undefined;
+}
+
+/** Stop taking a request body that will not be read: close the connection or the stream after the answer. */
+export function dropUnreadBody(req: RestRequest, res: RestResponse): void {
+  if (req.readableEnded) return;
+  const stream = (res as http2.Http2ServerResponse).stream as http2.ServerHttp2Stream | undefined;
+  if (stream === undefined) {
+    (res as ServerResponse).shouldKeepAlive = false;
+    return;
+  }
+  // RST_STREAM(NO_ERROR) after the answer: "stop sending" (RFC 9113, 8.1).
+  res.once("finish", () => {
+    if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  });
+}
+
+/** Writes `error` as the whole answer of an RPC call in `protocol`, without reading the request body. */
+export function sendRpcError(
+  req: RestRequest,
+  res: RestResponse,
+  protocol: RpcProtocol,
+  error: ConnectError,
+  headers: Record<string, string> = {},
+): void {
+  dropUnreadBody(req, res);
+  const r = res as ServerResponse;
+  for (const [name, value] of Object.entries(headers)) r.setHeader(name, value);
+  const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
+  if (protocol === "connect") {
+    error.metadata.forEach((value, key) => {
+      r.setHeader(key, value);
+    });
+    const body = Buffer.from(JSON.stringify(errorToJson(error, undefined)));
+    r.statusCode = codeToHttpStatus(error.code);
+    r.setHeader("Content-Type", "application/json");
+    r.setHeader("Content-Length", body.byteLength);
+    r.end(body);
+    return;
+  }
+  if (protocol === "connect-stream") {
+    const endStream = { error: errorToJson(error, undefined), metadata: metadataJson(error) };
+    const json = Buffer.from(JSON.stringify(endStream));
+    const envelope = Buffer.alloc(5 + json.byteLength);
+    envelope.writeUInt8(endStreamFlag, 0);
+    envelope.writeUInt32BE(json.byteLength, 1);
+    json.copy(envelope, 5);
+    r.statusCode = 200;
+    r.setHeader("Content-Type", type || "application/connect+proto");
+    r.setHeader("Content-Length", envelope.byteLength);
+    r.end(envelope);
+    return;
+  }
+  // gRPC and gRPC-Web: "trailers-only", the status in the response headers and no body.
+  const status = new Headers();
+  setTrailerStatus(status, error);
+  const contentType = type || (protocol === "grpc" ? "application/grpc" : "application/grpc-web+proto");
+  const stream = (res as http2.Http2ServerResponse).stream as http2.ServerHttp2Stream | undefined;
+  if (stream !== undefined && protocol === "grpc") {
+    const h2headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": contentType, ...lower(headers) };
+    status.forEach((value, key) => {
+      h2headers[key] = value;
+    });
+    // One HEADERS frame with END_STREAM, as gRPC's trailers-only response is defined.
+    stream.respond(h2headers, { endStream: true });
+    if (!req.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    return;
+  }
+  r.statusCode = 200;
+  r.setHeader("Content-Type", contentType);
+  status.forEach((value, key) => {
+    r.setHeader(key, value);
+  });
+  r.setHeader("Content-Length", 0);
+  r.end();
+}
+
+function metadataJson(error: ConnectError): Record<string, string[]> {
+  const metadata: Record<string, string[]> = {};
+  error.metadata.forEach((value, key) => {
+    metadata[key] = [value];
+  });
+  return metadata;
+}
+
+function lower(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** The reason of an UNIMPLEMENTED answer. */
+export function unimplementedReason(req: RestRequest): string {
+  const path = (req.url ?? "").split("?")[0] ?? "";
+  return `${path.slice(1)} is not implemented`;
+}
