@@ -64,10 +64,19 @@ const sha256: (text: string) => string =
     : (text) => crypto.createHash("sha256").update(text).digest("base64");
 const DISCOVERY_RETRY = 5_000;
 
+/**
+ * Text that may stand in a quoted header parameter: RFC 6750 allows only printable ASCII
+ * without `"` and `\\` in error_description, and a header value outside Latin-1 cannot be sent
+ * at all. The reason quotes the token's claims, so anything else becomes `?`.
+ */
+export function headerSafe(text: string): string {
+  return text.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, "?");
+}
+
 /** A refusal: 401 on REST, Unauthenticated on gRPC, with the RFC 6750 challenge. */
 export function unauthenticated(reason: string, tokenGiven: boolean): ConnectError {
   const challenge = tokenGiven
-    ? `Bearer realm="${REALM}", error="invalid_token", error_description="${reason.replace(/["\\]/g, "'")}"`
+    ? `Bearer realm="${REALM}", error="invalid_token", error_description="${headerSafe(reason)}"`
     : `Bearer realm="${REALM}"`;
   return new ConnectError(reason, Code.Unauthenticated, { [CHALLENGE_KEY]: challenge });
 }

@@ -7,6 +7,7 @@ import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { BadRequestError, NotFoundError } from "../domain/errors.js";
+import { parseJsonBody, quoteValue } from "../domain/json-body.js";
 import {
   CreateEnvironmentRequestSchema,
   CreateProjectRequestSchema,
@@ -112,13 +113,7 @@ function relatedJson(r: RelatedResource) {
 
 /** A JSON object body; unknown fields are refused by `fields`. */
 function parseJsonObject(text: string, what: string, fields: readonly string[]): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new BadRequestError(`the ${what} is not valid JSON: ${(err as Error).message}`);
-  }
-  return checkedObject(value, what, fields);
+  return checkedObject(parseJsonBody(text, what), what, fields);
 }
 
 /** A JSON value that must be an object with only `fields`. */
@@ -129,7 +124,7 @@ function checkedObject(value: unknown, what: string, fields: readonly string[]):
   const object = value as Record<string, unknown>;
   for (const key of Object.keys(object)) {
     if (!fields.includes(key)) {
-      throw new BadRequestError(`unknown field ${JSON.stringify(key)} in the ${what}; allowed: ${fields.join(", ")}`);
+      throw new BadRequestError(`unknown field ${quoteValue(key)} in the ${what}; allowed: ${fields.join(", ")}`);
     }
   }
   return object;
@@ -141,7 +136,7 @@ function stringField(object: Record<string, unknown>, field: string, required: b
     if (required) throw new BadRequestError(`${field} is required`);
     return "";
   }
-  if (typeof value !== "string") throw new BadRequestError(`${field} must be a string, not ${JSON.stringify(value)}`);
+  if (typeof value !== "string") throw new BadRequestError(`${field} must be a string, not ${quoteValue(value)}`);
   return value;
 }
 
@@ -318,7 +313,7 @@ export class InsightsRoutes {
         const object = checkedObject(item, "promoted resource", ["path", "ifMatch"]);
         return { path: stringField(object, "path", true), ifMatch: stringField(object, "ifMatch", false) };
       }
-      throw new BadRequestError(`resources: ${JSON.stringify(item)} is neither a path nor {path, ifMatch}`);
+      throw new BadRequestError(`resources: ${quoteValue(item)} is neither a path nor {path, ifMatch}`);
     });
     const out = await this.projects.promote(
       create(PromoteRequestSchema, {
@@ -384,7 +379,7 @@ export class InsightsRoutes {
       const body = await jsonBody(req, MAX_BODY, "report request", ["projectID", "environmentID", "additionalFields"]);
       const fields = body.additionalFields ?? [];
       if (!Array.isArray(fields) || fields.some((f) => typeof f !== "string")) {
-        throw new BadRequestError(`additionalFields must be an array of strings, not ${JSON.stringify(fields)}`);
+        throw new BadRequestError(`additionalFields must be an array of strings, not ${quoteValue(fields)}`);
       }
       const projectId = stringField(body, "projectID", false);
       const environmentId = stringField(body, "environmentID", false);
@@ -430,7 +425,7 @@ export class InsightsRoutes {
           return sendJson(res, 200, statusJson(out.status));
         }
         if (!/^\d{1,5}(\.\d{1,3})?$/.test(wait)) {
-          throw new BadRequestError(`wait must be a number of seconds, not ${JSON.stringify(wait)}`);
+          throw new BadRequestError(`wait must be a number of seconds, not ${quoteValue(wait)}`);
         }
         // The watch, for at most `wait` seconds: its last status is the answer.
         const ms = Math.min(Number(wait), MAX_WAIT_SECONDS) * 1000;
@@ -486,7 +481,7 @@ export class InsightsRoutes {
       case "graph": {
         const format = single(query, "format");
         if (format !== "dot" && format !== "mermaid") {
-          throw new BadRequestError(`format must be dot or mermaid, not ${JSON.stringify(format ?? "")}`);
+          throw new BadRequestError(`format must be dot or mermaid, not ${quoteValue(format ?? "")}`);
         }
         const out = await this.reports.exportGraph(
           create(ExportGraphRequestSchema, {

@@ -3,6 +3,7 @@
 
 import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
 import { BadRequestError } from "../domain/errors.js";
+import { jsonDepth, MAX_JSON_DEPTH, quoteValue } from "../domain/json-body.js";
 import type { Resource } from "../gen/trove/resources/v2/resources_pb.js";
 import type { Store } from "../gen/trove/resources/v2/stores_pb.js";
 
@@ -57,8 +58,17 @@ export function storesDocument(stores: readonly Store[]): string {
   return `${XML_DECLARATION}<stores>${stores.map(storeElement).join("")}</stores>\n`;
 }
 
+/** Deepest element nesting accepted in a store configuration (it needs 5). */
+export const MAX_XML_DEPTH = 100;
+/** Most characters that entity references may expand to in one body. */
+export const MAX_XML_EXPANSION = 100_000;
+
 const parser = new XMLParser({
   ignoreAttributes: false,
+  maxNestedTags: MAX_XML_DEPTH,
+  // No DTD reaches the parser (parseStoreXml refuses it); these bound the predefined entities.
+  processEntities: { enabled: true, maxExpandedLength: MAX_XML_EXPANSION, maxTotalExpansions: MAX_XML_EXPANSION },
+  htmlEntities: false,
   attributeNamePrefix: "@",
   parseTagValue: false,
   parseAttributeValue: false,
@@ -80,13 +90,79 @@ function text(v: unknown, what: string): string {
   throw new BadRequestError(`${what} must be text`);
 }
 
-/** Parses a store configuration sent as XML: a `store` element, alone or inside `stores`. */
+/** Element names that would reach an object's prototype if a parser ever used them as keys. */
+const RESERVED_NAMES = /<\/?\s*(__proto__|constructor|prototype)[\s/>]/;
+
+/**
+ * Parses a store configuration sent as XML: a `store` element, alone or inside `stores`.
+ * Every way the text can be wrong is a BadRequestError: a DOCTYPE (no DTD, so no external,
+ * parameter or expanding entities), nesting deeper than MAX_XML_DEPTH, reserved element names,
+ * malformed XML, and anything else the parser refuses.
+ */
 export function parseStoreXml(body: string): StoreBody {
-  const valid = XMLValidator.validate(body);
-  if (valid !== true) {
-    throw new BadRequestError(`malformed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`);
+  if (/<!DOCTYPE/i.test(body)) {
+    throw new BadRequestError("a DOCTYPE is not accepted in a store configuration (no DTD, no entity declarations)");
   }
-  const doc = parser.parse(body) as XmlNode;
+  const reserved = RESERVED_NAMES.exec(body);
+  if (reserved) throw new BadRequestError(`an element may not be named ${reserved[1]}`);
+  const depth = xmlDepth(body);
+  if (depth > MAX_XML_DEPTH) {
+    throw new BadRequestError(`the XML is nested ${depth} elements deep; at most ${MAX_XML_DEPTH} are accepted`);
+  }
+  let doc: XmlNode;
+  try {
+    const valid = XMLValidator.validate(body);
+    if (valid !== true) {
+      throw new BadRequestError(`malformed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`);
+    }
+    doc = parser.parse(body) as XmlNode;
+  } catch (err) {
+    if (err instanceof BadRequestError) throw err;
+    // The parser's own refusals (limits, names, entities) are about the text, not the server.
+    throw new BadRequestError(`the XML is not accepted: ${(err as Error).message}`);
+  }
+  return storeFromDocument(doc);
+}
+
+/**
+ * The deepest element nesting of XML text, counted without parsing: `<name` opens, `</` and
+ * `/>` close; comments, CDATA, declarations and processing instructions are skipped. Only an
+ * upper bound's worth of precision is needed: it keeps deep text away from the parser.
+ */
+export function xmlDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let i = 0;
+  while (true) {
+    i = text.indexOf("<", i);
+    if (i < 0 || i + 1 >= text.length) return deepest;
+    const next = text[i + 1];
+    if (text.startsWith("<!--", i)) {
+      const end = text.indexOf("-->", i + 4);
+      if (end < 0) return deepest;
+      i = end + 3;
+    } else if (text.startsWith("<![CDATA[", i)) {
+      const end = text.indexOf("]]>", i + 9);
+      if (end < 0) return deepest;
+      i = end + 3;
+    } else if (next === "?" || next === "!") {
+      i += 2;
+    } else if (next === "/") {
+      depth--;
+      i += 2;
+    } else {
+      const end = text.indexOf(">", i + 1);
+      if (end < 0) return deepest;
+      if (text[end - 1] !== "/") {
+        depth++;
+        if (depth > deepest) deepest = depth;
+      }
+      i = end + 1;
+    }
+  }
+}
+
+function storeFromDocument(doc: XmlNode): StoreBody {
   let stores = doc.store as XmlNode[] | undefined;
   if (!stores && doc.stores && typeof doc.stores === "object") stores = (doc.stores as XmlNode).store as XmlNode[];
   if (stores?.length !== 1 || typeof stores[0] !== "object") {
@@ -108,6 +184,10 @@ export function parseStoreXml(body: string): StoreBody {
 
 /** Parses a store configuration sent as JSON: {"name", "type", "settings": {name: value} | [{name, value}]}. */
 export function parseStoreJson(body: string): StoreBody {
+  const depth = jsonDepth(body);
+  if (depth > MAX_JSON_DEPTH) {
+    throw new BadRequestError(`the JSON is nested ${depth} levels deep; at most ${MAX_JSON_DEPTH} are accepted`);
+  }
   let doc: unknown;
   try {
     doc = JSON.parse(body);
@@ -118,7 +198,7 @@ export function parseStoreJson(body: string): StoreBody {
     throw new BadRequestError("the JSON body must be an object");
   const o = doc as Record<string, unknown>;
   for (const key of Object.keys(o)) {
-    if (!["name", "type", "settings"].includes(key)) throw new BadRequestError(`unknown field ${JSON.stringify(key)}`);
+    if (!["name", "type", "settings"].includes(key)) throw new BadRequestError(`unknown field ${quoteValue(key)}`);
   }
   const str = (v: unknown, what: string) => {
     if (v === undefined) return undefined;

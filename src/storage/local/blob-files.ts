@@ -5,7 +5,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { chmod, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { InsufficientStorageError, NotFoundError, TooLargeError } from "../../domain/errors.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
@@ -24,6 +24,10 @@ function fullDiskAsInsufficientStorage(err: unknown): unknown {
   return isDiskFull(err) ? new InsufficientStorageError() : err;
 }
 
+/** Modes of what Trove keeps on disk: owner-only, set explicitly so that the umask does not matter. */
+export const OWNER_DIR = 0o700;
+export const OWNER_FILE = 0o600;
+
 export class BlobFiles {
   readonly blobDir: string;
   readonly tempDir: string;
@@ -36,9 +40,13 @@ export class BlobFiles {
   /** Creates the directories and removes temporary files left by a process that died mid-upload. */
   async init(): Promise<void> {
     try {
-      await mkdir(this.blobDir, { recursive: true });
+      await mkdir(this.blobDir, { recursive: true, mode: OWNER_DIR });
+      await chmod(this.blobDir, OWNER_DIR);
+      // The shard directories (at most 256) of an older data directory; their files sit below them.
+      for (const shard of await readdir(this.blobDir)) await chmod(join(this.blobDir, shard), OWNER_DIR);
       await rm(this.tempDir, { recursive: true, force: true });
-      await mkdir(this.tempDir, { recursive: true });
+      await mkdir(this.tempDir, { recursive: true, mode: OWNER_DIR });
+      await chmod(this.tempDir, OWNER_DIR);
     } catch (err) {
       throw fullDiskAsInsufficientStorage(err);
     }
@@ -66,7 +74,8 @@ export class BlobFiles {
         } else {
           held.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
           if (size > INLINE_MAX) {
-            file = await open(temp, "wx");
+            file = await open(temp, "wx", OWNER_FILE);
+            await file.chmod(OWNER_FILE);
             await file.write(Buffer.concat(held));
             held = [];
           }
@@ -78,7 +87,8 @@ export class BlobFiles {
       await file.close();
       file = undefined;
       const final = this.pathOf(blob);
-      await mkdir(join(this.blobDir, blob.slice(0, 2)), { recursive: true });
+      const shard = join(this.blobDir, blob.slice(0, 2));
+      if ((await mkdir(shard, { recursive: true, mode: OWNER_DIR })) !== undefined) await chmod(shard, OWNER_DIR);
       await rename(temp, final);
       return { blob, size, md5, inline: null };
     } catch (err) {

@@ -35,6 +35,7 @@ import type {
   WriteResult,
 } from "../port.js";
 import { silentStorageLogger } from "../port.js";
+import { connectionUser, redactConnectionUrl } from "./connection-url.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
 import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
 import { binaryBytes, domainError, guard, guardMethods, readGridFS, removeGridFS } from "./mongo-driver.js";
@@ -232,18 +233,19 @@ export class MongoStorage implements StoragePort {
   }
 
   reportedSettings(): Record<string, string> {
-    const url = new URL(this.options.url);
+    const user = connectionUser(this.options.url);
     const settings: Record<string, string> = {
       "filesystem-location": `gridfs:${this.db.databaseName}/blobs`,
       "database-driver": "mongodb",
       "database-dialect": "mongodb",
-      "database-connection-url": this.options.url,
+      // Redacted here, at the source: the settings are shown to clients and may be logged.
+      "database-connection-url": redactConnectionUrl(this.options.url),
       "database-lock-timeout": String(this.lockTimeout),
       "database-transaction-retries": "0",
       "database-connection-pool-size": String(this.client.options.maxPoolSize),
     };
-    if (url.username) settings["database-username"] = decodeURIComponent(url.username);
-    if (url.password) settings["database-password"] = "set";
+    if (user?.username) settings["database-username"] = user.username;
+    if (user?.hasPassword) settings["database-password"] = "set";
     return settings;
   }
 

@@ -2,7 +2,7 @@
 // small contents inline, larger ones as blob files under the data directory.
 // A full disk is InsufficientStorageError; deletes have room kept for them (docs/storage.md).
 
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { NotFoundError } from "../../domain/errors.js";
@@ -11,7 +11,7 @@ import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
-import { BlobFiles } from "../local/blob-files.js";
+import { BlobFiles, OWNER_DIR, OWNER_FILE } from "../local/blob-files.js";
 import { SpaceReserve } from "../local/space-reserve.js";
 import {
   type BlobInfo,
@@ -265,15 +265,23 @@ export class SqliteStorage implements StoragePort {
 
   private constructor(options: SqliteStorageOptions) {
     const dir = resolve(options.dataDir);
-    mkdirSync(dir, { recursive: true });
+    // Owner-only whatever the umask, and also for a directory made by an earlier version.
+    mkdirSync(dir, { recursive: true, mode: OWNER_DIR });
+    chmodSync(dir, OWNER_DIR);
     this.dataDir = dir;
     this.logger = options.logger ?? silentStorageLogger;
     const reserveBytes = Math.max(0, options.reserveBytes ?? DEFAULT_RESERVE_BYTES);
     this.reserve = new SpaceReserve(join(dir, "reserve"), reserveBytes, this.logger);
     this.dbFile = join(dir, "trove.db");
     this.busyTimeout = options.busyTimeout ?? 5000;
+    // SQLite creates -wal and -shm with the database file's mode: make that one owner-only first.
+    closeSync(openSync(this.dbFile, "a", OWNER_FILE));
+    chmodSync(this.dbFile, OWNER_FILE);
     this.db = new Database(this.dbFile, { timeout: this.busyTimeout });
     this.db.pragma("journal_mode = WAL");
+    for (const file of [`${this.dbFile}-wal`, `${this.dbFile}-shm`]) {
+      if (existsSync(file)) chmodSync(file, OWNER_FILE);
+    }
     this.db.pragma("synchronous = NORMAL");
     this.db.exec(SCHEMA);
     if (options.maxDatabaseBytes !== undefined) {
