@@ -6,19 +6,30 @@ import { createContextKey } from "@connectrpc/connect";
 export type Operation = "read" | "write" | "delete";
 export const OPERATIONS: readonly Operation[] = ["read", "write", "delete"];
 
+/**
+ * What an access decision is about: a node of a store ("" is the root). `directory` says what
+ * the node is; it is absent only when the node has not been looked up yet, and then the answer
+ * is the most the caller could be allowed there (the decision is asked again with the node).
+ * A NodeRecord is a Target.
+ */
+export interface Target {
+  readonly store: string;
+  readonly path: string;
+  readonly directory?: boolean | undefined;
+}
+
 export interface Caller {
   /** Subject of the token, "anonymous" or "nobody". */
   readonly subject: string;
   /** The account the caller belongs to ("" when the token names none). */
   readonly account: string;
-  /** Whether the caller may perform an operation on a path of a store ("" is the root). */
-  may(operation: Operation, store: string, path: string): boolean;
   /**
-   * Whether a read grant covers the path itself. `may("read", …)` is also true for the
-   * directories on the way to a grant (so that the caller can list down to it); a file's
-   * contents need this stricter answer.
+   * The one decision on a store's contents: whether the caller may perform an operation on a
+   * node. Direct reads, listings (their entries and `access` attribute), recursive listings,
+   * the change feed, promotion and environment creation all ask it, so that what one of them
+   * refuses no other shows.
    */
-  mayReadFile(store: string, path: string): boolean;
+  may(operation: Operation, target: Target): boolean;
   /** Whether the caller holds a permission such as store administration. */
   holds(permission: string): boolean;
   /** Whether the caller may perform an operation on a project, `project://{account}/{name}`. */
@@ -33,7 +44,6 @@ export const anonymousCaller: Caller = {
   subject: "anonymous",
   account: "",
   may: () => true,
-  mayReadFile: () => true,
   holds: () => true,
   mayProject: () => true,
 };
@@ -43,13 +53,18 @@ export const nobody: Caller = {
   subject: "nobody",
   account: "",
   may: () => false,
-  mayReadFile: () => false,
   holds: () => false,
   mayProject: () => false,
 };
 
 export const callerKey = createContextKey<Caller>(nobody, { description: "the authenticated caller" });
 
-export function accessOf(caller: Caller, store: string, path: string): Operation[] {
-  return OPERATIONS.filter((op) => caller.may(op, store, path));
+/** The operations the caller may perform on a node: the `access` attribute of listings. */
+export function accessOf(caller: Caller, target: Target): Operation[] {
+  return OPERATIONS.filter((op) => caller.may(op, target));
+}
+
+/** A store's root, which is always a directory. */
+export function rootOf(store: string): Target {
+  return { store, path: "", directory: true };
 }

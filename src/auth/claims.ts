@@ -3,7 +3,7 @@
 
 import { BadRequestError } from "../domain/errors.js";
 import { parsePath, validateStoreName } from "../domain/path.js";
-import { type Caller, OPERATIONS, type Operation } from "./caller.js";
+import { type Caller, OPERATIONS, type Operation, type Target } from "./caller.js";
 
 /** Claim carrying the resource and project grants. */
 export const GRANTS_CLAIM = "trove_grants";
@@ -142,21 +142,17 @@ export class TokenCaller implements Caller {
     readonly grants: Grants,
   ) {}
 
-  may(operation: Operation, store: string, path: string): boolean {
+  may(operation: Operation, target: Target): boolean {
+    const { store, path } = target;
     for (const g of this.grants.stores) {
       if ((g.store !== store && g.store !== "*") || !g.ops.has(operation)) continue;
       if (covers(g.path, path)) return true;
-      // Reading the directories on the way to a read grant lets a caller list down to it;
-      // their other entries stay hidden, because the listing shows only readable entries.
-      if (operation === "read" && leadsTo(path, g.path)) return true;
+      // Reading the directories on the way to a read grant lets a caller list down to it; their
+      // other entries stay hidden, because listings and the feed show only what this allows.
+      // A file sitting where such a directory would be is not on the way: it is not covered.
+      if (operation === "read" && target.directory !== false && leadsTo(path, g.path)) return true;
     }
     return false;
-  }
-
-  mayReadFile(store: string, path: string): boolean {
-    return this.grants.stores.some(
-      (g) => (g.store === store || g.store === "*") && g.ops.has("read") && covers(g.path, path),
-    );
   }
 
   holds(permission: string): boolean {

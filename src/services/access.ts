@@ -1,11 +1,11 @@
-// Access checks shared by the services.
+// Access checks shared by the services: each asks the caller's one decision (auth/caller.ts).
 
-import type { Caller, Operation } from "../auth/caller.js";
+import type { Caller, Operation, Target } from "../auth/caller.js";
 import { PermissionDeniedError } from "../domain/errors.js";
 
-export function requireOperation(caller: Caller, operation: Operation, store: string, path: string): void {
-  if (!caller.may(operation, store, path)) {
-    throw new PermissionDeniedError(`${caller.subject} may not ${operation} /${path} in store ${store}`);
+export function requireOperation(caller: Caller, operation: Operation, target: Target): void {
+  if (!caller.may(operation, target)) {
+    throw new PermissionDeniedError(`${caller.subject} may not ${operation} /${target.path} in store ${target.store}`);
   }
 }
 

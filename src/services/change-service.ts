@@ -3,7 +3,7 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { type Caller, callerKey } from "../auth/caller.js";
+import { type Caller, callerKey, rootOf } from "../auth/caller.js";
 import { BadRequestError } from "../domain/errors.js";
 import { idrUri, positionOf } from "../domain/events.js";
 import { validateStoreName } from "../domain/path.js";
@@ -75,7 +75,7 @@ export function cursorMap(cursors: readonly Cursor[]): Map<string, number> {
 
 /** Cursors of stores the caller may read something in; following any other store is refused. */
 function followable(cursors: Map<string, number>, caller: Caller): Map<string, number> {
-  for (const store of cursors.keys()) requireOperation(caller, "read", store, "");
+  for (const store of cursors.keys()) requireOperation(caller, "read", rootOf(store));
   return cursors;
 }
 
@@ -149,7 +149,7 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
   private async status(caller: Caller): Promise<Event[]> {
     const stores = await this.storage.listStores();
     return stores
-      .filter((s) => caller.may("read", s.config.name, ""))
+      .filter((s) => caller.may("read", rootOf(s.config.name)))
       .map((s) => resetEvent(s.config.name, s.lastEventId));
   }
 
@@ -168,7 +168,7 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
       for (let since = position.since; ; ) {
         const want = this.maxEvents - events.length;
         const nodes = await this.storage.changesSince(store, since, want);
-        for (const node of nodes) if (caller.may("read", store, node.path)) events.push(changeEvent(node));
+        for (const node of nodes) if (caller.may("read", node)) events.push(changeEvent(node));
         const last = nodes.at(-1);
         if (last === undefined || nodes.length < want || events.length >= this.maxEvents) break;
         since = last.eventId;

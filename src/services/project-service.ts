@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { type Caller, callerKey } from "../auth/caller.js";
+import { type Caller, callerKey, rootOf } from "../auth/caller.js";
 import { AlreadyExistsError, BadRequestError, NotFoundError, PermissionDeniedError } from "../domain/errors.js";
 import { parseTagList } from "../domain/etag.js";
 import { ancestorsOf, parsePath, validateStoreName } from "../domain/path.js";
@@ -44,6 +44,7 @@ import {
 } from "../gen/trove/insights/v1/projects_pb.js";
 import { isUuid } from "../insights/report-request.js";
 import type { EnvironmentRecord, NodeRecord, ProjectRecord, StoragePort } from "../storage/port.js";
+import { requireOperation } from "./access.js";
 import { toConnectError } from "./connect-errors.js";
 import type { ResourceCore } from "./resource-service.js";
 
@@ -125,7 +126,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
       throw new AlreadyExistsError(`store ${store} already holds project ${projectUri(holder.account, holder.name)}`);
     }
     const existing = await this.storage.getStore(store);
-    if (existing && !existing.deleted && !caller.may("write", store, "")) {
+    if (existing && !existing.deleted && !caller.may("write", rootOf(store))) {
       throw new PermissionDeniedError(`${caller.subject} may not write store ${store}, which the project would use`);
     }
     const record: ProjectRecord = {
@@ -160,6 +161,13 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     const caller = ctx.values.get(callerKey);
     const project = await this.project(req.projectId, caller, "full");
     const name = validateEnvironmentName(req.name);
+    // The environment is a top-level directory of the project's store, made or adopted as a
+    // PUT of that directory would be: the same grant (docs/auth.md).
+    if (!caller.may("write", { store: project.store, path: name, directory: true })) {
+      throw new PermissionDeniedError(
+        `${caller.subject} may not write /${name} in store ${project.store}, the environment's directory`,
+      );
+    }
     await this.ensureStore(project.store);
     // The directory first (idempotent); then the record, whose (project, name) is unique.
     await this.storage.makeDirectory(project.store, name, {}, this.now());
@@ -218,7 +226,13 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     };
     const targets = items.length > 0 ? items : [{ path: "", ifMatch: [] as string[] }];
     for (const item of targets) {
-      const source = item.path === "" ? undefined : await this.sourceNode(store, `${from.name}/${item.path}`);
+      const sourcePath = item.path === "" ? from.name : `${from.name}/${item.path}`;
+      // What the caller may not read is answered as GET would answer it, before it is looked up.
+      if (!caller.may("read", { store, path: sourcePath })) {
+        await promoteOne(item.path, item.ifMatch);
+        continue;
+      }
+      const source = item.path === "" ? undefined : await this.sourceNode(store, sourcePath);
       if (source?.directory === false) {
         await promoteOne(item.path, item.ifMatch);
         continue;
@@ -230,11 +244,11 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
         await promoteOne(item.path, item.ifMatch); // answers "not found" in its result
         continue;
       }
-      // A directory (or the whole environment): every file below it, in path order.
-      const dir = item.path === "" ? from.name : `${from.name}/${item.path}`;
-      for await (const batch of this.storage.listNodes(store, dir, { recursive: true, includeDeleted: false })) {
+      // A directory (or the whole environment): every file below it the caller may read, in path
+      // order; the others are not promoted and not named, as a recursive listing leaves them out.
+      for await (const batch of this.storage.listNodes(store, sourcePath, { recursive: true, includeDeleted: false })) {
         for (const node of batch) {
-          if (!node.directory) await promoteOne(node.path.slice(from.name.length + 1), []);
+          if (!node.directory && caller.may("read", node)) await promoteOne(node.path.slice(from.name.length + 1), []);
         }
       }
     }
@@ -260,18 +274,20 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   ): Promise<string> {
     const sourcePath = `${fromName}/${path}`;
     const targetPath = `${to.name}/${path}`;
-    if (!caller.mayReadFile(store, sourcePath)) {
-      throw new PermissionDeniedError(`${caller.subject} may not read /${sourcePath} in store ${store}`);
-    }
-    if (!caller.may("write", store, targetPath)) {
-      throw new PermissionDeniedError(`${caller.subject} may not write /${targetPath} in store ${store}`);
-    }
+    requireOperation(caller, "read", { store, path: sourcePath });
+    requireOperation(caller, "write", { store, path: targetPath });
     const source = await this.sourceNode(store, sourcePath);
     if (!source) throw new NotFoundError(`/${path} not found in environment ${fromName}`);
+    requireOperation(caller, "read", source);
     if (source.directory) throw new BadRequestError(`/${path} is a directory`);
-    // The directories on the way, as a client would make them before its PUT.
+    // The directories on the way, as a client would make them before its PUT, and with the grant
+    // such a PUT needs for each one that does not exist yet.
     for (const dir of ancestorsOf(targetPath).reverse()) {
-      if (dir === to.name || dir.startsWith(`${to.name}/`)) await this.storage.makeDirectory(store, dir, {}, date);
+      if (dir !== to.name && !dir.startsWith(`${to.name}/`)) continue;
+      if (!caller.may("write", { store, path: dir, directory: true }) && !(await this.isDirectory(store, dir))) {
+        throw new PermissionDeniedError(`${caller.subject} may not create the directory /${dir} in store ${store}`);
+      }
+      await this.storage.makeDirectory(store, dir, {}, date);
     }
     const written = await this.resources.storeContents(store, targetPath, this.storage.readBlob(source), {
       type: source.type,
@@ -287,6 +303,11 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
     const node = found.node;
     if (!node || node.deleted || isExpiredTombstone(node, found.config, this.now())) return undefined;
     return node;
+  }
+
+  private async isDirectory(store: string, path: string): Promise<boolean> {
+    const node = await this.sourceNode(store, path);
+    return node?.directory === true;
   }
 
   private async ensureStore(store: string): Promise<void> {

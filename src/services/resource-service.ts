@@ -2,14 +2,8 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { accessOf, type Caller, callerKey, type Operation } from "../auth/caller.js";
-import {
-  BadRequestError,
-  DeletedError,
-  NotFoundError,
-  PermissionDeniedError,
-  TooLargeError,
-} from "../domain/errors.js";
+import { accessOf, callerKey, type Operation } from "../auth/caller.js";
+import { BadRequestError, DeletedError, NotFoundError, TooLargeError } from "../domain/errors.js";
 import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
@@ -87,22 +81,22 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   async stat(req: StatRequest, ctx: HandlerContext): Promise<StatResponse> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
-    requireOperation(caller, "read", store, path);
+    requireOperation(caller, "read", { store, path });
     const { node } = await this.visible(store, path, false);
-    requireFileRead(caller, node);
+    requireOperation(caller, "read", node);
     return create(StatResponseSchema, { resource: toResource(node) });
   }
 
   async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
-    requireOperation(caller, "read", store, path);
+    requireOperation(caller, "read", { store, path });
     const conditional = req.ifNoneMatch.length > 0;
     for (let attempt = 0; ; attempt++) {
       // A conditional read is usually answered "not modified": it reads the contents only when
       // it sends them, through readBlob.
       const { node } = await this.visible(store, path, !conditional);
-      requireFileRead(caller, node);
+      requireOperation(caller, "read", node);
       const resource = toResource(node);
       if (node.directory) {
         yield create(ReadResponseSchema, { resource });
@@ -143,7 +137,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const header: WriteHeader = first.value.part.value;
     const { store, path } = this.target(header);
     if (path === "") throw new BadRequestError("a resource needs a name; the root is a directory");
-    requireOperation(ctx.values.get(callerKey), "write", store, path);
+    requireOperation(ctx.values.get(callerKey), "write", { store, path });
     const type = header.contentType === "" ? typeFromName(nameOf(path)) : header.contentType;
     if (!isMediaType(type)) throw new BadRequestError(`invalid Content-Type ${JSON.stringify(type)}`);
     if (header.contentMd5 !== "" && !CONTENT_MD5.test(header.contentMd5)) {
@@ -195,7 +189,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
     const { store, path } = this.target(req);
-    requireOperation(ctx.values.get(callerKey), "write", store, path);
+    requireOperation(ctx.values.get(callerKey), "write", { store, path });
     const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
     const { node, created } = await this.storage.makeDirectory(store, path, pre, this.now());
     return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
@@ -203,7 +197,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
     const { store, path } = this.target(req);
-    requireOperation(ctx.values.get(callerKey), "delete", store, path);
+    requireOperation(ctx.values.get(callerKey), "delete", { store, path });
     const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
     const { node, count } = await this.storage.deleteTree(store, path, pre, this.now());
     return create(DeleteResponseSchema, { resource: toResource(node), deletedCount: BigInt(count) });
@@ -212,11 +206,12 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   async *list(req: ListRequest, ctx: HandlerContext): AsyncIterable<ListResponse> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
-    requireOperation(caller, "read", store, path);
+    requireOperation(caller, "read", { store, path });
     const { node, config } = await this.visible(store, path, false);
+    requireOperation(caller, "read", node);
     if (!node.directory) throw new NotFoundError(`/${path} is not a directory`);
-    const access = (p: string) => (req.includeAccess ? accessOf(caller, store, p) : undefined);
-    const directory = toResource(node, access(path));
+    const access = (n: NodeRecord) => (req.includeAccess ? accessOf(caller, n) : undefined);
+    const directory = toResource(node, access(node));
     if (req.ifNoneMatch.length > 0 && tagMatches(tags(req.ifNoneMatch), node.tag)) {
       yield create(ListResponseSchema, { directory, notModified: true });
       return;
@@ -226,8 +221,8 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const options = { recursive: req.recursive, includeDeleted: req.includeDeleted };
     for await (const batch of this.storage.listNodes(store, path, options)) {
       const entries = batch
-        .filter((n) => !isExpiredTombstone(n, config, now) && caller.may("read", store, n.path))
-        .map((n) => toResource(n, access(n.path)));
+        .filter((n) => !isExpiredTombstone(n, config, now) && caller.may("read", n))
+        .map((n) => toResource(n, access(n)));
       if (entries.length > 0) yield create(ListResponseSchema, { entries });
     }
   }
@@ -273,16 +268,6 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         ? { path: parentPath, directory: true, deleted: false, tag: "" }
         : current((await this.storage.getStoreNode(store, parentPath, { contents: false }))?.node);
     planPutFile(path, target, parent, ifMatch.length > 0 ? ifMatch : undefined);
-  }
-}
-
-/**
- * A read grant below a path lets the caller traverse the directories on the way;
- * a file sitting where such a directory would be is not covered by it.
- */
-function requireFileRead(caller: Caller, node: NodeRecord): void {
-  if (!node.directory && !caller.mayReadFile(node.store, node.path)) {
-    throw new PermissionDeniedError(`${caller.subject} may not read /${node.path} in store ${node.store}`);
   }
 }
 

@@ -2,7 +2,7 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { callerKey } from "../auth/caller.js";
+import { callerKey, rootOf } from "../auth/caller.js";
 import { BadRequestError, NotFoundError } from "../domain/errors.js";
 import { validateStoreName } from "../domain/path.js";
 import { featuresOf, resolveStoreConfig } from "../domain/store.js";
@@ -61,7 +61,7 @@ export class StoreCore implements ServiceImpl<typeof StoreService> {
 
   async listStores(_req: unknown, ctx: HandlerContext): Promise<ListStoresResponse> {
     const caller = ctx.values.get(callerKey);
-    const stores = (await this.storage.listStores()).filter((s) => caller.may("read", s.config.name, ""));
+    const stores = (await this.storage.listStores()).filter((s) => caller.may("read", rootOf(s.config.name)));
     return create(ListStoresResponseSchema, { stores: stores.map((s) => this.toStore(s)) });
   }
 
@@ -75,7 +75,7 @@ export class StoreCore implements ServiceImpl<typeof StoreService> {
 
   async getStore(req: GetStoreRequest, ctx: HandlerContext): Promise<GetStoreResponse> {
     const name = validateStoreName(req.name);
-    if (!ctx.values.get(callerKey).may("read", name, "")) requirePermission(ctx.values.get(callerKey), STORE_ADMIN);
+    if (!ctx.values.get(callerKey).may("read", rootOf(name))) requirePermission(ctx.values.get(callerKey), STORE_ADMIN);
     return create(GetStoreResponseSchema, { store: this.toStore(await this.live(name)) });
   }
 

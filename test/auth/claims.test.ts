@@ -10,57 +10,62 @@ const grants = (...list: unknown[]) => callerFromClaims({ sub: "alice", trove_gr
 describe("store grants", () => {
   it("a grant without a path covers the whole store, and only that store", () => {
     const c = grants({ store: "home", ops: ["read"] });
-    expect(c.may("read", "home", "")).toBe(true);
-    expect(c.may("read", "home", "a/b/c.json")).toBe(true);
-    expect(c.may("write", "home", "a")).toBe(false);
-    expect(c.may("read", "brand", "a")).toBe(false);
+    expect(c.may("read", { store: "home", path: "" })).toBe(true);
+    expect(c.may("read", { store: "home", path: "a/b/c.json" })).toBe(true);
+    expect(c.may("write", { store: "home", path: "a" })).toBe(false);
+    expect(c.may("read", { store: "brand", path: "a" })).toBe(false);
   });
 
   it('store "*" covers every store', () => {
     const c = grants({ store: "*", ops: ["read", "write", "delete"] });
-    expect(accessOf(c, "anything", "x/y")).toEqual(["read", "write", "delete"]);
+    expect(accessOf(c, { store: "anything", path: "x/y", directory: true })).toEqual(["read", "write", "delete"]);
   });
 
   it("a path grant covers that node and everything below it, not its siblings nor names that merely start alike", () => {
     const c = grants({ store: "home", path: "templates/", ops: ["read", "write"] });
-    expect(accessOf(c, "home", "templates")).toEqual(["read", "write"]);
-    expect(accessOf(c, "home", "templates/invoices/a.json")).toEqual(["read", "write"]);
-    expect(accessOf(c, "home", "templates-old/a.json")).toEqual([]);
-    expect(accessOf(c, "home", "themes")).toEqual([]);
-    expect(accessOf(c, "home", "templatesx")).toEqual([]);
+    expect(accessOf(c, { store: "home", path: "templates", directory: true })).toEqual(["read", "write"]);
+    expect(accessOf(c, { store: "home", path: "templates/invoices/a.json", directory: true })).toEqual([
+      "read",
+      "write",
+    ]);
+    expect(accessOf(c, { store: "home", path: "templates-old/a.json", directory: true })).toEqual([]);
+    expect(accessOf(c, { store: "home", path: "themes", directory: true })).toEqual([]);
+    expect(accessOf(c, { store: "home", path: "templatesx", directory: true })).toEqual([]);
   });
 
   it("the directories on the way to a read grant are readable (to list down to it), nothing else about them", () => {
     const c = grants({ store: "home", path: "/a/b/", ops: ["read", "write", "delete"] });
-    expect(accessOf(c, "home", "")).toEqual(["read"]);
-    expect(accessOf(c, "home", "a")).toEqual(["read"]);
-    expect(accessOf(c, "home", "a/b")).toEqual(["read", "write", "delete"]);
-    expect(accessOf(c, "home", "a/c")).toEqual([]);
-    expect(accessOf(c, "home", "ab")).toEqual([]);
-    // Contents need a grant that covers the path itself.
-    expect([c.mayReadFile("home", ""), c.mayReadFile("home", "a"), c.mayReadFile("home", "a/b/x.json")]).toEqual([
-      false,
-      false,
-      true,
-    ]);
+    expect(accessOf(c, { store: "home", path: "", directory: true })).toEqual(["read"]);
+    expect(accessOf(c, { store: "home", path: "a", directory: true })).toEqual(["read"]);
+    expect(accessOf(c, { store: "home", path: "a/b", directory: true })).toEqual(["read", "write", "delete"]);
+    expect(accessOf(c, { store: "home", path: "a/c", directory: true })).toEqual([]);
+    expect(accessOf(c, { store: "home", path: "ab", directory: true })).toEqual([]);
+    // A file needs a grant that covers its path: one sitting on the way is no way through.
+    const file = (path: string) => ({ store: "home", path, directory: false });
+    expect([c.may("read", file("a")), c.may("read", file("a/b/x.json"))]).toEqual([false, true]);
+    expect(accessOf(c, file("a"))).toEqual([]);
+    // Before the node is looked up, the answer is the most it could be.
+    expect(c.may("read", { store: "home", path: "a" })).toBe(true);
     // A write-only grant gives no way through.
-    expect(accessOf(grants({ store: "home", path: "a/b", ops: ["write"] }), "home", "a")).toEqual([]);
+    expect(
+      accessOf(grants({ store: "home", path: "a/b", ops: ["write"] }), { store: "home", path: "a", directory: true }),
+    ).toEqual([]);
   });
 
   it("grants add up", () => {
     const c = grants({ store: "home", ops: ["read"] }, { store: "home", path: "drafts", ops: ["write", "delete"] });
-    expect(accessOf(c, "home", "drafts/x")).toEqual(["read", "write", "delete"]);
-    expect(accessOf(c, "home", "final/x")).toEqual(["read"]);
+    expect(accessOf(c, { store: "home", path: "drafts/x", directory: true })).toEqual(["read", "write", "delete"]);
+    expect(accessOf(c, { store: "home", path: "final/x", directory: true })).toEqual(["read"]);
   });
 
   it("the claim may be a JSON text, for issuers that only emit strings", () => {
     const c = callerFromClaims({ trove_grants: JSON.stringify([{ store: "home", ops: ["read"] }]) });
-    expect(c.may("read", "home", "x")).toBe(true);
+    expect(c.may("read", { store: "home", path: "x" })).toBe(true);
   });
 
   it("no grants claim: no access to any store", () => {
     const c = callerFromClaims({ sub: "bob", scope: "stores:admin" });
-    expect(c.may("read", "home", "")).toBe(false);
+    expect(c.may("read", { store: "home", path: "" })).toBe(false);
   });
 });
 
@@ -99,7 +104,7 @@ describe("project grants", () => {
     expect(c.mayProject("read", "acme", "letters")).toBe(true);
     expect(c.mayProject("read", "other", "brochures")).toBe(false);
     // A project grant is not a store grant.
-    expect(c.may("read", "brochures", "")).toBe(false);
+    expect(c.may("read", { store: "brochures", path: "" })).toBe(false);
   });
 });
 
