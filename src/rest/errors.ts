@@ -41,6 +41,14 @@ export function statusOf(err: ConnectError, table: StatusTable = RESOURCES_STATU
   return table[err.code] ?? 500;
 }
 
+/** The error behind each 5xx answer, for the request log line (which carries the request id). */
+const serverErrors = new WeakMap<object, unknown>();
+
+/** What made the server answer `res` with a 5xx status, if sendError answered it. */
+export function serverErrorOf(res: object): unknown {
+  return serverErrors.get(res);
+}
+
 /** Answers an error in the spec's shape: a text/plain reason, or `deleted` with the ETag. */
 export function sendError(
   req: RestRequest,
@@ -71,6 +79,7 @@ export function sendError(
     return;
   }
   const status = statusOf(err, table);
+  if (status >= 500) serverErrors.set(res, error);
   if (req.method === "HEAD") send(res, status, headers);
   else sendText(res, status, status === 500 ? "internal error" : err.rawMessage, headers);
 }

@@ -17,7 +17,7 @@ import { ReportService } from "../gen/trove/insights/v1/reports_pb.js";
 import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
 import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
-import { sendError } from "../rest/errors.js";
+import { sendError, serverErrorOf } from "../rest/errors.js";
 import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
 import { INSIGHTS_PREFIX, InsightsRoutes } from "../rest/insights.js";
 import { PollRoutes } from "../rest/poll.js";
@@ -26,7 +26,7 @@ import { handleRest, REST_PREFIX } from "../rest/router.js";
 import { StoreRoutes } from "../rest/stores.js";
 import { ChangeNotifier } from "../services/change-notifier.js";
 import { ChangeCore } from "../services/change-service.js";
-import { toConnectError, withConnectErrors } from "../services/connect-errors.js";
+import { toConnectError, withConnectErrors, withRequestDecodeErrors } from "../services/connect-errors.js";
 import { ProjectCore } from "../services/project-service.js";
 import { ReportNotifier } from "../services/report-notifier.js";
 import { ReportCore } from "../services/report-service.js";
@@ -159,7 +159,8 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   };
   const maxResourceSize = options.maxResourceSize ?? DEFAULT_MAX_RESOURCE_SIZE;
   const connect = connectNodeAdapter({
-    routes,
+    // A body that does not decode is the client's mistake: InvalidArgument, not Internal.
+    routes: withRequestDecodeErrors(routes),
     contextValues,
     // A larger message is refused (RESOURCE_EXHAUSTED) before it is buffered, a larger declared length at once.
     readMaxBytes: rpcReadMaxBytes(maxResourceSize),
@@ -180,7 +181,6 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     resources: new ResourceRoutes(resources),
     stores: new StoreRoutes(stores),
     poll: new PollRoutes(changes),
-    onServerError: (err: unknown) => logger.error({ err }, "request failed"),
   };
   const insights = new InsightsRoutes(projects, reports);
 
@@ -214,6 +214,13 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
       (req.headers["x-request-id"] as string | undefined)?.slice(0, 128) ?? `${idPrefix}-${(++counter).toString(36)}`;
     (res as http.ServerResponse).setHeader("X-Request-Id", id);
     (res as http.ServerResponse).once("finish", () => {
+      // Every 5xx answer (REST, insights, Connect) is one error line with the request id.
+      if (res.statusCode >= 500) {
+        logger.error(
+          { req: id, method: req.method, status: res.statusCode, err: serverErrorOf(res) },
+          "request failed",
+        );
+      }
       if (logger.isLevelEnabled("info")) {
         // Never the headers (Authorization) nor, for the issuer, the query string.
         const url = req.url?.startsWith(DEV_ISSUER_PREFIX) ? req.url.replace(/\?.*$/, "") : req.url;
