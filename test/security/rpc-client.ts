@@ -41,8 +41,10 @@ export function h2Request(
       trailers = flat(t);
     });
     stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => resolve({ status, headers: responseHeaders, trailers, body: Buffer.concat(chunks) }));
-    stream.on("error", reject);
+    const answer = () => ({ status, headers: responseHeaders, trailers, body: Buffer.concat(chunks) });
+    stream.on("end", () => resolve(answer()));
+    // A server may reset the stream behind a complete answer (a body it will not read): the answer stands.
+    stream.on("error", (err) => (status !== 0 ? resolve(answer()) : reject(err)));
     stream.on("close", () => {
       if (stream.rstCode !== undefined && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR && status === 0) {
         reject(new Error(`stream reset (${stream.rstCode})`));
@@ -62,19 +64,27 @@ export function h1Request(
   agent?: http.Agent,
 ): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, method, path, headers, agent: agent ?? false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: flat(res.headers),
-          trailers: flat(res.trailers),
-          body: Buffer.concat(chunks),
-        }),
-      );
-      res.on("error", reject);
-    });
+    // Always framed: Node sends a TRACE, DELETE or OPTIONS body unframed otherwise.
+    const framed =
+      body === undefined || headers["content-length"] !== undefined
+        ? headers
+        : { ...headers, "content-length": String(body.byteLength) };
+    const req = http.request(
+      { host: "127.0.0.1", port, method, path, headers: framed, agent: agent ?? false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: flat(res.headers),
+            trailers: flat(res.trailers),
+            body: Buffer.concat(chunks),
+          }),
+        );
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
