@@ -145,5 +145,5 @@ describe("change feed guarantees", () => {
     expect(server.notifier.waiterCount).toBe(0);
     const res = await fetch(`${url}/resources/v2/poll`);
     expect(res.status).toBe(200);
-  }, 120_000);
+  }, 600_000);
 });

@@ -89,7 +89,7 @@ export async function lastEventId(url: string, store = "home"): Promise<number> 
 }
 
 /** Waits until `cond()` holds, checking every 20 ms; fails naming `what` after `ms`. */
-export async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
+export async function until(cond: () => boolean, what: string, ms = 120_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
