@@ -2,6 +2,7 @@
 
 import { parseArgs } from "node:util";
 import { parseDuration } from "../domain/store.js";
+import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 
 export interface ServeConfig {
   host: string;
@@ -24,6 +25,8 @@ export interface ServeConfig {
   reportAvailability: number;
   /** Whether this instance generates reports. */
   reportWorker: boolean;
+  /** Connection limits and timeouts (milliseconds, counts). */
+  limits: ServerLimits;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -49,6 +52,19 @@ Options:
                             generated, e.g. 90d, 12h (TROVE_REPORT_AVAILABILITY, default 90d)
   --no-report-worker        generate no reports in this instance; others on the same MongoDB do
                             (TROVE_REPORT_WORKER=false)
+
+Limits (docs/security.md): a connection that never finishes a request is closed.
+  --first-byte-timeout S    seconds a new connection may stay silent (TROVE_FIRST_BYTE_TIMEOUT, default 10)
+  --headers-timeout S       seconds to send a complete HTTP/1.1 request head, else 408
+                            (TROVE_HEADERS_TIMEOUT, default 20)
+  --keep-alive-timeout S    seconds an HTTP/1.1 connection may stay idle between requests
+                            (TROVE_KEEP_ALIVE_TIMEOUT, default 15)
+  --session-idle-timeout S  seconds an HTTP/2 connection may stay without an open stream
+                            (TROVE_SESSION_IDLE_TIMEOUT, default 120)
+  --max-concurrent-streams N  streams one HTTP/2 connection may have open at once
+                            (TROVE_MAX_CONCURRENT_STREAMS, default 256)
+  --max-connections N       connections open at once; beyond it HTTP/1.1 gets 503 with Retry-After
+                            and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default 1000)
   -h, --help                show this help
 `;
 
@@ -57,6 +73,17 @@ function integer(text: string, what: string, min: number, max: number): number {
     throw new Error(`${what} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
   }
   return Number(text);
+}
+
+/** A timeout in whole seconds (1 s to a day), as milliseconds; the default when not given. */
+function seconds(text: string | undefined, what: string, limit: keyof ServerLimits): number {
+  if (text === undefined) return DEFAULT_LIMITS[limit];
+  return integer(text, what, 1, 86400) * 1000;
+}
+
+function count(text: string | undefined, what: string, limit: keyof ServerLimits): number {
+  if (text === undefined) return DEFAULT_LIMITS[limit];
+  return integer(text, what, 1, 1_000_000);
 }
 
 function nonEmpty(text: string, what: string): string {
@@ -113,6 +140,12 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "token-lifetime": { type: "string" },
       "report-availability": { type: "string" },
       "no-report-worker": { type: "boolean" },
+      "first-byte-timeout": { type: "string" },
+      "headers-timeout": { type: "string" },
+      "keep-alive-timeout": { type: "string" },
+      "session-idle-timeout": { type: "string" },
+      "max-concurrent-streams": { type: "string" },
+      "max-connections": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -142,5 +175,37 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),
     reportAvailability: reportAvailability(values["report-availability"] ?? env.TROVE_REPORT_AVAILABILITY ?? "90d"),
     reportWorker: !(values["no-report-worker"] ?? env.TROVE_REPORT_WORKER === "false"),
+    limits: {
+      firstByteTimeout: seconds(
+        values["first-byte-timeout"] ?? env.TROVE_FIRST_BYTE_TIMEOUT,
+        "first-byte-timeout",
+        "firstByteTimeout",
+      ),
+      headersTimeout: seconds(
+        values["headers-timeout"] ?? env.TROVE_HEADERS_TIMEOUT,
+        "headers-timeout",
+        "headersTimeout",
+      ),
+      keepAliveTimeout: seconds(
+        values["keep-alive-timeout"] ?? env.TROVE_KEEP_ALIVE_TIMEOUT,
+        "keep-alive-timeout",
+        "keepAliveTimeout",
+      ),
+      sessionIdleTimeout: seconds(
+        values["session-idle-timeout"] ?? env.TROVE_SESSION_IDLE_TIMEOUT,
+        "session-idle-timeout",
+        "sessionIdleTimeout",
+      ),
+      maxConcurrentStreams: count(
+        values["max-concurrent-streams"] ?? env.TROVE_MAX_CONCURRENT_STREAMS,
+        "max-concurrent-streams",
+        "maxConcurrentStreams",
+      ),
+      maxConnections: count(
+        values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS,
+        "max-connections",
+        "maxConnections",
+      ),
+    },
   };
 }

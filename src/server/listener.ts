@@ -77,6 +77,8 @@ export function createListener(options: ListenerOptions): Listener {
   });
 
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, handler);
+  // Node's compatibility layer gives CONNECT to this event and answers a bare 405 when nobody listens.
+  h2.on("connect", handler);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);

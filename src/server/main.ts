@@ -49,6 +49,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     devIssuer,
     reportAvailability: config.reportAvailability,
     reportWorker: config.reportWorker ? {} : false,
+    limits: config.limits,
   });
   const address = await server.listen(config.port, config.host);
   logger.info(

@@ -3,8 +3,9 @@
 // The request body is never read: the answer goes out at once and the connection (HTTP/1.1)
 // or the stream (HTTP/2) is closed behind it, so a client cannot make the server take its body.
 
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import * as http2 from "node:http2";
+import type { Socket } from "node:net";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, endStreamFlag, errorToJson } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -38,12 +39,39 @@ export function dropUnreadBody(req: RestRequest, res: RestResponse): void {
   const stream = (res as http2.Http2ServerResponse).stream as http2.ServerHttp2Stream | undefined;
   if (stream === undefined) {
     (res as ServerResponse).shouldKeepAlive = false;
+    lingerOnClose((req as IncomingMessage).socket);
     return;
   }
   // RST_STREAM(NO_ERROR) after the answer: "stop sending" (RFC 9113, 8.1).
   res.once("finish", () => {
     if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
   });
+}
+
+/** How long, and how many bytes at most, a closing HTTP/1.1 connection still reads and discards. */
+const LINGER_MS = 1000;
+const LINGER_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Closing a socket with unread data in it sends a TCP reset, and a reset makes the client's
+ * kernel drop the answer it has not read yet: the client would see "connection reset" instead of
+ * the 401. So, like Apache's and nginx's lingering close, send FIN after the answer and go on
+ * reading (and discarding, so memory does not grow) for a short, bounded while.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = () => {
+    socket.end();
+    let taken = 0;
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+    socket.once("end", () => socket.destroy());
+    socket.on("data", (chunk: Buffer) => {
+      taken += chunk.byteLength;
+      if (taken > LINGER_BYTES) socket.destroy();
+    });
+    socket.resume();
+  };
 }
 
 /** Writes `error` as the whole answer of an RPC call in `protocol`, without reading the request body. */
@@ -53,6 +81,8 @@ export function sendRpcError(
   protocol: RpcProtocol,
   error: ConnectError,
   headers: Record<string, string> = {},
+  /** The HTTP status of a Connect unary answer, when not the code's own (an unknown procedure is a 404). */
+  connectStatus?: number,
 ): void {
   dropUnreadBody(req, res);
   const r = res as ServerResponse;
@@ -63,7 +93,7 @@ export function sendRpcError(
       r.setHeader(key, value);
     });
     const body = Buffer.from(JSON.stringify(errorToJson(error, undefined)));
-    r.statusCode = codeToHttpStatus(error.code);
+    r.statusCode = connectStatus ?? codeToHttpStatus(error.code);
     r.setHeader("Content-Type", "application/json");
     r.setHeader("Content-Length", body.byteLength);
     r.end(body);

@@ -170,7 +170,8 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
       const res = nodeRes as RestResponse;
       const protocol = rpcProtocol(req);
       if (protocol) {
-        sendRpcError(req, res, protocol, new ConnectError(unimplementedReason(req), Code.Unimplemented));
+        // Connect unary: 404, as for any path that does not exist; the body carries the code.
+        sendRpcError(req, res, protocol, new ConnectError(unimplementedReason(req), Code.Unimplemented), {}, 404);
       } else {
         dropUnreadBody(req, res);
         sendText(res, 404, `no such endpoint: ${splitUrl(req.url ?? "/").pathname}`);

@@ -1,0 +1,216 @@
+// Connections that never finish a request are closed (issue 12, item 2): 200 silent or slow
+// connections against a `trove serve` child process with short timeouts are all closed, a normal
+// GET during the attack still answers, and the server's open descriptors come back to their idle
+// count. Long polls, watches and uploads that make progress are not cut by the same timeouts.
+
+import { readdir } from "node:fs/promises";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
+import { type ChildServer, startChildServer } from "../support/child-server.js";
+import { startServer, type TestServer } from "../support/server.js";
+
+const SHORT = [
+  "--first-byte-timeout",
+  "1",
+  "--headers-timeout",
+  "1",
+  "--keep-alive-timeout",
+  "1",
+  "--session-idle-timeout",
+  "1",
+  "--poll-wait",
+  "3",
+];
+
+const openDescriptors = async (pid: number) => (await readdir(`/proc/${pid}/fd`)).length;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `check` holds, for at most `ms` (a generous bound on something that must happen). */
+async function eventually(check: () => Promise<boolean> | boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await sleep(100);
+  }
+  return check();
+}
+
+describe("200 slow or silent connections", () => {
+  let server: ChildServer;
+  beforeAll(async () => {
+    server = await startChildServer({ args: SHORT });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("are all closed, the partial heads answered 408, while a GET still answers; descriptors return to idle", async () => {
+    // Idle: no connection of ours left open (keep-alive ones close after 1 s).
+    await sleep(1500);
+    const idle = await openDescriptors(server.pid);
+
+    const kinds = ["silent", "partial head", "h2 preface only", "one byte"] as const;
+    const attackers = Array.from({ length: 200 }, (_, i) => {
+      const kind = kinds[i % kinds.length] as (typeof kinds)[number];
+      const socket = net.connect(server.port, "127.0.0.1");
+      let received = "";
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.on("data", (d: Buffer) => {
+        received += d.toString("latin1");
+      });
+      socket.on("error", () => {});
+      socket.once("connect", () => {
+        if (kind === "partial head") socket.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n");
+        if (kind === "h2 preface only") socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        if (kind === "one byte") socket.write("G");
+      });
+      return { kind, socket, closed, received: () => received };
+    });
+    // Slowloris: the partial heads grow by a header byte now and then, never finishing.
+    const drip = setInterval(() => {
+      for (const a of attackers) if (a.kind === "partial head" && !a.socket.destroyed) a.socket.write("X");
+    }, 200);
+    try {
+      const agent = new http.Agent({ keepAlive: false });
+      const status = await new Promise<number>((resolve, reject) => {
+        http
+          .get(
+            `${server.url}/resources/v2/data/home/`,
+            { agent, headers: { authorization: server.authorization } },
+            (res) => {
+              res.resume();
+              res.once("end", () => resolve(res.statusCode ?? 0));
+            },
+          )
+          .once("error", reject);
+      });
+      expect(status).toBe(200);
+
+      const allClosed = await Promise.race([
+        Promise.all(attackers.map((a) => a.closed)).then(() => true),
+        sleep(20_000).then(() => false),
+      ]);
+      expect(allClosed).toBe(true);
+      for (const a of attackers.filter((x) => x.kind === "partial head")) {
+        expect(a.received()).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\nServer: resources\/1\.0\r\n/);
+      }
+      expect(await eventually(async () => (await openDescriptors(server.pid)) <= idle, 10_000)).toBe(true);
+    } finally {
+      clearInterval(drip);
+      for (const a of attackers) a.socket.destroy();
+    }
+  });
+
+  it("a long poll, a WatchChanges stream and a slow upload that makes progress outlive the timeouts", async () => {
+    const authorization = server.authorization;
+    // REST long poll: waits the full 3 s poll wait, then 204.
+    const cursor = await fetch(`${server.url}/resources/v2/poll`, { headers: { authorization } });
+    const line = (await cursor.text()).trim().split("\n")[0] ?? "";
+    const eventId = line.split(" ").at(-1);
+    const poll = fetch(`${server.url}/resources/v2/poll?store=home:${eventId}&wait=3`, { headers: { authorization } });
+
+    // gRPC WatchChanges over h2c: the session holds a stream, so it is not idle.
+    const transport = createGrpcTransport({ baseUrl: server.url });
+    const watch = (async () => {
+      const controller = new AbortController();
+      const stop = setTimeout(() => controller.abort(), 3000);
+      let messages = 0;
+      try {
+        for await (const _ of createClient(ChangeService, transport).watchChanges(
+          { cursors: [] },
+          { signal: controller.signal, headers: { authorization } },
+        )) {
+          messages++;
+        }
+      } catch (err) {
+        if (!controller.signal.aborted) throw err;
+      } finally {
+        clearTimeout(stop);
+      }
+      return messages;
+    })();
+
+    // A PUT whose body arrives a few bytes every 300 ms for 3 s.
+    const upload = new Promise<number>((resolve, reject) => {
+      const req = http.request(`${server.url}/resources/v2/data/home/slow.txt`, {
+        method: "PUT",
+        headers: { authorization, "Content-Length": 10 * 4, "Content-Type": "text/plain" },
+        agent: new http.Agent({ keepAlive: false }),
+      });
+      req.once("response", (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.once("error", reject);
+      let i = 0;
+      const tick = setInterval(() => {
+        req.write("abc\n");
+        if (++i === 10) {
+          clearInterval(tick);
+          req.end();
+        }
+      }, 300);
+    });
+
+    expect((await poll).status).toBe(204);
+    expect(await watch).toBeGreaterThan(0);
+    expect(await upload).toBe(201);
+  });
+});
+
+describe("the connection cap", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startServer({ limits: { maxConnections: 4 } });
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  it("beyond it, HTTP/1.1 gets 503 with Retry-After and a reason, HTTP/2 is closed; below it again, requests answer", async () => {
+    const held = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise<net.Socket>((resolve) => {
+            const s = net.connect(t.port, "127.0.0.1", () => resolve(s));
+          }),
+      ),
+    );
+    try {
+      const answer = await new Promise<string>((resolve) => {
+        const s = net.connect(t.port, "127.0.0.1");
+        let text = "";
+        s.on("data", (d: Buffer) => {
+          text += d.toString("latin1");
+        });
+        s.on("close", () => resolve(text));
+        s.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n\r\n");
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+      expect(answer).toMatch(/\r\nServer: resources\/1\.0\r\n/);
+      expect(answer).toMatch(/\r\nRetry-After: 1\r\n/);
+      expect(answer).toMatch(/\r\n\r\ntoo many connections: this server keeps at most 4 open\n$/);
+
+      const h2closed = await new Promise<boolean>((resolve) => {
+        const session = http2.connect(t.url);
+        session.on("error", () => {});
+        session.once("close", () => resolve(true));
+      });
+      expect(h2closed).toBe(true);
+    } finally {
+      for (const s of held) s.destroy();
+    }
+    expect(
+      await eventually(async () => {
+        const res = await fetch(`${t.url}/resources/v2/data/home/`).catch(() => undefined);
+        return res?.status === 200;
+      }, 10_000),
+    ).toBe(true);
+  });
+});
