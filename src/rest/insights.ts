@@ -431,8 +431,13 @@ export class InsightsRoutes {
         const ms = Math.min(Number(wait), MAX_WAIT_SECONDS) * 1000;
         const watch = this.context(req, res, ReportService, r.watchReport, ms);
         let status: ReportStatus | undefined;
-        for await (const m of this.reports.watchReport(create(WatchReportRequestSchema, { key }), watch)) {
-          status = m.status;
+        try {
+          for await (const m of this.reports.watchReport(create(WatchReportRequestSchema, { key }), watch)) {
+            status = m.status;
+          }
+        } catch (err) {
+          // The wait ran out (or the client left): the last status seen is the answer.
+          if (!watch.signal.aborted || status === undefined) throw err;
         }
         if ((res as { destroyed: boolean }).destroyed) return;
         return sendJson(res, 200, statusJson(status));

@@ -76,7 +76,14 @@ export class PollRoutes {
       requestSignal: requestSignal(res),
       contextValues: restContextValues(req),
     });
-    const out = await this.core.poll(create(PollRequestSchema, query), ctx);
+    let out: Awaited<ReturnType<ChangeCore["poll"]>>;
+    try {
+      out = await this.core.poll(create(PollRequestSchema, query), ctx);
+    } catch (err) {
+      // The client went away during the wait: there is no one to answer.
+      if (ctx.signal.aborted) return;
+      throw err;
+    }
     if (ctx.signal.aborted) return;
     if (out.events.length === 0) {
       send(res, 204, { "Cache-Control": "no-store" });

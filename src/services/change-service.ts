@@ -22,6 +22,7 @@ import {
 } from "../gen/trove/resources/v2/changes_pb.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
+import { abortedCallError, throwIfCallAborted } from "./call-end.js";
 import type { ChangeNotifier } from "./change-notifier.js";
 
 export interface ChangeServiceOptions {
@@ -111,8 +112,10 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
       try {
         const events = await this.collect(cursors, caller);
         const left = deadline - Date.now();
-        if (events.length > 0 || left <= 0 || ctx.signal.aborted) return create(PollResponseSchema, { events });
+        // Events found are the answer even at the deadline: the client may still take them.
+        if (events.length > 0 || left <= 0) return create(PollResponseSchema, { events });
         await sleepUntil(waiter.fired, left, ctx.signal);
+        throwIfCallAborted(ctx);
       } finally {
         waiter.dispose();
       }
@@ -143,6 +146,8 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
         waiter.dispose();
       }
     }
+    // A watch has no end of its own: it ends when its deadline runs out or its client cancels.
+    throw abortedCallError(ctx);
   }
 
   /** The current event id of every store the caller may read, as reset events. */
@@ -180,6 +185,7 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
 
 /** Waits for `fired`, the timeout or the abort; true when fired first. */
 function sleepUntil(fired: Promise<void>, ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
     const done = (woke: boolean) => {
       clearTimeout(timer);

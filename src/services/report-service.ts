@@ -62,6 +62,7 @@ import { parseGetReportInput, parseReportRequest } from "../insights/report-requ
 import { DEFAULT_REPORT_AVAILABILITY_MS } from "../insights/report-status.js";
 import type { ReportRecord, StoragePort } from "../storage/port.js";
 import { requirePermission } from "./access.js";
+import { throwIfCallAborted } from "./call-end.js";
 import type { ProjectCore } from "./project-service.js";
 import type { ReportNotifier } from "./report-notifier.js";
 
@@ -166,15 +167,17 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
 
   /**
    * The status now, then after every change until it is no longer generating (the REST face's
-   * `wait` and gRPC's WatchReport). Ends early when the call's signal aborts.
+   * `wait` and gRPC's WatchReport). A deadline that runs out before the report is done ends it
+   * with DEADLINE_EXCEEDED, a client's cancellation with CANCELLED (call-end.ts).
    */
   async *watchReport(req: WatchReportRequest, ctx: HandlerContext): AsyncIterable<WatchReportResponse> {
     const caller = ctx.values.get(callerKey);
     let report = await this.report(req.key, caller);
     yield create(WatchReportResponseSchema, { status: this.status(report) });
-    while (report.status === "generating" && !ctx.signal.aborted) {
+    while (report.status === "generating") {
+      throwIfCallAborted(ctx);
       await this.notifier.waitForChange(report.id, this.watchInterval, ctx.signal);
-      if (ctx.signal.aborted) return;
+      throwIfCallAborted(ctx);
       const next = await this.report(req.key, caller);
       if (next.status !== report.status) yield create(WatchReportResponseSchema, { status: this.status(next) });
       report = next;
