@@ -197,8 +197,12 @@ export const ReadRequestSchema: GenMessage<ReadRequest> = /*@__PURE__*/
   messageDesc(file_trove_resources_v2_resources, 3);
 
 /**
- * The first message carries the resource; the following ones carry its
- * contents in order. Reading a directory yields only the first message.
+ * The first message carries the resource and the first chunk of its
+ * contents (all of them for a small resource, which is then the only
+ * message); each following message carries the next chunk, in order, and no
+ * resource. A client concatenates the chunks of every message, the first
+ * included. An empty resource, a directory and a not_modified answer yield
+ * only the first message, with an empty chunk.
  *
  * @generated from message trove.resources.v2.ReadResponse
  */
