@@ -1,8 +1,27 @@
 // Errors of the domain, told apart by class. `services/connect-errors.ts` is the
 // one place that turns them into ConnectError codes.
 
+/**
+ * A reason that names an input field, for errors made where the face is not known (domain rules,
+ * storage): `field` is the proto field's name, which the message says; the core words it again
+ * with the face's own name for the field (services/field-names.ts).
+ */
+export interface FieldReason {
+  readonly field: string;
+  reason(name: string): string;
+}
+
+function messageOf(reason: string | FieldReason): string {
+  return typeof reason === "string" ? reason : reason.reason(reason.field);
+}
+
 export class BadRequestError extends Error {
   override name = "BadRequestError";
+  readonly fieldReason: FieldReason | undefined;
+  constructor(reason: string | FieldReason) {
+    super(messageOf(reason));
+    this.fieldReason = typeof reason === "string" ? undefined : reason;
+  }
 }
 
 export class NotFoundError extends Error {
@@ -23,6 +42,11 @@ export class DeletedError extends Error {
 /** If-Match did not hold. */
 export class PreconditionFailedError extends Error {
   override name = "PreconditionFailedError";
+  readonly fieldReason: FieldReason | undefined;
+  constructor(reason: string | FieldReason) {
+    super(messageOf(reason));
+    this.fieldReason = typeof reason === "string" ? undefined : reason;
+  }
 }
 
 /** The operation is not allowed on what is there, e.g. a resource named like a directory. */

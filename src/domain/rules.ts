@@ -29,9 +29,18 @@ function checkParent(path: string, parent: NodeState | undefined): void {
 function checkIfMatch(ifMatch: readonly string[] | undefined, target: NodeState | undefined): void {
   if (ifMatch === undefined) return;
   const t = live(target);
-  if (!t) throw new PreconditionFailedError("If-Match given but the resource does not exist");
+  if (!t) {
+    throw new PreconditionFailedError({
+      field: "if_match",
+      reason: (name) => `${name} given but the resource does not exist`,
+    });
+  }
   if (!tagMatches(ifMatch, t.tag)) {
-    throw new PreconditionFailedError(`If-Match does not match the current ETag "${t.tag}"`);
+    const tag = t.tag;
+    throw new PreconditionFailedError({
+      field: "if_match",
+      reason: (name) => `${name} does not match the current ETag "${tag}"`,
+    });
   }
 }
 

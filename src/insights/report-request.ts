@@ -1,5 +1,8 @@
 // Input checks for the report API: the report request (create) and the inputs of getting a
 // report by ID. Every problem found is named in one BadRequestError; nothing is created.
+//
+// The inputs are keyed by the specification's names (projectID); the messages name each field
+// as the caller's face does, given by its proto name (project_id): see services/field-names.ts.
 
 import { BadRequestError } from "../domain/errors.js";
 import { ADDITIONAL_FIELDS, type AdditionalField } from "./report-document.js";
@@ -23,6 +26,25 @@ export interface GetReportInput {
   environmentID: string;
 }
 
+/** The proto field of each input, which `FieldLabel` is asked about. */
+const PROTO_FIELDS: Readonly<Record<string, string>> = {
+  reportID: "report_id",
+  projectID: "project_id",
+  environmentID: "environment_id",
+  additionalFields: "additional_fields",
+};
+
+/** The name a message gives a field, asked by its proto name; the default is the spec's name. */
+export type FieldLabel = (protoField: string) => string;
+
+const SPEC_NAMES = Object.fromEntries(Object.entries(PROTO_FIELDS).map(([spec, proto]) => [proto, spec]));
+const specLabel: FieldLabel = (field) => SPEC_NAMES[field] ?? field;
+
+function labelOf(key: string, label: FieldLabel): string {
+  const proto = PROTO_FIELDS[key];
+  return proto === undefined ? key : label(proto);
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -33,9 +55,10 @@ function show(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
-/** The UUID in `input[field]`, lower-cased; or "" after recording what is wrong. */
-function uuidField(input: Record<string, unknown>, field: string, errors: string[]): string {
-  const value = input[field];
+/** The UUID in `input[key]`, lower-cased; or "" after recording what is wrong. */
+function uuidField(input: Record<string, unknown>, key: string, label: FieldLabel, errors: string[]): string {
+  const value = input[key];
+  const field = labelOf(key, label);
   if (value === undefined || value === null || value === "") {
     errors.push(`${field} is required`);
   } else if (Array.isArray(value)) {
@@ -61,21 +84,22 @@ function fail(errors: string[]): never {
 }
 
 /** Checks a report request (the parsed JSON body of a create call). */
-export function parseReportRequest(input: unknown): ReportRequest {
+export function parseReportRequest(input: unknown, label: FieldLabel = specLabel): ReportRequest {
   if (!isObject(input)) throw new BadRequestError(`the report request must be a JSON object, not ${show(input)}`);
   const errors: string[] = [];
   unknownFields(input, ["projectID", "environmentID", "additionalFields"], "report request", errors);
-  const projectID = uuidField(input, "projectID", errors);
-  const environmentID = uuidField(input, "environmentID", errors);
+  const projectID = uuidField(input, "projectID", label, errors);
+  const environmentID = uuidField(input, "environmentID", label, errors);
   const additionalFields: AdditionalField[] = [];
   const requested = input.additionalFields;
+  const fieldsName = labelOf("additionalFields", label);
   if (requested !== undefined && requested !== null) {
     if (!Array.isArray(requested)) {
-      errors.push(`additionalFields must be an array of strings, not ${show(requested)}`);
+      errors.push(`${fieldsName} must be an array of strings, not ${show(requested)}`);
     } else {
       for (const item of requested) {
         if (!(ADDITIONAL_FIELDS as readonly unknown[]).includes(item)) {
-          errors.push(`additionalFields: ${show(item)} is not allowed; allowed: ${ADDITIONAL_FIELDS.join(", ")}`);
+          errors.push(`${fieldsName}: ${show(item)} is not allowed; allowed: ${ADDITIONAL_FIELDS.join(", ")}`);
         } else if (!additionalFields.includes(item as AdditionalField)) {
           additionalFields.push(item as AdditionalField);
         }
@@ -90,13 +114,17 @@ export function parseReportRequest(input: unknown): ReportRequest {
  * Checks the inputs of getting a report by ID (or its document, or a query over it), however
  * the face carries them: path and query parameters for REST, message fields for gRPC.
  */
-export function parseGetReportInput(input: unknown, extraFields: readonly string[] = []): GetReportInput {
+export function parseGetReportInput(
+  input: unknown,
+  extraFields: readonly string[] = [],
+  label: FieldLabel = specLabel,
+): GetReportInput {
   if (!isObject(input)) throw new BadRequestError(`the report inputs must be an object, not ${show(input)}`);
   const errors: string[] = [];
   unknownFields(input, ["reportID", "projectID", "environmentID", ...extraFields], "report inputs", errors);
-  const reportID = uuidField(input, "reportID", errors);
-  const projectID = uuidField(input, "projectID", errors);
-  const environmentID = uuidField(input, "environmentID", errors);
+  const reportID = uuidField(input, "reportID", label, errors);
+  const projectID = uuidField(input, "projectID", label, errors);
+  const environmentID = uuidField(input, "environmentID", label, errors);
   if (errors.length > 0) fail(errors);
   return { reportID, projectID, environmentID };
 }

@@ -6,6 +6,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { type ContextValues, createContextValues } from "@connectrpc/connect";
 import { type Caller, callerKey, nobody } from "../auth/caller.js";
 import { BadRequestError, TooLargeError } from "../domain/errors.js";
+import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
 export type RestResponse = ServerResponse | Http2ServerResponse;
@@ -70,12 +71,34 @@ export function header(req: RestRequest, name: string): string | undefined {
   return Array.isArray(v) ? v.join(", ") : v;
 }
 
+/**
+ * What the REST faces call the inputs that error messages name: headers, and the fields and
+ * query parameters of the insights JSON API (content-insights-service.md). The core names the
+ * proto fields otherwise (services/field-names.ts).
+ */
+export const REST_FIELD_NAMES: FieldNames = {
+  if_match: "If-Match",
+  if_none_match: "If-None-Match",
+  content_type: "Content-Type",
+  content_md5: "Content-MD5",
+  content_length: "Content-Length",
+  project_id: "projectID",
+  environment_id: "environmentID",
+  report_id: "reportID",
+  from_environment_id: "fromEnvironmentID",
+  to_environment_id: "toEnvironmentID",
+  additional_fields: "additionalFields",
+  // A promoted resource's precondition is a field of the promotion body, not a header.
+  "resources.if_match": "ifMatch",
+};
+
 /** Context values of a REST call; the caller is filled by authentication. */
 export function restContextValues(req: RestRequest): ContextValues {
   const values = createContextValues();
   const caller = (req as { trove?: { caller?: Caller } }).trove?.caller;
   // Authentication always sets the caller; were it ever missing, the request gets no access.
   values.set(callerKey, caller ?? nobody);
+  values.set(fieldNamesKey, REST_FIELD_NAMES);
   return values;
 }
 

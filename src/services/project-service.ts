@@ -46,6 +46,7 @@ import { isUuid } from "../insights/report-request.js";
 import type { EnvironmentRecord, NodeRecord, ProjectRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { toConnectError } from "./connect-errors.js";
+import { fieldName, inFaceNames } from "./field-names.js";
 import type { ResourceCore } from "./resource-service.js";
 
 export interface ProjectServiceOptions {
@@ -69,7 +70,7 @@ export function requireProjectAccess(
   throw new PermissionDeniedError(`${caller.subject} needs ${needed} on ${projectUri(project.account, project.name)}`);
 }
 
-/** Checks a UUID input, naming the field; returns it in lower case. */
+/** Checks a UUID input, naming the field as the caller's face does; returns it in lower case. */
 export function uuidInput(field: string, value: string): string {
   if (value === "") throw new BadRequestError(`${field} is required`);
   if (!isUuid(value)) {
@@ -145,7 +146,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   }
 
   async getProject(req: GetProjectRequest, ctx: HandlerContext): Promise<GetProjectResponse> {
-    const project = await this.project(req.projectId, ctx.values.get(callerKey), "read");
+    const project = await this.project(req.projectId, ctx, "read");
     return create(GetProjectResponseSchema, { project: toProject(project) });
   }
 
@@ -159,7 +160,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
 
   async createEnvironment(req: CreateEnvironmentRequest, ctx: HandlerContext): Promise<CreateEnvironmentResponse> {
     const caller = ctx.values.get(callerKey);
-    const project = await this.project(req.projectId, caller, "full");
+    const project = await this.project(req.projectId, ctx, "full");
     const name = validateEnvironmentName(req.name);
     // The environment is a top-level directory of the project's store, made or adopted as a
     // PUT of that directory would be: the same grant (docs/auth.md).
@@ -183,24 +184,26 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   }
 
   async getEnvironment(req: GetEnvironmentRequest, ctx: HandlerContext): Promise<GetEnvironmentResponse> {
-    const caller = ctx.values.get(callerKey);
-    const project = await this.project(req.projectId, caller, "read");
-    const environment = await this.environment(project, req.environmentId);
+    const project = await this.project(req.projectId, ctx, "read");
+    const environment = await this.environment(project, req.environmentId, ctx);
     return create(GetEnvironmentResponseSchema, { environment: toEnvironment(environment) });
   }
 
   async listEnvironments(req: ListEnvironmentsRequest, ctx: HandlerContext): Promise<ListEnvironmentsResponse> {
-    const project = await this.project(req.projectId, ctx.values.get(callerKey), "read");
+    const project = await this.project(req.projectId, ctx, "read");
     const environments = await this.storage.insights.listEnvironments(project.id);
     return create(ListEnvironmentsResponseSchema, { environments: environments.map(toEnvironment) });
   }
 
   async promote(req: PromoteRequest, ctx: HandlerContext): Promise<PromoteResponse> {
     const caller = ctx.values.get(callerKey);
-    const project = await this.project(req.projectId, caller, "full");
-    const from = await this.environment(project, req.fromEnvironmentId, "fromEnvironmentID");
-    const to = await this.environment(project, req.toEnvironmentId, "toEnvironmentID");
-    if (from.id === to.id) throw new BadRequestError("fromEnvironmentID and toEnvironmentID are the same environment");
+    const project = await this.project(req.projectId, ctx, "full");
+    const from = await this.environment(project, req.fromEnvironmentId, ctx, "from_environment_id");
+    const to = await this.environment(project, req.toEnvironmentId, ctx, "to_environment_id");
+    if (from.id === to.id) {
+      const names = `${fieldName(ctx, "from_environment_id")} and ${fieldName(ctx, "to_environment_id")}`;
+      throw new BadRequestError(`${names} are the same environment`);
+    }
     const items = req.resources.map((item) => ({
       path: parsePath(item.path),
       ifMatch: item.ifMatch === "" ? [] : parseTagList(item.ifMatch),
@@ -217,7 +220,7 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
         const tag = await this.promoteFile(caller, store, from.name, to, path, ifMatch, date);
         results.push(create(PromotedResourceSchema, { path: `/${path}`, tag }));
       } catch (err) {
-        const error = toConnectError(err);
+        const error = toConnectError(inFaceNames(err, ctx));
         if (error.code === Code.Unavailable || error.code === Code.Internal) throw error;
         results.push(
           create(PromotedResourceSchema, { path: `/${path}`, error: error.rawMessage, code: codeToString(error.code) }),
@@ -238,7 +241,9 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
         continue;
       }
       if (item.ifMatch.length > 0) {
-        throw new BadRequestError(`/${item.path} is a directory: ifMatch applies to one resource`);
+        throw new BadRequestError(
+          `/${item.path} is a directory: ${fieldName(ctx, "resources.if_match")} applies to one resource`,
+        );
       }
       if (item.path !== "" && source === undefined) {
         await promoteOne(item.path, item.ifMatch); // answers "not found" in its result
@@ -323,8 +328,9 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   }
 
   /** The project of an input ID, if the caller has the access asked for. */
-  async project(id: string, caller: Caller, access: ProjectAccess, field = "projectID"): Promise<ProjectRecord> {
-    const projectId = uuidInput(field, id);
+  async project(id: string, ctx: HandlerContext, access: ProjectAccess): Promise<ProjectRecord> {
+    const caller = ctx.values.get(callerKey);
+    const projectId = uuidInput(fieldName(ctx, "project_id"), id);
     const project = await this.storage.insights.getProject(projectId);
     if (!project) throw new NotFoundError(`project ${projectId} not found`);
     requireProjectAccess(caller, project, access);
@@ -332,8 +338,13 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
   }
 
   /** An environment of the project; one of another project is "not found" too. */
-  async environment(project: ProjectRecord, id: string, field = "environmentID"): Promise<EnvironmentRecord> {
-    const environmentId = uuidInput(field, id);
+  async environment(
+    project: ProjectRecord,
+    id: string,
+    ctx: HandlerContext,
+    field = "environment_id",
+  ): Promise<EnvironmentRecord> {
+    const environmentId = uuidInput(fieldName(ctx, field), id);
     const environment = await this.storage.insights.getEnvironment(environmentId);
     if (!environment || environment.projectId !== project.id) {
       throw new NotFoundError(`environment ${environmentId} not found in project ${project.name}`);

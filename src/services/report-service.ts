@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { type Caller, callerKey } from "../auth/caller.js";
+import { callerKey } from "../auth/caller.js";
 import { BadRequestError, NotFoundError } from "../domain/errors.js";
 import {
   type CreateReportRequest,
@@ -63,6 +63,7 @@ import { DEFAULT_REPORT_AVAILABILITY_MS } from "../insights/report-status.js";
 import type { ReportRecord, StoragePort } from "../storage/port.js";
 import { requirePermission } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
+import { fieldName } from "./field-names.js";
 import type { ProjectCore } from "./project-service.js";
 import type { ReportNotifier } from "./report-notifier.js";
 
@@ -119,13 +120,12 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
   async createReport(req: CreateReportRequest, ctx: HandlerContext): Promise<CreateReportResponse> {
     const caller = ctx.values.get(callerKey);
     requirePermission(caller, REPORT_PERMISSION);
-    const request = parseReportRequest({
-      projectID: req.projectId,
-      environmentID: req.environmentId,
-      additionalFields: req.additionalFields,
-    });
-    const project = await this.projects.project(request.projectID, caller, "full");
-    const environment = await this.projects.environment(project, request.environmentID);
+    const request = parseReportRequest(
+      { projectID: req.projectId, environmentID: req.environmentId, additionalFields: req.additionalFields },
+      (field) => fieldName(ctx, field),
+    );
+    const project = await this.projects.project(request.projectID, ctx, "full");
+    const environment = await this.projects.environment(project, request.environmentID, ctx);
     const created = this.now();
     const report: ReportRecord = {
       id: randomUUID(),
@@ -149,15 +149,14 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
   }
 
   async getReport(req: GetReportRequest, ctx: HandlerContext): Promise<GetReportResponse> {
-    const report = await this.report(req.key, ctx.values.get(callerKey));
+    const report = await this.report(req.key, ctx);
     return create(GetReportResponseSchema, { status: this.status(report) });
   }
 
   async listReports(req: ListReportsRequest, ctx: HandlerContext): Promise<ListReportsResponse> {
-    const caller = ctx.values.get(callerKey);
-    requirePermission(caller, REPORT_PERMISSION);
-    const project = await this.projects.project(req.projectId, caller, "full");
-    const environment = await this.projects.environment(project, req.environmentId);
+    requirePermission(ctx.values.get(callerKey), REPORT_PERMISSION);
+    const project = await this.projects.project(req.projectId, ctx, "full");
+    const environment = await this.projects.environment(project, req.environmentId, ctx);
     const now = this.now();
     const reports = (await this.storage.insights.listReports(project.id, environment.id)).filter(
       (r) => now < r.expiresAt,
@@ -171,14 +170,13 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
    * with DEADLINE_EXCEEDED, a client's cancellation with CANCELLED (call-end.ts).
    */
   async *watchReport(req: WatchReportRequest, ctx: HandlerContext): AsyncIterable<WatchReportResponse> {
-    const caller = ctx.values.get(callerKey);
-    let report = await this.report(req.key, caller);
+    let report = await this.report(req.key, ctx);
     yield create(WatchReportResponseSchema, { status: this.status(report) });
     while (report.status === "generating") {
       throwIfCallAborted(ctx);
       await this.notifier.waitForChange(report.id, this.watchInterval, ctx.signal);
       throwIfCallAborted(ctx);
-      const next = await this.report(req.key, caller);
+      const next = await this.report(req.key, ctx);
       if (next.status !== report.status) yield create(WatchReportResponseSchema, { status: this.status(next) });
       report = next;
     }
@@ -188,7 +186,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     req: GetReportDocumentRequest,
     ctx: HandlerContext,
   ): AsyncIterable<GetReportDocumentResponse> {
-    const report = await this.generated(req.key, ctx.values.get(callerKey));
+    const report = await this.generated(req.key, ctx);
     for await (const chunk of this.storage.insights.readReportDocument(report)) {
       yield create(GetReportDocumentResponseSchema, { chunk });
     }
@@ -196,7 +194,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
 
   /** A generated report that the caller may read: for the REST face, which streams the document itself. */
   async generatedReport(key: ReportKey | undefined, ctx: HandlerContext): Promise<ReportRecord> {
-    return this.generated(key, ctx.values.get(callerKey));
+    return this.generated(key, ctx);
   }
 
   /** Whole seconds until the report expires (a cache lifetime). */
@@ -266,15 +264,15 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
    * the project (full access), the environment, and a report made for exactly those that has
    * not expired. Anything else is "not found", never someone else's report.
    */
-  private async report(key: ReportKey | undefined, caller: Caller): Promise<ReportRecord> {
-    requirePermission(caller, REPORT_PERMISSION);
-    const input = parseGetReportInput({
-      reportID: key?.reportId ?? "",
-      projectID: key?.projectId ?? "",
-      environmentID: key?.environmentId ?? "",
-    });
-    const project = await this.projects.project(input.projectID, caller, "full");
-    const environment = await this.projects.environment(project, input.environmentID);
+  private async report(key: ReportKey | undefined, ctx: HandlerContext): Promise<ReportRecord> {
+    requirePermission(ctx.values.get(callerKey), REPORT_PERMISSION);
+    const input = parseGetReportInput(
+      { reportID: key?.reportId ?? "", projectID: key?.projectId ?? "", environmentID: key?.environmentId ?? "" },
+      [],
+      (field) => fieldName(ctx, field),
+    );
+    const project = await this.projects.project(input.projectID, ctx, "full");
+    const environment = await this.projects.environment(project, input.environmentID, ctx);
     const report = await this.storage.insights.getReport(input.reportID);
     if (
       !report ||
@@ -288,8 +286,8 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     return report;
   }
 
-  private async generated(key: ReportKey | undefined, caller: Caller): Promise<ReportRecord> {
-    const report = await this.report(key, caller);
+  private async generated(key: ReportKey | undefined, ctx: HandlerContext): Promise<ReportRecord> {
+    const report = await this.report(key, ctx);
     if (report.status !== "generated") {
       throw new NotFoundError(`report ${report.id} is ${report.status}: its document is not available`);
     }
@@ -297,7 +295,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
   }
 
   private async document(key: ReportKey | undefined, ctx: HandlerContext): Promise<ReportDocument> {
-    const report = await this.generated(key, ctx.values.get(callerKey));
+    const report = await this.generated(key, ctx);
     let parsed = this.documents.get(report.id);
     if (parsed) {
       this.documents.delete(report.id);

@@ -34,6 +34,7 @@ import {
 } from "../gen/trove/resources/v2/resources_pb.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
+import { fieldName, inFaceNames } from "./field-names.js";
 
 // Base64 of a 16-byte digest, padded (RFC 1864): Buffer.from would skip junk and decode it anyway.
 const CONTENT_MD5 = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
@@ -139,27 +140,33 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     if (path === "") throw new BadRequestError("a resource needs a name; the root is a directory");
     requireOperation(ctx.values.get(callerKey), "write", { store, path });
     const type = header.contentType === "" ? typeFromName(nameOf(path)) : header.contentType;
-    if (!isMediaType(type)) throw new BadRequestError(`invalid Content-Type ${JSON.stringify(type)}`);
+    if (!isMediaType(type)) {
+      throw new BadRequestError(`invalid ${fieldName(ctx, "content_type")} ${JSON.stringify(type)}`);
+    }
     if (header.contentMd5 !== "" && !CONTENT_MD5.test(header.contentMd5)) {
-      throw new BadRequestError("Content-MD5 must be the base64 text of a 16-byte MD5 digest");
+      throw new BadRequestError(`${fieldName(ctx, "content_md5")} must be the base64 text of a 16-byte MD5 digest`);
     }
     if (header.contentLength !== undefined && header.contentLength > BigInt(this.maxResourceSize)) {
       throw new TooLargeError(
         `contents of ${header.contentLength} bytes exceed the limit of ${this.maxResourceSize} bytes`,
       );
     }
-    return this.storeContents(store, path, chunksOf(iterator), {
+    const options = {
       type,
       ifMatch: tags(header.ifMatch),
       contentLength: header.contentLength,
       contentMd5: header.contentMd5,
+    };
+    return this.storeContents(store, path, chunksOf(iterator), options).catch((err) => {
+      throw inFaceNames(err, ctx);
     });
   }
 
   /**
    * The one write path of a file's contents (a client's write, a promotion): checks what can be
    * checked before the upload, streams the contents into a blob, and stores the resource atomically
-   * with its precondition (putFile owns the blob from then on). Access is the caller's check.
+   * with its precondition (putFile owns the blob from then on). Access is the caller's check;
+   * so is naming the fields of what it throws as the caller's face does (inFaceNames).
    */
   async storeContents(
     store: string,
@@ -174,7 +181,11 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     if (options.contentLength !== undefined && BigInt(blob.size) !== options.contentLength) {
       refusal = new BadRequestError(`received ${blob.size} bytes, but ${options.contentLength} were announced`);
     } else if (options.contentMd5 && options.contentMd5 !== blob.md5) {
-      refusal = new BadRequestError(`Content-MD5 mismatch: the contents have MD5 ${blob.md5}`);
+      const md5 = blob.md5;
+      refusal = new BadRequestError({
+        field: "content_md5",
+        reason: (name) => `${name} mismatch: the contents have MD5 ${md5}`,
+      });
     }
     if (refusal) {
       await this.storage.discardBlob(blob);
@@ -191,7 +202,9 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { store, path } = this.target(req);
     requireOperation(ctx.values.get(callerKey), "write", { store, path });
     const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
-    const { node, created } = await this.storage.makeDirectory(store, path, pre, this.now());
+    const { node, created } = await this.storage.makeDirectory(store, path, pre, this.now()).catch((err) => {
+      throw inFaceNames(err, ctx);
+    });
     return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
   }
 
@@ -199,7 +212,9 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { store, path } = this.target(req);
     requireOperation(ctx.values.get(callerKey), "delete", { store, path });
     const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
-    const { node, count } = await this.storage.deleteTree(store, path, pre, this.now());
+    const { node, count } = await this.storage.deleteTree(store, path, pre, this.now()).catch((err) => {
+      throw inFaceNames(err, ctx);
+    });
     return create(DeleteResponseSchema, { resource: toResource(node), deletedCount: BigInt(count) });
   }
 

@@ -106,7 +106,7 @@ describe("ReportService over Connect", () => {
       const e = ConnectError.from(err);
       expect(e.code).toBe(Code.InvalidArgument);
       expect(e.rawMessage).toBe(
-        'projectID is required; environmentID must be a UUID (8-4-4-4-12 hexadecimal digits), not "nope"; additionalFields: "colour" is not allowed; allowed: lastPromotedDate, lastPromotedBy',
+        'project_id is required; environment_id must be a UUID (8-4-4-4-12 hexadecimal digits), not "nope"; additional_fields: "colour" is not allowed; allowed: lastPromotedDate, lastPromotedBy',
       );
     }
   });
