@@ -23,8 +23,21 @@ import { InsufficientStorageError, NotFoundError, UnavailableError } from "../..
  */
 const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 
+const NETWORK_CODES = new Set([
+  "EPIPE",
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "ENOTCONN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+
 /** Whether the database could not be reached or answered that it is going away (a 503, not a bug). */
 export function isConnectionError(err: unknown): boolean {
+  // A socket error the driver let through unwrapped (seen: EPIPE from a write after the server's FIN).
+  if (err instanceof Error && NETWORK_CODES.has((err as NodeJS.ErrnoException).code ?? "")) return true;
   if (!(err instanceof MongoError)) return false;
   return (
     // MongoNetworkError covers timeouts and pools cleared after a network error too.

@@ -159,7 +159,13 @@ export class StoreLeases {
       // up, later if the database is away now. (Announced or not: the store document's lease
       // fields decide for an announced one.)
       const ticket = held.ticket;
-      if (ticket) this.retry(() => this.giveUp(ticket));
+      if (ticket) {
+        this.retry(() => this.giveUp(ticket));
+        // An announcement whose answer was lost may have landed: release it (fenced on the epoch).
+        this.retry(() =>
+          this.stores.updateOne({ _id: store, leaseEpoch: ticket.epoch }, { $set: { leaseReleased: true } }),
+        );
+      }
       throw err;
     }
   }
@@ -294,6 +300,9 @@ export class StoreLeases {
       await this.tickets.insertOne({ _id: ticketId(store, epoch), store, epoch, owner: this.owner, until });
     } catch (err) {
       if (isDuplicateKey(err)) return undefined;
+      // The insert may have landed with its answer lost (the database went away): a ticket of
+      // ours would then hold up every later writer until its `until`. Give it up, if it is ours.
+      this.retry(() => this.giveUp({ store, epoch, validUntil: 0 }));
       throw err;
     }
     return { store, epoch, validUntil: sent + this.options.lockTimeout };
@@ -333,8 +342,12 @@ export class StoreLeases {
   }
 
   /** Lets later tickets go past this one. */
+  /** Lets later tickets go past this one (only if it is this process's: an epoch may be taken by another). */
   private async giveUp(ticket: Ticket): Promise<void> {
-    await this.tickets.updateOne({ _id: ticketId(ticket.store, ticket.epoch) }, { $set: { released: true } });
+    await this.tickets.updateOne(
+      { _id: ticketId(ticket.store, ticket.epoch), owner: this.owner },
+      { $set: { released: true } },
+    );
   }
 
   private busy(store: string): UnavailableError {
