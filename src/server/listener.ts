@@ -28,13 +28,40 @@ export interface Listener {
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
-/** A complete HTTP/1.1 answer written straight to a socket (before or outside Node's parser), then closed. */
-function rawAnswer(status: string, text: string, headers = ""): string {
+/**
+ * A complete HTTP/1.1 answer written straight to a socket (before or outside Node's parser), then
+ * closed. The answer to a HEAD has no body (Content-Length states the one a GET would get): a
+ * client reads none, and any byte after the head would be data after `Connection: close`.
+ */
+function rawAnswer(status: string, text: string, options: { headers?: string; head?: boolean } = {}): string {
   const body = `${text}\n`;
   return (
-    `HTTP/1.1 ${status}\r\nServer: ${SERVER_HEADER}\r\n${headers}Content-Type: text/plain; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    `HTTP/1.1 ${status}\r\nServer: ${SERVER_HEADER}\r\n${options.headers ?? ""}Content-Type: text/plain; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${options.head ? "" : body}`
   );
+}
+
+/** What Node's parser gives `clientError`: the bytes it was parsing and how far it got. */
+type ParserError = NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number };
+
+const METHOD_AT_LINE_START = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) /;
+
+/**
+ * The method of a request Node's parser refused, read back from the bytes it was parsing: the last
+ * line before the error that starts with a method and a space (header lines have a colon first).
+ * Undefined when those bytes no longer hold the request line (it came in an earlier read); the
+ * answer then keeps its body, which is what every method but HEAD expects.
+ */
+function refusedMethod(err: ParserError): string | undefined {
+  const packet = err.rawPacket;
+  if (!Buffer.isBuffer(packet)) return undefined;
+  const end = Math.min(err.bytesParsed ?? packet.length, packet.length);
+  const lines = packet.toString("latin1", 0, end).split("\n");
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = METHOD_AT_LINE_START.exec(lines[i] as string);
+    if (m) return m[1];
+  }
+  return undefined;
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
@@ -56,7 +83,7 @@ export function createListener(options: ListenerOptions): Listener {
   // nor check their heads' time: start that as its 'listening' would.
   h1.emit("listening");
   // Requests Node's parser refuses never reach the handler: answer them in the spec's shape too.
-  h1.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
+  h1.on("clientError", (err: ParserError, socket: net.Socket) => {
     if (!socket.writable || err.code === "ECONNRESET") {
       socket.destroy();
       return;
@@ -69,11 +96,13 @@ export function createListener(options: ListenerOptions): Listener {
           : err.code === "HPE_INVALID_URL"
             ? ["400 Bad Request", INVALID_TARGET]
             : ["400 Bad Request", `malformed HTTP request: ${err.code ?? err.message}`];
-    socket.end(rawAnswer(status, text));
+    socket.end(rawAnswer(status, text, { head: refusedMethod(err) === "HEAD" }));
   });
   // Node hands CONNECT to this event and closes the socket unanswered when nobody listens.
   h1.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
-    socket.end(rawAnswer("405 Method Not Allowed", "CONNECT is not supported", `Allow: ${ALLOWED_METHODS}\r\n`));
+    socket.end(
+      rawAnswer("405 Method Not Allowed", "CONNECT is not supported", { headers: `Allow: ${ALLOWED_METHODS}\r\n` }),
+    );
   });
 
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, handler);
@@ -124,7 +153,7 @@ export function createListener(options: ListenerOptions): Listener {
             rawAnswer(
               "503 Service Unavailable",
               `too many connections: this server keeps at most ${limits.maxConnections} open`,
-              `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`,
+              { headers: `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`, head: chunk.toString("latin1", 0, 5) === "HEAD " },
             ),
           );
         return;

@@ -72,6 +72,47 @@ function h2(headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<Answer &
   });
 }
 
+/** Raw bytes to a fresh HTTP/1.1 connection: everything the server writes, and how it ended the connection. */
+function http1Exchange(request: string): Promise<{ text: string; ended: boolean; error?: string }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(t.port, "127.0.0.1");
+    const chunks: Buffer[] = [];
+    let ended = false;
+    let error: string | undefined;
+    socket.on("data", (d: Buffer) => chunks.push(d));
+    socket.on("end", () => {
+      ended = true;
+    });
+    socket.on("error", (err: NodeJS.ErrnoException) => {
+      error = err.code ?? err.message;
+    });
+    socket.on("close", () => resolve({ text: Buffer.concat(chunks).toString("latin1"), ended, error }));
+    socket.end(Buffer.from(request, "latin1"));
+  });
+}
+
+/** One stream on an existing HTTP/2 session. */
+function h2Exchange(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+): Promise<Answer & { endStream: boolean }> {
+  return new Promise((resolve, reject) => {
+    const req = session.request(headers, { endStream: true });
+    const chunks: Buffer[] = [];
+    let status = 0;
+    let endStream = false;
+    const out: Record<string, string> = {};
+    req.on("response", (h, flags) => {
+      status = Number(h[":status"]);
+      endStream = (flags & 1) === 1;
+      for (const [k, v] of Object.entries(h)) if (!k.startsWith(":")) out[k] = String(v);
+    });
+    req.on("data", (d: Buffer) => chunks.push(d));
+    req.on("error", reject);
+    req.on("close", () => resolve({ status, headers: out, body: Buffer.concat(chunks).toString("utf8"), endStream }));
+  });
+}
+
 describe("every transport answers alike", () => {
   it("a request target with raw UTF-8 bytes answers 400 with a reason, on HTTP/1.1 and HTTP/2", async () => {
     const raw = Buffer.from("/resources/v2/data/home/h2é.txt", "utf8").toString("latin1");
@@ -88,6 +129,49 @@ describe("every transport answers alike", () => {
     // Nothing was stored under a mis-decoded name.
     const listing = await fetch(`${t.url}/resources/v2/data/home/`);
     expect(await listing.text()).not.toContain("h2");
+  });
+
+  it("HEAD with a raw UTF-8 target answers 400 with Server and no body, on HTTP/1.1 and HTTP/2", async () => {
+    const raw = Buffer.from("/resources/v2/data/home/h2é.txt", "utf8").toString("latin1");
+    const reason = "malformed HTTP request: the request target must be printable ASCII (percent-encode other bytes)\n";
+
+    // HTTP/1.1: the head alone, then the server ends the connection (a FIN, not a reset).
+    const one = await http1Exchange(`HEAD ${raw} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(one.error).toBeUndefined();
+    expect(one.ended).toBe(true);
+    expect(one.text).toBe(
+      "HTTP/1.1 400 Bad Request\r\nServer: resources/1.0\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+        `Content-Length: ${Buffer.byteLength(reason)}\r\nConnection: close\r\n\r\n`,
+    );
+
+    // The method is the refused request's, not that of an earlier one in the same read.
+    const pipelined = await http1Exchange(
+      `GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n\r\nHEAD ${raw} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    );
+    expect(pipelined.error).toBeUndefined();
+    expect(pipelined.ended).toBe(true);
+    expect(pipelined.text.endsWith(one.text)).toBe(true);
+    expect(pipelined.text).not.toContain(reason);
+
+    // A GET still gets the reason.
+    const get = await http1Exchange(`GET ${raw} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(get.text.endsWith(`\r\n\r\n${reason}`)).toBe(true);
+
+    // HTTP/2: headers with END_STREAM and no DATA; the session stays usable.
+    const session = http2.connect(t.url);
+    try {
+      const head = await h2Exchange(session, { ":method": "HEAD", ":path": raw });
+      expect(head.status).toBe(400);
+      expect(head.headers.server).toBe("resources/1.0");
+      expect(head.headers["content-type"]).toBe("text/plain; charset=utf-8");
+      expect(head.endStream).toBe(true);
+      expect(head.body).toBe("");
+      const after = await h2Exchange(session, { ":method": "GET", ":path": "/resources/v2/data/home/" });
+      expect(after.status).toBe(200);
+      expect(session.destroyed).toBe(false);
+    } finally {
+      session.close();
+    }
   });
 
   it("CONNECT answers 405 with Allow, Server and a reason, on HTTP/1.1 and HTTP/2", async () => {
