@@ -27,7 +27,8 @@ export function quoteTag(tag: string): string {
 
 /**
  * Parses an If-Match / If-None-Match header value: a comma-separated list of
- * quoted or unquoted tags (a W/ prefix is accepted and ignored), or "*".
+ * quoted or unquoted tags (a W/ prefix is accepted and ignored), or "*". Each tag it gives
+ * back parses to itself again.
  */
 export function parseTagList(header: string): string[] {
   const out: string[] = [];
@@ -35,11 +36,19 @@ export function parseTagList(header: string): string[] {
     let t = raw.trim();
     if (t === "") continue;
     if (t.startsWith("W/")) t = t.slice(2);
-    if (t.startsWith('"')) {
+    const quoted = t.startsWith('"');
+    if (quoted) {
       if (t.length < 2 || !t.endsWith('"')) throw new BadRequestError(`malformed entity tag ${raw.trim()}`);
       t = t.slice(1, -1);
     }
-    if (t.includes('"') || /[\s\u0000-\u001f]/.test(t)) {
+    // The services parse the tags they are given again (they take tags as clients send them): a
+    // tag must come out the same, so a quoted "*" may not become the wildcard, nor "W/x" the tag
+    // x. None of these is a tag this server makes; refusing them rather than letting them match
+    // nothing keeps a client that quotes * in If-None-Match from overwriting what it meant to create.
+    if (quoted && t === "*") {
+      throw new BadRequestError('entity tag "*" is not a tag this server makes: send * unquoted to match any');
+    }
+    if (t === "" || t.startsWith("W/") || t.includes('"') || /[\s\u0000-\u001f]/.test(t)) {
       throw new BadRequestError(`malformed entity tag ${raw.trim()}`);
     }
     out.push(t);

@@ -50,8 +50,9 @@ export function storeElement(s: Store): string {
     "store-features": { feature: s.features },
     "store-settings": { setting: s.settings.map((x) => ({ name: x.name, value: x.value })) },
   };
-  // suppressEmptyNode would drop empty values; keep <value></value> for them.
-  return (builder.build({ store: element }) as string).replace(/<value\/>/g, "<value></value>");
+  // suppressEmptyNode would drop empty values; keep <value></value> for them. A CR in a value is
+  // written as a reference: a parser reads a literal one as LF (XML 1.0, 2.11).
+  return (builder.build({ store: element }) as string).replace(/<value\/>/g, "<value></value>").replace(/\r/g, "&#13;");
 }
 
 export function storesDocument(stores: readonly Store[]): string {
@@ -68,11 +69,15 @@ const parser = new XMLParser({
   maxNestedTags: MAX_XML_DEPTH,
   // No DTD reaches the parser (parseStoreXml refuses it); these bound the predefined entities.
   processEntities: { enabled: true, maxExpandedLength: MAX_XML_EXPANSION, maxTotalExpansions: MAX_XML_EXPANSION },
-  htmlEntities: false,
+  // Character references (&#13;, &#x26;) are XML and must be decoded; fast-xml-parser ties them to
+  // this option, which also accepts HTML's named entities (harmless in a store configuration).
+  htmlEntities: true,
   attributeNamePrefix: "@",
   parseTagValue: false,
   parseAttributeValue: false,
-  trimValues: true,
+  // A setting's value is kept as written: a listing sent back must compare equal to the server's
+  // own values, spaces included. Names and the store's attributes are trimmed where they are read.
+  trimValues: false,
   isArray: (name) => name === "setting" || name === "feature" || name === "store",
 });
 
@@ -174,12 +179,16 @@ function storeFromDocument(doc: XmlNode): StoreBody {
   if (settingsNode && typeof settingsNode === "object") {
     for (const s of ((settingsNode as XmlNode).setting as XmlNode[] | undefined) ?? []) {
       if (typeof s !== "object" || s === null) throw new BadRequestError("a setting needs a name and a value element");
-      const name = text(s.name, "setting name");
+      const name = text(s.name, "setting name").trim();
       if (name === "") throw new BadRequestError("a setting needs a name element");
       settings.push({ name, value: text(s.value, `value of setting ${name}`) });
     }
   }
-  return { name: text(store["@name"], "store@name"), type: text(store["@type"], "store@type"), settings };
+  return {
+    name: text(store["@name"], "store@name").trim(),
+    type: text(store["@type"], "store@type").trim(),
+    settings,
+  };
 }
 
 /** Parses a store configuration sent as JSON: {"name", "type", "settings": {name: value} | [{name, value}]}. */
