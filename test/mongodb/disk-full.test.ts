@@ -18,22 +18,9 @@ import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { tmpfsMountable } from "../support/tmpfs.js";
 
 const REASON = "insufficient storage: the database's disk is full";
-
-function tmpfsMountable(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  const probe = mkdtempSync(join(tmpdir(), "trove-tmpfs-probe-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe], { stdio: "ignore" });
-    execFileSync("umount", [probe], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
 
 const RUNS = FERRETDB_BIN !== undefined && tmpfsMountable();
 if (!RUNS) {

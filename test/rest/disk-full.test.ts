@@ -6,7 +6,6 @@
 
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import { mkdtemp, open, readdir, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,24 +23,10 @@ import {
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { SqliteStorage, type SqliteStorageOptions } from "../../src/storage/sqlite/sqlite-storage.js";
+import { tmpfsMountable } from "../support/tmpfs.js";
 import { DATA, expectError, type RestClient, restClient, storeState } from "./rest-client.js";
 
 const REASON = "insufficient storage: the server's disk is full";
-
-/** Whether this process may mount a tmpfs (root, and mount(8) allowed here). */
-function tmpfsMountable(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  const probe = mkdtempSync(join(tmpdir(), "trove-tmpfs-probe-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe], { stdio: "ignore" });
-    execFileSync("umount", [probe], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
 
 const TMPFS = tmpfsMountable();
 if (!TMPFS) {
