@@ -2,10 +2,6 @@
 // clear reason (gRPC Unavailable), the server keeps running, and it recovers by
 // itself. Starts its own FerretDB (TROVE_TEST_FERRETDB_BIN, set by .ci/run).
 
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
@@ -14,67 +10,24 @@ import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.j
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
-import { freePort } from "../support/child-server.js";
+import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
 
-const FERRETDB = process.env.TROVE_TEST_FERRETDB_BIN;
+const FERRETDB = FERRETDB_BIN;
 if (!FERRETDB) console.warn("MongoDB connection-loss test NOT RUN: set TROVE_TEST_FERRETDB_BIN (bash .ci/run does)");
 
-let ferret: ChildProcess | undefined;
+let ferret: FerretDb | undefined;
 let server: TroveServer | undefined;
-let dir = "";
-
-async function startFerret(port: number): Promise<void> {
-  ferret = spawn(
-    FERRETDB as string,
-    [
-      "--handler=sqlite",
-      `--sqlite-url=file:${dir}/`,
-      `--state-dir=${dir}`,
-      `--listen-addr=127.0.0.1:${port}`,
-      "--debug-addr=-",
-      "--telemetry=disable",
-      "--log-level=error",
-    ],
-    { stdio: "ignore" },
-  );
-  const net = await import("node:net");
-  for (let i = 0; i < 100; i++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, "127.0.0.1");
-      s.once("connect", () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once("error", () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("FerretDB did not start");
-}
-
-async function stopFerret(): Promise<void> {
-  const f = ferret;
-  ferret = undefined;
-  if (!f || f.exitCode !== null) return;
-  const exited = new Promise((r) => f.once("exit", r));
-  f.kill("SIGTERM");
-  await exited;
-}
 
 afterEach(async () => {
   await server?.close().catch(() => {});
-  await stopFerret();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await ferret?.dispose();
 });
 
 describe.runIf(FERRETDB)("MongoDB connection loss", () => {
   it("answers 503 with a reason (gRPC Unavailable) while MongoDB is down, and recovers by itself", async () => {
-    dir = await mkdtemp(join(tmpdir(), "trove-ferret-"));
-    const port = await freePort();
-    await startFerret(port);
+    ferret = await startFerretDb();
     const storage = await MongoStorage.open({
-      url: `mongodb://127.0.0.1:${port}/`,
+      url: ferret.url,
       database: "trove",
       serverSelectionTimeout: 1000,
     });
@@ -85,7 +38,7 @@ describe.runIf(FERRETDB)("MongoDB connection loss", () => {
     const put = await fetch(`${url}/resources/v2/data/home/kept.txt`, { method: "PUT", body: "still here" });
     expect(put.status).toBe(201);
 
-    await stopFerret();
+    await ferret.stop();
     const down = await fetch(`${url}/resources/v2/data/home/kept.txt`);
     expect(down.status).toBe(503);
     expect(down.headers.get("server")).toBe("resources/1.0");
@@ -98,7 +51,7 @@ describe.runIf(FERRETDB)("MongoDB connection loss", () => {
       (err) => err instanceof ConnectError && err.code === Code.Unavailable,
     );
 
-    await startFerret(port);
+    await ferret.start();
     let status = 0;
     for (let i = 0; i < 100 && status !== 200; i++) {
       const res = await fetch(`${url}/resources/v2/data/home/kept.txt`);
