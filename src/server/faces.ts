@@ -1,0 +1,151 @@
+// The faces of the server and their routes: the RPC services (Connect, gRPC and gRPC-Web through
+// one adapter), REST v2 (resources, stores, poll), insights REST, and the open HTTP endpoints that
+// answer without a token (probes, metrics, the API description). Each face only translates to the
+// cores; a request reaches `dispatch` with its caller already decided by the pipeline.
+
+import type * as http from "node:http";
+import { Code, ConnectError, type ConnectRouter, createContextValues } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "pino";
+import { type Caller, callerKey, nobody } from "../auth/caller.js";
+import { ProjectService } from "../gen/trove/insights/v1/projects_pb.js";
+import { ReportService } from "../gen/trove/insights/v1/reports_pb.js";
+import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
+import { ResourceService } from "../gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "../gen/trove/resources/v2/stores_pb.js";
+import { sendError } from "../rest/errors.js";
+import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
+import { INSIGHTS_PREFIX, InsightsRoutes } from "../rest/insights.js";
+import { PollRoutes } from "../rest/poll.js";
+import { ResourceRoutes } from "../rest/resources.js";
+import { handleRest, REST_PREFIX } from "../rest/router.js";
+import { StoreRoutes } from "../rest/stores.js";
+import { toConnectError, withConnectErrors, withRequestDecodeErrors } from "../services/connect-errors.js";
+import type { Cores } from "./cores.js";
+import { rpcReadMaxBytes } from "./limits.js";
+import { dropUnreadBody, rpcProtocol, sendRpcError, unimplementedReason } from "./rpc-refusals.js";
+
+/** An HTTP endpoint outside the faces' prefixes, answered for any caller (a probe, /metrics, /openapi.json). */
+export type OpenRoute = (req: RestRequest, res: RestResponse) => void;
+
+/** Standard RPC services open to every caller (gRPC health, reflection), registered beside Trove's. */
+export type OpenServices = (router: ConnectRouter) => void;
+
+/** The RPC services of Trove, in the order they are registered. */
+export const TROVE_SERVICES = [ResourceService, StoreService, ChangeService, ProjectService, ReportService] as const;
+
+/**
+ * What answers without a token (DESIGN.md, "Second wave"): these paths, the standard gRPC health and
+ * reflection services and, in development mode, the issuer under /auth/ (the pipeline handles it).
+ * An open path with no route yet answers 404 / UNIMPLEMENTED like any unknown path.
+ */
+const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
+const OPEN_PREFIXES = [
+  "/grpc.health.v1.Health/",
+  "/grpc.reflection.v1.ServerReflection/",
+  "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+export function isOpenPath(pathname: string): boolean {
+  return OPEN_PATHS.has(pathname) || OPEN_PREFIXES.some((prefix) => pathname.startsWith(prefix));
+}
+
+/** Paths of the RPC services: a refused call there is answered in its RPC protocol, anything else as REST. */
+const RPC_PATHS = TROVE_SERVICES.map((s) => `/${s.typeName}/`);
+
+export interface FacesOptions {
+  cores: Cores;
+  logger: Logger;
+  maxResourceSize: number;
+  /** Open HTTP endpoints by exact path (each must be one of OPEN_PATHS). */
+  openRoutes?: ReadonlyMap<string, OpenRoute>;
+  /** Registers the open RPC services. */
+  openServices?: OpenServices;
+}
+
+export interface Faces {
+  /** Hands a request to its face, as `caller` (nobody on an open path). */
+  dispatch(req: RestRequest, res: RestResponse, caller: Caller): void;
+  /** Answers a request refused before its face saw it, in the caller's protocol, without reading its body. */
+  refuse(req: RestRequest, res: RestResponse, err: unknown): void;
+}
+
+/** What the pipeline leaves on a request: the caller. */
+interface Authenticated {
+  trove?: { caller: Caller };
+}
+
+export function callerOf(req: unknown): Caller | undefined {
+  return (req as Authenticated).trove?.caller;
+}
+
+function contextValues(req: unknown) {
+  const values = createContextValues();
+  values.set(callerKey, callerOf(req) ?? nobody);
+  return values;
+}
+
+export function createFaces(options: FacesOptions): Faces {
+  const { cores, logger } = options;
+  const routes = (router: ConnectRouter) => {
+    router.service(ResourceService, withConnectErrors(cores.resources));
+    router.service(StoreService, withConnectErrors(cores.stores));
+    router.service(ChangeService, withConnectErrors(cores.changes));
+    router.service(ProjectService, withConnectErrors(cores.projects));
+    router.service(ReportService, withConnectErrors(cores.reports));
+    options.openServices?.(router);
+  };
+  const connect = connectNodeAdapter({
+    // A body that does not decode is the client's mistake: InvalidArgument, not Internal.
+    routes: withRequestDecodeErrors(routes),
+    contextValues,
+    // A larger message is refused (RESOURCE_EXHAUSTED) before it is buffered, a larger declared length at once.
+    readMaxBytes: rpcReadMaxBytes(options.maxResourceSize),
+    // No maxTimeoutMs: a client may wait as long as it likes on Poll, WatchChanges and WatchReport.
+    fallback: (nodeReq, nodeRes) => {
+      const req = nodeReq as RestRequest;
+      const res = nodeRes as RestResponse;
+      const protocol = rpcProtocol(req);
+      if (protocol) {
+        // Connect unary: 404, as for any path that does not exist; the body carries the code.
+        sendRpcError(req, res, protocol, new ConnectError(unimplementedReason(req), Code.Unimplemented), {}, 404);
+      } else {
+        dropUnreadBody(req, res);
+        sendText(res, 404, `no such endpoint: ${splitUrl(req.url ?? "/").pathname}`);
+      }
+    },
+  });
+  const rest = {
+    resources: new ResourceRoutes(cores.resources),
+    stores: new StoreRoutes(cores.stores),
+    poll: new PollRoutes(cores.changes),
+  };
+  const insights = new InsightsRoutes(cores.projects, cores.reports);
+  const openRoutes = options.openRoutes ?? new Map<string, OpenRoute>();
+
+  return {
+    dispatch(req, res, caller) {
+      (req as Authenticated).trove = { caller };
+      const url = req.url ?? "/";
+      if (url.startsWith(REST_PREFIX)) void handleRest(rest, req, res);
+      else if (url.startsWith(INSIGHTS_PREFIX)) void insights.handle(req, res, splitUrl(url));
+      else {
+        const open = openRoutes.get(splitUrl(url).pathname);
+        if (open) open(req, res);
+        else connect(req as http.IncomingMessage, res as http.ServerResponse);
+      }
+    },
+    refuse(req, res, err) {
+      const error = toConnectError(err);
+      if (error.code === Code.Internal) logger.error({ err }, "authentication failed");
+      const protocol =
+        rpcProtocol(req) ?? (RPC_PATHS.some((prefix) => req.url?.startsWith(prefix)) ? "connect" : undefined);
+      if (protocol) {
+        sendRpcError(req, res, protocol, error);
+      } else {
+        dropUnreadBody(req, res);
+        sendError(req, res, error);
+      }
+    },
+  };
+}

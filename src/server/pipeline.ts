@@ -1,0 +1,140 @@
+// The request pipeline every request goes through before its face: a request id, the observers
+// (request log, metrics), the answers that must not depend on the transport (CONNECT, raw bytes in
+// the target), the development issuer, cross-origin preflights, open paths, then authentication.
+// A request that is refused here is answered without its body being read.
+
+import { randomBytes } from "node:crypto";
+import type * as http from "node:http";
+import type { Logger } from "pino";
+import { anonymousCaller, type Caller, nobody } from "../auth/caller.js";
+import { DEV_ISSUER_PREFIX, type DevIssuer } from "../auth/dev-issuer.js";
+import type { Authenticator } from "../auth/verifier.js";
+import { serverErrorOf } from "../rest/errors.js";
+import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
+import { callerOf, type Faces, isOpenPath } from "./faces.js";
+import { ALLOWED_METHODS, INVALID_TARGET } from "./listener.js";
+import { dropUnreadBody } from "./rpc-refusals.js";
+
+/**
+ * Sees every request when it arrives, before anything answers it (it may wait for the response's
+ * `finish`). Observers never answer.
+ */
+export type RequestObserver = (req: RestRequest, res: RestResponse, id: string) => void;
+
+/** Cross-origin access for browsers (CORS). */
+export interface CrossOrigin {
+  /**
+   * Answers a preflight (returns true), or adds the cross-origin headers to the response of an
+   * actual request (returns false, and the request goes on).
+   */
+  handle(req: RestRequest, res: RestResponse): boolean;
+}
+
+export interface PipelineOptions {
+  faces: Faces;
+  logger: Logger;
+  auth: Authenticator | "anonymous";
+  devIssuer?: DevIssuer;
+  crossOrigin?: CrossOrigin;
+  /** Observers besides the request log. */
+  observers?: readonly RequestObserver[];
+}
+
+/** A request target Node's HTTP/1.1 parser would take: printable ASCII. HTTP/2 lets any byte through. */
+const PRINTABLE_TARGET = /^[\x21-\x7e]*$/;
+
+/** The request log: one line per request, and one error line with the request id for every 5xx. */
+export function requestLog(logger: Logger): RequestObserver {
+  return (req, res, id) => {
+    const started = performance.now();
+    (res as http.ServerResponse).once("finish", () => {
+      // Every 5xx answer (REST, insights, Connect) is one error line with the request id.
+      if (res.statusCode >= 500) {
+        logger.error(
+          { req: id, method: req.method, status: res.statusCode, err: serverErrorOf(res) },
+          "request failed",
+        );
+      }
+      if (logger.isLevelEnabled("info")) {
+        // Never the headers (Authorization) nor, for the issuer, the query string.
+        const url = req.url?.startsWith(DEV_ISSUER_PREFIX) ? req.url.replace(/\?.*$/, "") : req.url;
+        logger.info(
+          {
+            req: id,
+            method: req.method,
+            url,
+            status: res.statusCode,
+            caller: callerOf(req)?.subject,
+            ms: Math.round((performance.now() - started) * 10) / 10,
+          },
+          "request",
+        );
+      }
+    });
+  };
+}
+
+export function createPipeline(options: PipelineOptions): (req: RestRequest, res: RestResponse) => void {
+  const { faces, auth, devIssuer, crossOrigin } = options;
+  const observers = [requestLog(options.logger), ...(options.observers ?? [])];
+  const idPrefix = randomBytes(4).toString("hex");
+  let counter = 0;
+
+  const authenticated = (req: RestRequest, res: RestResponse) => {
+    if (auth === "anonymous") {
+      faces.dispatch(req, res, anonymousCaller);
+      return;
+    }
+    let caller: Caller | Promise<Caller>;
+    try {
+      caller = auth.authenticate(req.headers.authorization);
+    } catch (err) {
+      faces.refuse(req, res, err);
+      return;
+    }
+    if (caller instanceof Promise) {
+      caller.then(
+        (c) => faces.dispatch(req, res, c),
+        (err) => faces.refuse(req, res, err),
+      );
+    } else {
+      faces.dispatch(req, res, caller);
+    }
+  };
+
+  return (req, res) => {
+    const id =
+      (req.headers["x-request-id"] as string | undefined)?.slice(0, 128) ?? `${idPrefix}-${(++counter).toString(36)}`;
+    (res as http.ServerResponse).setHeader("X-Request-Id", id);
+    for (const observe of observers) observe(req, res, id);
+    // The same request gets the same answer on HTTP/1.1 and HTTP/2, whatever Node's parsers let through.
+    if (req.method === "CONNECT") {
+      dropUnreadBody(req, res);
+      sendText(res, 405, "CONNECT is not supported", { Allow: ALLOWED_METHODS });
+      return;
+    }
+    if (!PRINTABLE_TARGET.test(req.url ?? "")) {
+      dropUnreadBody(req, res);
+      sendText(res, 400, INVALID_TARGET);
+      return;
+    }
+    if (devIssuer && req.url?.startsWith(DEV_ISSUER_PREFIX)) {
+      devIssuer.handle(req, res);
+      return;
+    }
+    // Before authentication, since a browser's preflight carries no credentials.
+    if (crossOrigin?.handle(req, res)) return;
+    if (req.method === "OPTIONS") {
+      dropUnreadBody(req, res);
+      sendText(res, 405, `OPTIONS is not supported on ${splitUrl(req.url ?? "/").pathname}`, {
+        Allow: ALLOWED_METHODS,
+      });
+      return;
+    }
+    if (isOpenPath(splitUrl(req.url ?? "/").pathname)) {
+      faces.dispatch(req, res, nobody);
+      return;
+    }
+    authenticated(req, res);
+  };
+}
