@@ -25,6 +25,39 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxConnections: 1000,
 };
 
+/**
+ * How often the HTTP/1.1 server looks for request heads that ran out of time (Node's
+ * `connectionsCheckingInterval`, 30 s by default, which would let a 1 s headers timeout run to
+ * 30 s): a quarter of the timeout, between 100 ms and 1 s.
+ */
+export function headersCheckingInterval(headersTimeout: number): number {
+  return Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4)));
+}
+
+/**
+ * How long a connection answered with a refusal (408, 400, 431, 405, 503) is kept while its answer
+ * is sent: then it is destroyed, whether or not the client read the answer or closed its side.
+ */
+export const CLOSE_LINGER_MS = 1000;
+
+/**
+ * The slack beyond each timeout: a connection that hits it is closed (its descriptor released) at
+ * the latest this much later (docs/security.md, "Limits"). First byte: at the timeout (the socket is
+ * destroyed). Request head: one checking interval (at most 1 s) until Node notices, then the 408 and
+ * CLOSE_LINGER_MS. Keep-alive idle: the 1 s Node adds so that a client reusing the connection at the
+ * advertised timeout does not race the close. HTTP/2 idle session: GOAWAY, at most 1 s for the
+ * session to close, then CLOSE_LINGER_MS. A busy event loop's timer delays come on top of these.
+ */
+export const TIMEOUT_SLACK_MS = {
+  firstByte: 0,
+  headers: 1000 + CLOSE_LINGER_MS,
+  keepAlive: 1000,
+  sessionIdle: 1000 + CLOSE_LINGER_MS,
+} as const;
+
+/** Grace an idle HTTP/2 session gets between its GOAWAY and its destruction. */
+export const SESSION_CLOSE_GRACE_MS = 1000;
+
 /** Seconds a client refused for want of a connection should wait (`Retry-After`). */
 export const RETRY_AFTER_SECONDS = 1;
 

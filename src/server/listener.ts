@@ -8,7 +8,13 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import * as net from "node:net";
 import { SERVER_HEADER } from "../rest/http.js";
-import { RETRY_AFTER_SECONDS, type ServerLimits } from "./limits.js";
+import {
+  CLOSE_LINGER_MS,
+  headersCheckingInterval,
+  RETRY_AFTER_SECONDS,
+  SESSION_CLOSE_GRACE_MS,
+  type ServerLimits,
+} from "./limits.js";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -39,6 +45,31 @@ function rawAnswer(status: string, text: string, options: { headers?: string; he
     `HTTP/1.1 ${status}\r\nServer: ${SERVER_HEADER}\r\n${options.headers ?? ""}Content-Type: text/plain; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${options.head ? "" : body}`
   );
+}
+
+/**
+ * Writes a complete answer and ends the connection. Until the listener destroys it (CLOSE_LINGER_MS
+ * after the FIN, see `closeWhenDone`) the socket goes on reading, into Node's parser or discarded,
+ * so a client still sending gets its answer rather than a reset; its own FIN closes it at once.
+ */
+function answerAndClose(socket: net.Socket, answer: string): void {
+  socket.end(answer);
+  socket.resume();
+}
+
+/**
+ * Destroys a connection CLOSE_LINGER_MS after the server side has finished (answer sent, FIN
+ * queued), whether or not the client closes its side. `end()` alone, here or inside Node's http and
+ * http2 servers, keeps the descriptor until the client's FIN, and a client that never reads never
+ * sees the server's FIN: a slowloris kept its connection forever after its 408, an idle h2c session
+ * after its GOAWAY.
+ */
+function closeWhenDone(socket: net.Socket): void {
+  socket.once("finish", () => {
+    const timer = setTimeout(() => socket.destroy(), CLOSE_LINGER_MS);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+  });
 }
 
 /** What Node's parser gives `clientError`: the bytes it was parsing and how far it got. */
@@ -74,8 +105,8 @@ export function createListener(options: ListenerOptions): Listener {
       requestTimeout: 0,
       headersTimeout: limits.headersTimeout,
       keepAliveTimeout: limits.keepAliveTimeout,
-      // How often Node looks for heads that ran out of time.
-      connectionsCheckingInterval: Math.max(100, Math.min(1000, limits.headersTimeout / 4)),
+      // How often Node looks for heads that ran out of time (its default is 30 s).
+      connectionsCheckingInterval: headersCheckingInterval(limits.headersTimeout),
     },
     handler,
   );
@@ -96,11 +127,12 @@ export function createListener(options: ListenerOptions): Listener {
           : err.code === "HPE_INVALID_URL"
             ? ["400 Bad Request", INVALID_TARGET]
             : ["400 Bad Request", `malformed HTTP request: ${err.code ?? err.message}`];
-    socket.end(rawAnswer(status, text, { head: refusedMethod(err) === "HEAD" }));
+    answerAndClose(socket, rawAnswer(status, text, { head: refusedMethod(err) === "HEAD" }));
   });
   // Node hands CONNECT to this event and closes the socket unanswered when nobody listens.
   h1.on("connect", (_req: http.IncomingMessage, socket: net.Socket) => {
-    socket.end(
+    answerAndClose(
+      socket,
       rawAnswer("405 Method Not Allowed", "CONNECT is not supported", { headers: `Allow: ${ALLOWED_METHODS}\r\n` }),
     );
   });
@@ -126,7 +158,7 @@ export function createListener(options: ListenerOptions): Listener {
         return;
       }
       session.close();
-      setTimeout(() => session.destroy(), 1000).unref();
+      setTimeout(() => session.destroy(), SESSION_CLOSE_GRACE_MS).unref();
     };
     session.setTimeout(limits.sessionIdleTimeout, idle);
   });
@@ -137,6 +169,7 @@ export function createListener(options: ListenerOptions): Listener {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
+    closeWhenDone(socket);
     // Long-poll answers are small and latency-bound: no Nagle delay.
     socket.setNoDelay(true);
     socket.setTimeout(limits.firstByteTimeout, () => socket.destroy());
@@ -149,7 +182,8 @@ export function createListener(options: ListenerOptions): Listener {
         // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
         if (h2c) socket.destroy();
         else
-          socket.end(
+          answerAndClose(
+            socket,
             rawAnswer(
               "503 Service Unavailable",
               `too many connections: this server keeps at most ${limits.maxConnections} open`,

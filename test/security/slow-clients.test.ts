@@ -11,6 +11,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
+import { TIMEOUT_SLACK_MS } from "../../src/server/limits.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
 import { startServer, type TestServer } from "../support/server.js";
 
@@ -167,6 +168,83 @@ describe("200 slow or silent connections", () => {
   });
 });
 
+// Clients that never read what the server sends: they never see its FIN, so only the server can
+// end their connections. A 3 s headers timeout is checked every 750 ms (Node's default would be
+// every 30 s); the server's descriptors are the observation, since these clients read nothing.
+describe("200 slow or silent connections that never read", () => {
+  let server: ChildServer;
+  beforeAll(async () => {
+    server = await startChildServer({
+      args: [
+        "--first-byte-timeout",
+        "2",
+        "--headers-timeout",
+        "3",
+        "--keep-alive-timeout",
+        "2",
+        "--session-idle-timeout",
+        "2",
+      ],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("are closed by the server: its descriptors return to idle, and a dripping client's next write finds the connection gone", async () => {
+    await sleep(3500);
+    const idle = await openDescriptors(server.pid);
+
+    const kinds = ["silent", "dripping head", "h2 preface only", "unfinished head"] as const;
+    const attackers = Array.from({ length: 200 }, (_, i) => {
+      const kind = kinds[i % kinds.length] as (typeof kinds)[number];
+      const socket = net.connect(server.port, "127.0.0.1");
+      // No 'data' listener and no resume(): nothing the server sends is ever read.
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.on("error", () => {});
+      socket.once("connect", () => {
+        if (kind === "dripping head" || kind === "unfinished head")
+          socket.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n");
+        if (kind === "h2 preface only") socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+      });
+      return { kind, socket, closed };
+    });
+    const drip = setInterval(() => {
+      for (const a of attackers) if (a.kind === "dripping head" && !a.socket.destroyed) a.socket.write("X");
+    }, 500);
+    try {
+      const agent = new http.Agent({ keepAlive: false });
+      const status = await new Promise<number>((resolve, reject) => {
+        http
+          .get(
+            `${server.url}/resources/v2/data/home/`,
+            { agent, headers: { authorization: server.authorization } },
+            (res) => {
+              res.resume();
+              res.once("end", () => resolve(res.statusCode ?? 0));
+            },
+          )
+          .once("error", reject);
+      });
+      expect(status).toBe(200);
+      expect(await openDescriptors(server.pid)).toBeGreaterThanOrEqual(idle + 150);
+
+      // Due within 3 s plus the documented slack (about 5 s); waited for much longer.
+      const due = 3000 + Math.max(TIMEOUT_SLACK_MS.headers, TIMEOUT_SLACK_MS.sessionIdle);
+      expect(await eventually(async () => (await openDescriptors(server.pid)) <= idle, due + 25_000)).toBe(true);
+      const dripping = attackers.filter((a) => a.kind === "dripping head");
+      const allDrippingClosed = await Promise.race([
+        Promise.all(dripping.map((a) => a.closed)).then(() => true),
+        sleep(10_000).then(() => false),
+      ]);
+      expect(allDrippingClosed).toBe(true);
+    } finally {
+      clearInterval(drip);
+      for (const a of attackers) a.socket.destroy();
+    }
+  }, 60_000);
+});
+
 describe("the connection cap", () => {
   let t: TestServer;
   beforeAll(async () => {
@@ -200,6 +278,28 @@ describe("the connection cap", () => {
       expect(answer).toMatch(/\r\nServer: resources\/1\.0\r\n/);
       expect(answer).toMatch(/\r\nRetry-After: 1\r\n/);
       expect(answer).toMatch(/\r\n\r\ntoo many connections: this server keeps at most 4 open\n$/);
+
+      // A refused client that never reads and goes on sending: the server still ends the connection
+      // (its next write meets a reset), it does not keep the descriptor until the client closes.
+      const refusedClosed = await new Promise<boolean>((resolve) => {
+        const s = net.connect(t.port, "127.0.0.1");
+        s.on("error", () => {});
+        const tick = setInterval(() => {
+          if (!s.destroyed) s.write("X-Filler: x\r\n");
+        }, 200);
+        const giveUp = setTimeout(() => {
+          clearInterval(tick);
+          s.destroy();
+          resolve(false);
+        }, 15_000);
+        s.once("close", () => {
+          clearInterval(tick);
+          clearTimeout(giveUp);
+          resolve(true);
+        });
+        s.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n");
+      });
+      expect(refusedClosed).toBe(true);
 
       const h2closed = await new Promise<boolean>((resolve) => {
         const session = http2.connect(t.url);
