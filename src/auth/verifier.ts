@@ -16,7 +16,19 @@ export interface Authenticator {
    * issuer's keys cannot be fetched. Answers synchronously for a token seen before.
    */
   authenticate(authorization: string | undefined): Caller | Promise<Caller>;
+  /**
+   * Calls `observer` for every token answered from the cache of verified tokens ("cached") and
+   * after every verification, with its result (metrics); returns the function that stops it.
+   */
+  observe?(observer: TokenObserver): () => void;
 }
+
+/**
+ * A token answered from the cache, or the result of a verification: valid, invalid (the client's
+ * token was refused), unavailable (the issuer's keys could not be fetched), error (a server fault).
+ */
+export type TokenCheck = "cached" | "valid" | "invalid" | "unavailable" | "error";
+export type TokenObserver = (check: TokenCheck) => void;
 
 /** ConnectError metadata key holding the `WWW-Authenticate` challenge of a refusal (RFC 6750). */
 export const CHALLENGE_KEY = "www-authenticate";
@@ -139,6 +151,10 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
     : discoveredKeys(issuerOf(), { cooldown: options.jwksCooldown ?? 30_000, timeout: options.fetchTimeout ?? 5_000 });
   // A Map keeps insertion order: re-inserting on a hit makes the first key the least recently used.
   const cache = new Map<string, Cached>();
+  const observers = new Set<TokenObserver>();
+  const tell = (check: TokenCheck) => {
+    for (const observer of observers) observer(check);
+  };
 
   async function verify(token: string, key: string): Promise<Caller> {
     let caller: Caller;
@@ -158,8 +174,14 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
       caller = callerFromClaims(payload);
       exp = payload.exp as number;
     } catch (err) {
-      throw reasonOf(err, options.audience);
+      const refusal = reasonOf(err, options.audience);
+      if (observers.size > 0) {
+        const code = refusal.code;
+        tell(code === Code.Unauthenticated ? "invalid" : code === Code.Unavailable ? "unavailable" : "error");
+      }
+      throw refusal;
     }
+    if (observers.size > 0) tell("valid");
     cache.set(key, { caller, until: (exp + clockTolerance) * 1000 });
     if (cache.size > cacheSize) cache.delete(cache.keys().next().value as string);
     return caller;
@@ -176,12 +198,17 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
           cache.delete(key);
           if (hit.until > now()) {
             cache.set(key, hit);
+            if (observers.size > 0) tell("cached");
             return hit.caller;
           }
         }
       }
       const token = bearerToken(authorization);
       return verify(token, sha256(token));
+    },
+    observe(observer) {
+      observers.add(observer);
+      return () => observers.delete(observer);
     },
   };
 }

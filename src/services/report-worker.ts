@@ -32,6 +32,22 @@ export interface ReportWorkerOptions {
   retryDelayMs?: number;
   format?: ResourceFormat;
   maxDocumentBytes?: number;
+  /** Told about every job this worker takes (metrics). */
+  observer?: ReportJobObserver;
+}
+
+/**
+ * How a job taken by this worker ended: generated, failed for good, failed an attempt that will
+ * be retried, released at shutdown, lost (its lease went to another worker before it finished), or
+ * error (its state could not be written: the lease runs out and any worker takes it again).
+ */
+export type ReportJobOutcome = "generated" | "failed" | "retry" | "released" | "lost" | "error";
+
+export interface ReportJobObserver {
+  /** The worker took a job and starts generating. */
+  started(): void;
+  /** The job ended; `seconds` since it was taken. */
+  ended(outcome: ReportJobOutcome, seconds: number): void;
 }
 
 export class ReportWorker {
@@ -98,38 +114,51 @@ export class ReportWorker {
   async runOnce(): Promise<boolean> {
     const job = await this.storage.insights.claimReportJob(this.id, this.now(), this.leaseMs);
     if (!job) return false;
+    const observer = this.options.observer;
+    const taken = performance.now();
+    observer?.started();
+    let outcome: ReportJobOutcome = "error";
+    try {
+      outcome = await this.runJob(job);
+    } finally {
+      observer?.ended(outcome, (performance.now() - taken) / 1000);
+    }
+    return true;
+  }
+
+  private async runJob(job: ReportRecord): Promise<ReportJobOutcome> {
     if (job.attempts > this.maxAttempts) {
-      await this.finish(job, {
+      const done = await this.finish(job, {
         status: "failed",
         reason: `generation failed ${this.maxAttempts} times; last error: ${job.reason || "unknown"}`,
       });
-      return true;
+      return done ? "failed" : "lost";
     }
     try {
-      await this.generateThroughOutages(job);
+      const status = await this.generateThroughOutages(job);
+      return status ?? "lost";
     } catch (err) {
       const reason = (err as Error).message;
       if (this.stop.signal.aborted) {
         // Shutting down: the job goes back, for this or another instance to take.
-        await this.update(job, { leaseOwner: "", leaseExpires: this.now(), reason: job.reason });
-      } else if (job.attempts >= this.maxAttempts) {
-        await this.finish(job, {
+        const done = await this.update(job, { leaseOwner: "", leaseExpires: this.now(), reason: job.reason });
+        return done ? "released" : "lost";
+      }
+      if (job.attempts >= this.maxAttempts) {
+        const done = await this.finish(job, {
           status: "failed",
           reason: `generation failed ${job.attempts} times; last error: ${reason}`,
         });
-      } else {
-        this.options.logger?.warn(
-          { err, report: job.id, attempt: job.attempts },
-          "report generation failed; will retry",
-        );
-        await this.update(job, {
-          leaseOwner: "",
-          leaseExpires: this.now() + this.retryDelayMs * job.attempts,
-          reason,
-        });
+        return done ? "failed" : "lost";
       }
+      this.options.logger?.warn({ err, report: job.id, attempt: job.attempts }, "report generation failed; will retry");
+      const done = await this.update(job, {
+        leaseOwner: "",
+        leaseExpires: this.now() + this.retryDelayMs * job.attempts,
+        reason,
+      });
+      return done ? "retry" : "lost";
     }
-    return true;
   }
 
   /**
@@ -137,13 +166,12 @@ export class ReportWorker {
    * long as the job's lease would last: an outage of the database is not the report's failure,
    * and should not use up its attempts. A longer outage costs one attempt per lease.
    */
-  private async generateThroughOutages(job: ReportRecord): Promise<void> {
+  private async generateThroughOutages(job: ReportRecord): Promise<"generated" | "failed" | undefined> {
     // Real time, whatever clock the jobs are dated by: an outage lasts in real time.
     const until = performance.now() + this.leaseMs - this.retryDelayMs;
     for (;;) {
       try {
-        await this.generate(job);
-        return;
+        return await this.generate(job);
       } catch (err) {
         if (!(err instanceof UnavailableError) || this.stop.signal.aborted || performance.now() >= until) throw err;
         this.options.logger?.warn(
@@ -162,12 +190,16 @@ export class ReportWorker {
     }
   }
 
-  private async generate(job: ReportRecord): Promise<void> {
+  /** Generates the report and finishes the job; undefined when the job was no longer this worker's. */
+  private async generate(job: ReportRecord): Promise<"generated" | "failed" | undefined> {
     const project = await this.storage.insights.getProject(job.projectId);
     const environment = await this.storage.insights.getEnvironment(job.environmentId);
     if (!project || !environment) {
-      await this.finish(job, { status: "failed", reason: "the project or the environment no longer exists" });
-      return;
+      const done = await this.finish(job, {
+        status: "failed",
+        reason: "the project or the environment no longer exists",
+      });
+      return done ? "failed" : undefined;
     }
     const additionalFields = job.additionalFields as AdditionalField[];
     let promotions: Map<string, { date: number; by: string }> | undefined;
@@ -205,7 +237,8 @@ export class ReportWorker {
       maxSize: Number.MAX_SAFE_INTEGER,
     });
     // The document is the storage's from here: it discards it if the job was no longer ours.
-    await this.finish(job, { status: "generated", document: blob, reason: "" });
+    const done = await this.finish(job, { status: "generated", document: blob, reason: "" });
+    return done ? "generated" : undefined;
   }
 
   private async finish(job: ReportRecord, outcome: ReportJobUpdate): Promise<boolean> {
