@@ -21,12 +21,68 @@ describe("typeFromName", () => {
 
   it("uses only the last extension", () => {
     expect(typeFromName("archive.json.zip")).toBe("application/zip");
-    expect(typeFromName("data.tar.gz")).toBe(DEFAULT_TYPE);
+    expect(typeFromName("data.tar.gz")).toBe("application/gzip");
+    expect(typeFromName("invoice.template.json")).toBe("application/json");
+    expect(typeFromName("invoice.json.template")).toBe("application/vnd.trove.template+json");
+  });
+
+  it("keeps every type of Trove's own table (the types it has always given)", () => {
+    const table: Record<string, string> = {
+      json: "application/json",
+      xml: "application/xml",
+      txt: "text/plain",
+      md: "text/markdown",
+      html: "text/html",
+      htm: "text/html",
+      css: "text/css",
+      js: "text/javascript",
+      csv: "text/csv",
+      svg: "image/svg+xml",
+      png: "image/png",
+      jpg: "image/jpeg",
+      jpeg: "image/jpeg",
+      gif: "image/gif",
+      webp: "image/webp",
+      pdf: "application/pdf",
+      zip: "application/zip",
+      ttf: "font/ttf",
+      otf: "font/otf",
+      woff: "font/woff",
+      woff2: "font/woff2",
+      template: "application/vnd.trove.template+json",
+      block: "application/vnd.trove.content-block+json",
+      plugin: "application/vnd.trove.pluggable-object+json",
+      datamodel: "application/vnd.trove.data-model+json",
+      theme: "application/vnd.trove.theme+json",
+    };
+    for (const [extension, type] of Object.entries(table)) {
+      expect([extension, typeFromName(`file.${extension}`)]).toEqual([extension, type]);
+      expect([extension, typeFromName(`FILE.${extension.toUpperCase()}`)]).toEqual([extension, type]);
+    }
+  });
+
+  it("gives the real type of extensions beyond Trove's table, from the mime-db database", () => {
+    expect(typeFromName("conf.yaml")).toBe("application/yaml");
+    expect(typeFromName("conf.YML")).toBe("application/yaml");
+    expect(typeFromName("logo.ico")).toBe("image/vnd.microsoft.icon");
+    expect(typeFromName("doc.docx")).toBe("application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    expect(typeFromName("sheet.xlsx")).toBe("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    expect(typeFromName("photo.avif")).toBe("image/avif");
+    expect(typeFromName("scan.tiff")).toBe("image/tiff");
+    expect(typeFromName("clip.mp4")).toBe("video/mp4");
+    expect(typeFromName("module.mjs")).toBe("text/javascript");
+    expect(typeFromName("layers.psd")).toBe("image/vnd.adobe.photoshop");
+  });
+
+  it("looks up only a real extension: a bare name that is an extension, or a prototype key, is not one", () => {
+    for (const name of ["json", "yaml", "docx", "a.constructor", "a.__proto__", "a.toString", "a.hasOwnProperty"]) {
+      expect([name, typeFromName(name)]).toEqual([name, DEFAULT_TYPE]);
+    }
   });
 
   it("falls back to application/octet-stream without a known extension", () => {
     expect(DEFAULT_TYPE).toBe("application/octet-stream");
-    for (const name of ["Makefile", "a.unknown", "a.", ".json", ".hidden", ""]) {
+    for (const name of ["Makefile", "a.unknown", "a.", ".json", ".yaml", ".hidden", "", "image.nosuchextension"]) {
       expect(typeFromName(name)).toBe(DEFAULT_TYPE);
     }
   });

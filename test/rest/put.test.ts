@@ -200,7 +200,9 @@ describe("PUT and the resource type", () => {
   test.each([
     ["data.json", "application/json"],
     ["notes.TXT", "text/plain"],
-    ["image.xyz", "application/octet-stream"],
+    ["image.nosuchextension", "application/octet-stream"],
+    ["conf.yaml", "application/yaml"],
+    ["logo.ico", "image/vnd.microsoft.icon"],
     ["README", "application/octet-stream"],
   ])("PUT without Content-Type: %s gets the type %s from its extension", async (name, type) => {
     await putResource(client, name, "x");

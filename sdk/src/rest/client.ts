@@ -38,8 +38,11 @@ export interface PutResult {
   lastModifiedMillis: number | undefined;
 }
 
-/** What `put` sends: bytes, text (UTF-8), a Node Readable or a web ReadableStream. */
-export type Body = Uint8Array | string | Readable | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+/**
+ * What `put` sends: bytes, text (UTF-8), a Blob, a Node Readable or a web ReadableStream. No
+ * Content-Type goes with any of them unless `contentType` is given (or a Blob has a type).
+ */
+export type Body = Uint8Array | string | Blob | Readable | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -48,7 +51,10 @@ export interface RequestOptions {
 export interface PutOptions extends RequestOptions {
   /** Only replace when the stored tag is one of these (or "*": when it exists). */
   ifMatch?: string | string[];
-  /** Content-Type; without it the server takes the type from the extension. */
+  /**
+   * Content-Type; without it none is sent (whatever the body: a string too) and the server
+   * takes the type from the extension.
+   */
   contentType?: string;
   /** Base64 MD5 of the body: the server refuses (400) a body that does not match. */
   contentMd5?: string;
@@ -136,14 +142,22 @@ function infoOf(res: Response): ResourceInfo {
   };
 }
 
-function isReplayable(body: Body | undefined): body is Uint8Array | string | undefined {
-  return body === undefined || typeof body === "string" || body instanceof Uint8Array;
+function isReplayable(body: Body | undefined): body is Uint8Array | string | Blob | undefined {
+  return body === undefined || typeof body === "string" || body instanceof Uint8Array || body instanceof Blob;
 }
 
 function toWebStream(body: Body, onProgress?: (n: number) => void): FetchBody {
   if (typeof body === "string" || body instanceof Uint8Array) {
-    onProgress?.(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
-    return body as FetchBody;
+    // A string goes as its UTF-8 bytes: fetch would label a string text/plain;charset=UTF-8,
+    // and the server would keep that instead of taking the type from the name.
+    const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+    onProgress?.(bytes.byteLength);
+    return bytes as FetchBody;
+  }
+  if (body instanceof Blob) {
+    onProgress?.(body.size);
+    // Without its type, which fetch would send as Content-Type (put sends it when the caller gave none).
+    return body.slice(0, body.size, "") as FetchBody;
   }
   let stream: ReadableStream<Uint8Array>;
   if (body instanceof ReadableStream) stream = body;
@@ -207,6 +221,7 @@ export class TroveRestClient {
     const headers: Record<string, string> = {};
     if (options.ifMatch !== undefined) headers["If-Match"] = tagList(options.ifMatch);
     if (options.contentType !== undefined) headers["Content-Type"] = options.contentType;
+    else if (body instanceof Blob && body.type !== "") headers["Content-Type"] = body.type;
     if (options.contentMd5 !== undefined) headers["Content-MD5"] = options.contentMd5;
     if (options.contentLength !== undefined) headers["Content-Length"] = String(options.contentLength);
     const res = await this.call({
@@ -352,7 +367,7 @@ export class TroveRestClient {
     const init: RequestInit & { duplex?: "half" } = { method: call.method, headers, signal: call.signal };
     if (call.body !== undefined) {
       init.body = toWebStream(call.body, call.onUploadProgress);
-      if (!(typeof call.body === "string" || call.body instanceof Uint8Array)) init.duplex = "half";
+      if (!isReplayable(call.body)) init.duplex = "half";
     }
     try {
       return await this.doFetch(url, init);
