@@ -34,6 +34,7 @@ import {
 } from "../gen/trove/resources/v2/resources_pb.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
+import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
 
 // Base64 of a 16-byte digest, padded (RFC 1864): Buffer.from would skip junk and decode it anyway.
@@ -120,12 +121,20 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         if (err instanceof NotFoundError && attempt < 2) continue;
         throw err;
       }
-      yield create(ReadResponseSchema, { resource, chunk: first.done ? new Uint8Array(0) : first.value });
-      if (first.done) return;
-      for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
-        yield create(ReadResponseSchema, { chunk: next.value });
+      // Between messages the call may have run out of time or been cancelled: stop reading then,
+      // and close the blob's stream whichever way the read ends.
+      try {
+        yield create(ReadResponseSchema, { resource, chunk: first.done ? new Uint8Array(0) : first.value });
+        if (first.done) return;
+        for (;;) {
+          throwIfCallAborted(ctx);
+          const next = await chunks.next();
+          if (next.done) return;
+          yield create(ReadResponseSchema, { chunk: next.value });
+        }
+      } finally {
+        await chunks.return?.();
       }
-      return;
     }
   }
 
@@ -235,6 +244,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const now = this.now();
     const options = { recursive: req.recursive, includeDeleted: req.includeDeleted };
     for await (const batch of this.storage.listNodes(store, path, options)) {
+      throwIfCallAborted(ctx);
       const entries = batch
         .filter((n) => !isExpiredTombstone(n, config, now) && caller.may("read", n))
         .map((n) => toResource(n, access(n)));
