@@ -1,14 +1,16 @@
 // Hostile clients against one `trove serve` child process (issue 12, items 1 and 2):
 // the server's RSS while a 300 MB body without a token is sent to each face, how long a
 // request that announces 1 GiB waits for its answer, and GET latency while 200 slow or
-// silent connections are open. `node bench/attack.js [--root DIR] [--size-mib 300]`
-// (DIR: a checkout with dist/ built, default this one; extra arguments go to `trove serve`).
+// silent connections are open, beside a bare node:http server answering the same number of bytes
+// (the baseline), and when the server closes them. `node bench/attack.js [--root DIR]
+// [--size-mib 300] [--runs 3] [--slow-seconds 25] [--only bodies|slow]` (DIR: a checkout with
+// dist/ built, default this one; extra arguments go to `trove serve`).
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -17,7 +19,9 @@ const { values: opts, positionals } = parseArgs({
     root: { type: "string", default: "." },
     "size-mib": { type: "string", default: "300" },
     slow: { type: "string", default: "200" },
-    "slow-seconds": { type: "string", default: "20" },
+    "slow-seconds": { type: "string", default: "25" },
+    runs: { type: "string", default: "3" },
+    only: { type: "string" },
   },
   allowPositionals: true,
 });
@@ -221,58 +225,136 @@ async function bodies() {
   }
 }
 
-async function slow() {
+/** A bare node:http server (the baseline) answering every GET with `size` bytes, in its own process. */
+async function startBaseline(size) {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const body = Buffer.alloc(${size}, 0x61);
+       require("node:http").createServer((req, res) => {
+         res.writeHead(200, { "content-type": "application/xml", "content-length": body.length });
+         res.end(body);
+       }).listen(${port}, "127.0.0.1");`,
+    ],
+    { stdio: ["ignore", "ignore", "ignore"] },
+  );
+  const url = `http://127.0.0.1:${port}/`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      await (await fetch(url)).arrayBuffer();
+      break;
+    } catch {}
+    await sleep(50);
+  }
+  return { url, stop: () => child.kill("SIGKILL") };
+}
+
+const openDescriptors = (pid) => readdirSync(`/proc/${pid}/fd`).length;
+const quantile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+const median = (xs) => quantile(xs, 0.5);
+const ms = (x) => `${x.toFixed(2)} ms`;
+
+/**
+ * One run: GET latency of trove and of the baseline, interleaved, first without and then during
+ * `n` slow or silent connections to trove that never read what the server sends (the worst
+ * case: only the server can end them). The server's descriptors are sampled every 100 ms.
+ */
+async function slowRun(run, n, seconds) {
   const server = await startServer();
-  const n = Number(opts.slow);
-  const seconds = Number(opts["slow-seconds"]);
   try {
-    const get = async () => {
-      const started = performance.now();
-      const r = await fetch(`${server.url}/resources/v2/data/home/`, {
-        headers: { authorization: server.authorization },
-      });
-      await r.arrayBuffer();
-      return performance.now() - started;
-    };
-    const quiet = [];
-    for (let i = 0; i < 20; i++) quiet.push(await get());
-    const sockets = [];
-    let closed = 0;
-    for (let i = 0; i < n; i++) {
-      const s = net.connect(server.port, "127.0.0.1");
-      s.on("error", () => {});
-      s.on("close", () => closed++);
-      const kind = i % 4;
-      if (kind === 1) s.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n");
-      if (kind === 2) s.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-      if (kind === 3) s.write("G");
-      sockets.push(s);
-    }
-    // Slowloris: a byte of header every second on a quarter of them.
-    const drip = setInterval(() => {
-      for (let i = 1; i < sockets.length; i += 4) if (!sockets[i].destroyed) sockets[i].write("X");
-    }, 1000);
-    const during = [];
-    const end = Date.now() + seconds * 1000;
-    while (Date.now() < end) {
-      try {
-        during.push(await get());
-      } catch {
-        during.push(Number.POSITIVE_INFINITY);
+    // A 4 KiB resource: the GET of the other benchmarks (docs/benchmarks.md).
+    const target = `${server.url}/resources/v2/data/home/attack-4k.bin`;
+    const headers = { authorization: server.authorization };
+    const put = await fetch(target, { method: "PUT", headers, body: Buffer.alloc(4096, 0x61) });
+    if (put.status !== 201) throw new Error(`PUT answered ${put.status}`);
+    const size = (await (await fetch(target, { headers })).arrayBuffer()).byteLength;
+    const baseline = await startBaseline(size);
+    try {
+      const time = async (url, init) => {
+        const started = performance.now();
+        try {
+          const r = await fetch(url, init);
+          await r.arrayBuffer();
+          return r.status === 200 ? performance.now() - started : Number.POSITIVE_INFINITY;
+        } catch {
+          return Number.POSITIVE_INFINITY;
+        }
+      };
+      const sample = async (until, into) => {
+        while (Date.now() < until) {
+          into.trove.push(await time(target, { headers }));
+          into.base.push(await time(baseline.url));
+          await sleep(50);
+        }
+      };
+      const load = [loadavg()[0]];
+      await sample(Date.now() + 300, { trove: [], base: [] }); // warm-up
+      const quiet = { trove: [], base: [] };
+      await sample(Date.now() + 5000, quiet);
+
+      const idle = openDescriptors(server.pid);
+      const sockets = [];
+      for (let i = 0; i < n; i++) {
+        const s = net.connect(server.port, "127.0.0.1");
+        s.on("error", () => {});
+        const kind = i % 4;
+        if (kind === 1) s.write("GET /resources/v2/data/home/ HTTP/1.1\r\nHost: x\r\n");
+        if (kind === 2) s.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        if (kind === 3) s.write("G");
+        sockets.push(s);
       }
-      await sleep(100);
+      const attackStart = Date.now();
+      // Slowloris: a byte of header every second on a quarter of them.
+      const drip = setInterval(() => {
+        for (let i = 1; i < sockets.length; i += 4) if (!sockets[i].destroyed) sockets[i].write("X");
+      }, 1000);
+      // When the server's open descriptors first fell to each level: idle + 150, + 100, + 50, + 0.
+      let peak = 0;
+      const fell = new Map();
+      const watch = setInterval(() => {
+        try {
+          const open = openDescriptors(server.pid) - idle;
+          peak = Math.max(peak, open);
+          for (const level of [150, 100, 50, 0])
+            if (open <= level && peak >= n * 0.9 && !fell.has(level)) fell.set(level, Date.now() - attackStart);
+        } catch {}
+      }, 100);
+      const during = { trove: [], base: [] };
+      await sample(attackStart + seconds * 1000, during);
+      clearInterval(drip);
+      clearInterval(watch);
+      load.push(loadavg()[0]);
+      const still = openDescriptors(server.pid) - idle;
+      for (const s of sockets) s.destroy();
+      const steps = [...fell].map(([level, t]) => `${level} left at ${(t / 1000).toFixed(1)} s`).join(", ");
+      console.log(
+        `run ${run}: GET ${size} B, trove median ${ms(median(quiet.trove))} (p99 ${ms(quantile(quiet.trove, 0.99))}, ${quiet.trove.length}) → ` +
+          `during ${ms(median(during.trove))} (p99 ${ms(quantile(during.trove, 0.99))}, ${during.trove.length}); ` +
+          `baseline ${ms(median(quiet.base))} (p99 ${ms(quantile(quiet.base, 0.99))}) → ${ms(median(during.base))} ` +
+          `(p99 ${ms(quantile(during.base, 0.99))}); failed ${during.trove.filter((x) => x === Number.POSITIVE_INFINITY).length}; ` +
+          `load ${load.map((x) => x.toFixed(2)).join(" → ")}`,
+      );
+      console.log(
+        `       server descriptors: idle ${idle}, +${peak} with the attack; ${steps || "none closed"}; ${Math.max(0, still)} still open after ${seconds} s`,
+      );
+    } finally {
+      baseline.stop();
     }
-    clearInterval(drip);
-    const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
-    console.log(
-      `GET before: median ${q(quiet, 0.5).toFixed(1)} ms; during ${n} slow connections: median ${q(during, 0.5).toFixed(1)} ms, ` +
-        `p99 ${q(during, 0.99).toFixed(1)} ms, ${during.length} GETs; slow connections closed by the server after ${seconds} s: ${closed}/${n}`,
-    );
-    for (const s of sockets) s.destroy();
   } finally {
     server.stop();
   }
 }
 
-await bodies();
-await slow();
+async function slow() {
+  const n = Number(opts.slow);
+  const seconds = Number(opts["slow-seconds"]);
+  console.log(
+    `${n} slow connections against defaults + ${positionals.join(" ") || "no extra flags"}, ${cpus().length} CPUs`,
+  );
+  for (let run = 1; run <= Number(opts.runs); run++) await slowRun(run, n, seconds);
+}
+
+if (opts.only !== "slow") await bodies();
+if (opts.only !== "bodies") await slow();
