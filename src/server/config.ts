@@ -2,6 +2,7 @@
 
 import { parseArgs } from "node:util";
 import { parseDuration } from "../domain/store.js";
+import { parseCorsOrigin } from "./cors.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 
 export interface ServeConfig {
@@ -27,6 +28,8 @@ export interface ServeConfig {
   reportWorker: boolean;
   /** Connection limits and timeouts (milliseconds, counts). */
   limits: ServerLimits;
+  /** Origins whose browser pages may call the server (CORS); empty: same origin only. */
+  corsOrigins: string[];
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -52,6 +55,8 @@ Options:
                             generated, e.g. 90d, 12h (TROVE_REPORT_AVAILABILITY, default 90d)
   --no-report-worker        generate no reports in this instance; others on the same MongoDB do
                             (TROVE_REPORT_WORKER=false)
+  --cors-origin ORIGIN      let browser pages of this origin (https://app.example.com) call every
+                            face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
 
 Limits (docs/security.md): a connection that never finishes a request is closed.
   --first-byte-timeout S    seconds a new connection may stay silent (TROVE_FIRST_BYTE_TIMEOUT, default 10)
@@ -146,6 +151,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "session-idle-timeout": { type: "string" },
       "max-concurrent-streams": { type: "string" },
       "max-connections": { type: "string" },
+      "cors-origin": { type: "string", multiple: true },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -175,6 +181,13 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),
     reportAvailability: reportAvailability(values["report-availability"] ?? env.TROVE_REPORT_AVAILABILITY ?? "90d"),
     reportWorker: !(values["no-report-worker"] ?? env.TROVE_REPORT_WORKER === "false"),
+    corsOrigins: (
+      values["cors-origin"] ??
+      (env.TROVE_CORS_ORIGIN ?? "")
+        .split(",")
+        .map((o) => o.trim())
+        .filter((o) => o !== "")
+    ).map(parseCorsOrigin),
     limits: {
       firstByteTimeout: seconds(
         values["first-byte-timeout"] ?? env.TROVE_FIRST_BYTE_TIMEOUT,

@@ -50,6 +50,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     reportAvailability: config.reportAvailability,
     reportWorker: config.reportWorker ? {} : false,
     limits: config.limits,
+    corsOrigins: config.corsOrigins,
   });
   const address = await server.listen(config.port, config.host);
   logger.info(

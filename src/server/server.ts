@@ -10,10 +10,12 @@ import type { ChangeNotifier } from "../services/change-notifier.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import type { StoragePort } from "../storage/port.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
+import { createCrossOrigin } from "./cors.js";
 import { createFaces } from "./faces.js";
 import { startLifecycle } from "./lifecycle.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 import { createListener } from "./listener.js";
+import { OPENAPI_PATH, openApiRoute } from "./openapi.js";
 import { createPipeline } from "./pipeline.js";
 
 export interface TroveServerOptions {
@@ -43,6 +45,8 @@ export interface TroveServerOptions {
   reportWorker?: CoreOptions["reportWorker"];
   /** Connection limits and timeouts (limits.ts has the defaults). */
   limits?: Partial<ServerLimits>;
+  /** Origins whose browser pages may call every face (CORS); none by default: same origin only. */
+  corsOrigins?: readonly string[];
 }
 
 export interface TroveServer {
@@ -70,8 +74,9 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     reportAvailability: options.reportAvailability,
     reportWorker: options.reportWorker,
   });
-  const faces = createFaces({ cores, logger, maxResourceSize });
-  const handler = createPipeline({ faces, logger, auth: options.auth, devIssuer });
+  const faces = createFaces({ cores, logger, maxResourceSize, openRoutes: new Map([[OPENAPI_PATH, openApiRoute()]]) });
+  const crossOrigin = options.corsOrigins?.length ? createCrossOrigin(options.corsOrigins) : undefined;
+  const handler = createPipeline({ faces, logger, auth: options.auth, devIssuer, crossOrigin });
   const listener = createListener({ handler, limits: { ...DEFAULT_LIMITS, ...options.limits } });
   const lifecycle = startLifecycle({ storage, cores, listener, logger, now, purgeInterval: options.purgeInterval });
 
