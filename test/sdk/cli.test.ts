@@ -219,7 +219,9 @@ describe("trove CLI (@trove/sdk bin)", () => {
     await rest.put("cli-mirror", "two.bin", new Uint8Array(3 * 1024 * 1024).fill(5));
     const dir = join(home, "mirror");
     const first = await trove(["mirror", "cli-mirror", dir, "--once"], { env });
-    expect(first).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    // No progress bar without a TTY: only the summary line.
+    expect(first).toMatchObject({ code: 0, stdout: "" });
+    expect(first.stderr).toMatch(/^trove mirror: 2 files written, 0 deleted, 3\.0 MiB, \d+\.\d s, cursor \d+\n$/);
     expect(await readFile(join(dir, "d", "one.txt"), "utf8")).toBe("one");
     expect((await readFile(join(dir, "two.bin"))).length).toBe(3 * 1024 * 1024);
     await rest.put("cli-mirror", "d/one.txt", "ONE");

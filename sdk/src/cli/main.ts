@@ -18,13 +18,13 @@ import {
   UnauthorizedError,
   UnavailableError,
 } from "../errors.js";
-import type { MirrorEvent } from "../mirror/mirror.js";
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import { type CliIo, type Command, type Context, EXIT, out } from "./command.js";
 import { resolveConfig, tokenProviderOf, UsageError } from "./config.js";
 import { INSIGHTS_COMMANDS } from "./insights-commands.js";
+import { MIRROR_COMMAND } from "./mirror-command.js";
 import { createProgress } from "./progress.js";
 
 const GLOBAL_OPTIONS = {
@@ -449,70 +449,7 @@ Options:
     },
   },
 
-  mirror: {
-    help: `Usage: trove mirror STORE[/PATH] DIR [options]
-
-Keeps DIR equal to a store or a subtree: copies everything once, then follows the change feed
-(gRPC WatchChanges when reachable, REST long polls otherwise) until interrupted. The cursor is
-kept in .DIR.trove-mirror.json beside DIR, so a restart copies only what changed. Files are
-written to a temporary file and renamed. DIR belongs to the mirror: what the store does not
-hold is removed from it.
-
-Options:
-      --once               stop once DIR is up to date
-      --cursor-file FILE   keep the cursor here instead
-      --follow MODE        auto (default), watch or poll
-      --json               print every mirror event as a JSON line on stdout
-`,
-    options: {
-      once: { type: "boolean" },
-      "cursor-file": { type: "string" },
-      follow: { type: "string" },
-      json: { type: "boolean" },
-    },
-    async run(ctx) {
-      const { store, path } = address(ctx.positionals[0]);
-      const dir = ctx.positionals[1];
-      if (!dir) throw new UsageError("missing the local directory DIR");
-      const follow = (ctx.values.follow as string | undefined) ?? "auto";
-      if (!["auto", "watch", "poll"].includes(follow)) throw new UsageError("--follow takes auto, watch or poll");
-      // Loaded here: the mirror brings the gRPC transport along, which the other commands do not need.
-      const { mirror } = await import("../mirror/mirror.js");
-      const m = mirror({
-        client: await ctx.rest(),
-        store,
-        path,
-        target: dir,
-        cursorFile: ctx.values["cursor-file"] as string | undefined,
-        follow: follow as "auto" | "watch" | "poll",
-        once: ctx.values.once === true,
-        signal: ctx.io.signal,
-      });
-      const progress = createProgress(`mirror ${store}/${path}`, {
-        stream: ctx.io.stderr,
-        enabled: ctx.progress,
-        unit: "count",
-      });
-      m.on("event", (e: MirrorEvent) => {
-        if (ctx.values.json) {
-          const printable = e.type === "retry" ? { ...e, error: String((e.error as Error)?.message ?? e.error) } : e;
-          out(ctx.io, `${JSON.stringify(printable)}\n`);
-        }
-        if (e.type === "write") progress.update(m.stats.downloads, undefined, `files, ${e.path}`);
-        if (e.type === "retry" && !ctx.values.json) {
-          ctx.io.stderr.write(`trove mirror: ${(e.error as Error)?.message ?? e.error}; retrying in ${e.delayMs} ms\n`);
-        }
-        if (e.type === "store-missing" && !ctx.values.json)
-          ctx.io.stderr.write(`trove mirror: store ${store} does not exist\n`);
-      });
-      try {
-        await m.done;
-      } finally {
-        progress.finish();
-      }
-      return EXIT.ok;
-    },
-  },
+  mirror: MIRROR_COMMAND,
 
   ...INSIGHTS_COMMANDS,
 };

@@ -1,6 +1,7 @@
 // The default mirror sink: a local directory, each file written to a temporary
 // file beside it and renamed into place, and the mirror's state (cursor and the
-// tags it holds) in a JSON file next to the directory.
+// tags it holds) in a JSON marker file next to the directory, also written to a
+// temporary file and renamed.
 
 import { randomUUID } from "node:crypto";
 import { createWriteStream } from "node:fs";
@@ -13,7 +14,7 @@ import type { MirrorSink, MirrorState } from "./sink.js";
 export interface DirectorySinkOptions {
   /** The directory kept equal to the store or subtree. It is created if missing. */
   target: string;
-  /** Where the state is kept; default `.{name}.trove-mirror.json` beside the target. */
+  /** Where the state (the marker) is kept; default `.{name}.trove-mirror.json` beside the target. */
   stateFile?: string;
 }
 
@@ -40,6 +41,15 @@ export class DirectorySink implements MirrorSink {
     const name = basename(this.root);
     this.stateFile = resolve(options.stateFile ?? join(parent, `.${name}.trove-mirror.json`));
     this.tempDir = join(parent, `.${name}.trove-tmp`);
+  }
+
+  get stateLocation(): string {
+    return this.stateFile;
+  }
+
+  /** The mirror's own files when they are inside the target (a cursor file chosen there): never content. */
+  private own(full: string): boolean {
+    return full === this.stateFile || full === this.tempDir || full.startsWith(`${this.tempDir}/`);
   }
 
   async loadState(): Promise<MirrorState | undefined> {
@@ -92,7 +102,7 @@ export class DirectorySink implements MirrorSink {
   async remove(path: string): Promise<void> {
     if (path === "") {
       for (const entry of await readdir(this.root).catch(() => [])) {
-        await rm(join(this.root, entry), { recursive: true, force: true });
+        if (!this.own(join(this.root, entry))) await rm(join(this.root, entry), { recursive: true, force: true });
       }
       return;
     }
@@ -104,6 +114,7 @@ export class DirectorySink implements MirrorSink {
     const walk = async (dir: string, prefix: string): Promise<void> => {
       const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const e of entries) {
+        if (this.own(join(dir, e.name))) continue;
         const rel = prefix === "" ? e.name : `${prefix}/${e.name}`;
         out.set(rel, e.isDirectory());
         if (e.isDirectory()) await walk(join(dir, e.name), rel);
@@ -111,6 +122,11 @@ export class DirectorySink implements MirrorSink {
     };
     await walk(this.root, "");
     return out;
+  }
+
+  async close(): Promise<void> {
+    // Every write has been renamed into place by now: what is left is an empty directory.
+    await rm(this.tempDir, { recursive: true, force: true });
   }
 
   async open(): Promise<void> {

@@ -2,7 +2,9 @@
 // subtree by the spec's client procedure: initial poll, full recursive listing,
 // then the change feed (gRPC WatchChanges when reachable, REST long poll
 // otherwise); on RESET it relists and reconciles, and its cursor is persisted so
-// that a restarted mirror resumes without a full copy.
+// that a restarted mirror resumes without a full copy. It refuses a target that
+// holds something but is not its own (unless forced), can report what it would
+// do without doing it (dry run), and ends every run with a summary event.
 
 import { EventEmitter, on } from "node:events";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -25,8 +27,25 @@ export interface MirrorOptions {
   path?: string;
   /** A directory to keep equal to the store, or a sink. */
   target: string | MirrorSink;
-  /** For a directory target: where the cursor and tags are kept (default `.{dir}.trove-mirror.json` beside it). */
+  /**
+   * For a directory target: the marker, where the store, path, server URL, cursor and tags are
+   * kept (default `.{dir}.trove-mirror.json` beside it).
+   */
   cursorFile?: string;
+  /**
+   * Mirror into a target that holds something but is not this mirror's own (no marker, or the
+   * marker of another store or path). What the store does not hold is then deleted from it.
+   * Without it such a target is refused: `done` rejects with a MirrorRefusedError, nothing changed.
+   */
+  force?: boolean;
+  /**
+   * Report what would be written and deleted (`write`, `directory` and `remove` events, and the
+   * `summary`) without changing anything: no file, directory or marker is written, nothing is
+   * downloaded (sizes come from listings, or HEAD requests). Implies `once`.
+   */
+  dryRun?: boolean;
+  /** Called with every event, from the very first (the same events as `on("event")`). */
+  onEvent?: (event: MirrorEvent) => void;
   /** Stops the mirror; `done` then resolves. */
   signal?: AbortSignal;
   /** "auto" (default): WatchChanges over gRPC when reachable, else long poll; or force one. */
@@ -40,29 +59,61 @@ export interface MirrorOptions {
 }
 
 export type MirrorEvent =
-  | { type: "start"; resumed: boolean; eventId: number }
+  | { type: "start"; resumed: boolean; eventId: number; dryRun: boolean }
   | { type: "follow"; via: "watch" | "poll" }
   | { type: "sync"; reason: "initial" | "reset"; eventId: number; strategy: "recursive-listing" | "directory-tags" }
   | { type: "synced"; reason: "initial" | "reset"; eventId: number; written: number; removed: number; skipped: number }
   | { type: "write"; path: string; tag: string; size: number }
   | { type: "directory"; path: string; tag: string }
-  | { type: "remove"; path: string }
+  | { type: "remove"; path: string; directory: boolean }
   | { type: "batch"; eventId: number; events: number }
   | { type: "idle"; eventId: number }
   | { type: "store-missing"; store: string }
   | { type: "retry"; error: unknown; delayMs: number }
+  | { type: "summary"; written: number; removed: number; bytes: number; ms: number; eventId: number; dryRun: boolean }
   | { type: "stop"; eventId: number };
 
-/** Counters of what a mirror did, for progress and tests. */
+/** Counters of what a mirror did (or, in a dry run, would do), for progress and tests. */
 export interface MirrorStats {
   listings: number;
+  /** Files written. */
   downloads: number;
+  /** Files and directories deleted (a directory counts once, with its contents). */
+  removals: number;
   bytes: number;
   events: number;
   resets: number;
 }
 
 class StoreMissing extends Error {}
+
+/**
+ * The target holds something and is not this mirror's own: `done` rejects with it before
+ * anything is changed. `force: true` mirrors into it anyway.
+ */
+export class MirrorRefusedError extends Error {
+  override name = "MirrorRefusedError";
+  readonly code = "ERR_MIRROR_TARGET_NOT_EMPTY";
+  constructor(
+    /** The target (a directory path, or the sink's description). */
+    readonly target: string,
+    /** Where the marker was looked for. */
+    readonly marker: string | undefined,
+    /** What the marker there mirrors, if there is one. */
+    readonly found: { store: string; path: string } | undefined,
+    readonly store: string,
+    readonly path: string,
+  ) {
+    const what = `${store}/${path}`;
+    const why = found
+      ? `it is the mirror of ${found.store}/${found.path} (marker ${marker})`
+      : `it is not empty and is not a mirror of ${what}${marker ? ` (no marker ${marker})` : ""}`;
+    super(
+      `refusing to mirror ${what} into ${target}: ${why}; choose an empty directory, or force it ` +
+        `(whatever ${what} does not hold is then deleted from it)`,
+    );
+  }
+}
 
 const abortable = (ms: number, signal: AbortSignal | undefined) =>
   new Promise<void>((resolve) => {
@@ -92,7 +143,7 @@ function retryable(err: unknown): boolean {
  */
 export class StoreMirror extends EventEmitter {
   readonly done: Promise<void>;
-  readonly stats: MirrorStats = { listings: 0, downloads: 0, bytes: 0, events: 0, resets: 0 };
+  readonly stats: MirrorStats = { listings: 0, downloads: 0, removals: 0, bytes: 0, events: 0, resets: 0 };
   readonly store: string;
   /** The mirrored subtree, without leading or trailing "/". */
   readonly path: string;
@@ -101,11 +152,15 @@ export class StoreMirror extends EventEmitter {
   private readonly sink: MirrorSink;
   private readonly controller = new AbortController();
   private grpc: TroveClient | undefined;
+  private readonly dryRun: boolean;
+  private readonly stopWhenUpToDate: boolean;
 
   constructor(private readonly options: MirrorOptions) {
     super();
     this.store = options.store;
     this.path = (options.path ?? "").replace(/^\/+|\/+$/g, "");
+    this.dryRun = options.dryRun === true;
+    this.stopWhenUpToDate = options.once === true || this.dryRun;
     if (options.client) this.rest = options.client;
     else if (options.baseUrl) this.rest = createRestClient({ baseUrl: options.baseUrl, auth: options.auth });
     else throw new TypeError("mirror needs a client or a baseUrl");
@@ -144,6 +199,7 @@ export class StoreMirror extends EventEmitter {
   }
 
   private note(event: MirrorEvent): void {
+    this.options.onEvent?.(event);
     this.emit("event", event);
     this.emit(event.type, event);
   }
@@ -153,11 +209,57 @@ export class StoreMirror extends EventEmitter {
   }
 
   private async run(): Promise<void> {
-    await this.sink.open?.();
+    const started = performance.now();
+    await this.prepare();
+    try {
+      await this.follow();
+    } catch (err) {
+      await this.close();
+      this.summarize(started);
+      throw err;
+    }
+    await this.close();
+    this.summarize(started);
+    this.note({ type: "stop", eventId: this.state.eventId });
+  }
+
+  private summarize(started: number): void {
+    const { downloads: written, removals: removed, bytes } = this.stats;
+    const ms = Math.round(performance.now() - started);
+    const eventId = this.state?.eventId ?? -1;
+    this.note({ type: "summary", written, removed, bytes, ms, eventId, dryRun: this.dryRun });
+  }
+
+  /** Reads the marker, refuses a target that is not this mirror's own, and opens the sink. */
+  private async prepare(): Promise<void> {
     const saved = await this.sink.loadState();
-    const resumed = saved !== undefined && saved.store === this.store && saved.path === this.path;
-    this.state = resumed ? saved : { version: 1, store: this.store, path: this.path, eventId: -1, entries: {} };
-    this.note({ type: "start", resumed, eventId: this.state.eventId });
+    const local = await this.sink.listPaths?.();
+    const own = saved !== undefined && saved.store === this.store && saved.path === this.path;
+    if (local !== undefined && local.size > 0 && !own && !this.options.force) {
+      const target = typeof this.options.target === "string" ? this.options.target : "the sink";
+      const found = saved ? { store: saved.store, path: saved.path } : undefined;
+      throw new MirrorRefusedError(target, this.sink.stateLocation, found, this.store, this.path);
+    }
+    // A cursor of another server means nothing here; nor does one whose copy was emptied since.
+    const sameServer = saved?.url === undefined || saved.url === this.rest.baseUrl;
+    const emptied = local !== undefined && local.size === 0 && Object.keys(saved?.entries ?? {}).some((p) => p !== "");
+    const resumed = own && sameServer && !emptied && saved.eventId >= 0;
+    this.state = resumed
+      ? { ...saved, url: this.rest.baseUrl }
+      : { version: 1, store: this.store, path: this.path, url: this.rest.baseUrl, eventId: -1, entries: {} };
+    if (!this.dryRun) await this.sink.open?.();
+    this.note({ type: "start", resumed, eventId: this.state.eventId, dryRun: this.dryRun });
+  }
+
+  private async close(): Promise<void> {
+    if (!this.dryRun) await this.sink.close?.().catch(() => {});
+  }
+
+  private async save(): Promise<void> {
+    if (!this.dryRun) await this.sink.saveState(this.state);
+  }
+
+  private async follow(): Promise<void> {
     await this.withRetries(async () => {
       if (this.state.eventId < 0) {
         // The spec's first step: a poll without parameters gives the store's current event id.
@@ -167,8 +269,8 @@ export class StoreMirror extends EventEmitter {
       }
       return undefined;
     });
-    if (this.signal.aborted) return this.stopped();
-    let via = this.options.once ? "poll" : (this.options.follow ?? "auto");
+    if (this.signal.aborted) return;
+    let via = this.stopWhenUpToDate ? "poll" : (this.options.follow ?? "auto");
     while (!this.signal.aborted) {
       if (via === "poll") {
         this.note({ type: "follow", via: "poll" });
@@ -185,11 +287,6 @@ export class StoreMirror extends EventEmitter {
         via = "poll";
       }
     }
-    return this.stopped();
-  }
-
-  private stopped(): void {
-    this.note({ type: "stop", eventId: this.state.eventId });
   }
 
   /**
@@ -223,12 +320,12 @@ export class StoreMirror extends EventEmitter {
   private async followByPoll(): Promise<boolean> {
     const events = await this.rest.poll({
       cursors: { [this.store]: Math.max(0, this.state.eventId) },
-      wait: this.options.once ? 0 : (this.options.pollWait ?? 30),
+      wait: this.stopWhenUpToDate ? 0 : (this.options.pollWait ?? 30),
       signal: this.signal,
     });
     if (events.length === 0) {
       this.note({ type: "idle", eventId: this.state.eventId });
-      return this.options.once === true;
+      return this.stopWhenUpToDate;
     }
     await this.apply(events);
     return false;
@@ -288,7 +385,7 @@ export class StoreMirror extends EventEmitter {
       await this.applyChange(e);
       this.state.eventId = e.eventId;
     }
-    await this.sink.saveState(this.state);
+    await this.save();
     this.note({ type: "batch", eventId: this.state.eventId, events: events.length });
   }
 
@@ -307,7 +404,12 @@ export class StoreMirror extends EventEmitter {
       if (e.operation === "delete" && (e.path === "" || this.path.startsWith(`${e.path}/`))) await this.removeLocal("");
       return;
     }
-    if (e.operation === "delete") return this.removeLocal(rel);
+    if (e.operation === "delete") {
+      // Deleting a directory deletes what it held: their events come too, for entries gone by then.
+      if (rel === "" || rel in this.state.entries) return this.removeLocal(rel);
+      if (!this.dryRun) await this.sink.remove(rel);
+      return;
+    }
     if (e.directory) {
       await this.makeDirectory(rel, e.tag);
       return;
@@ -316,19 +418,20 @@ export class StoreMirror extends EventEmitter {
     await this.download(rel);
   }
 
-  private async removeLocal(rel: string): Promise<void> {
-    await this.sink.remove(rel);
+  private async removeLocal(rel: string, directory = this.state.entries[rel]?.directory ?? rel === ""): Promise<void> {
+    if (!this.dryRun) await this.sink.remove(rel);
     for (const p of Object.keys(this.state.entries)) {
       if (rel === "" || p === rel || p.startsWith(`${rel}/`)) delete this.state.entries[p];
     }
-    this.note({ type: "remove", path: rel });
+    this.stats.removals += 1;
+    this.note({ type: "remove", path: rel, directory });
   }
 
   private async makeDirectory(rel: string, tag: string): Promise<void> {
     const known = this.state.entries[rel];
     if (known && !known.directory) await this.removeLocal(rel);
     if (!known?.directory) {
-      await this.sink.makeDirectory(rel);
+      if (!this.dryRun) await this.sink.makeDirectory(rel);
       this.note({ type: "directory", path: rel, tag });
     }
     this.state.entries[rel] = { tag, directory: true };
@@ -339,8 +442,12 @@ export class StoreMirror extends EventEmitter {
     return rel === "" ? this.path : `${this.path}/${rel}`;
   }
 
-  /** Copies the current contents of a file; one that is gone by now is left to its delete event. */
-  private async download(rel: string): Promise<boolean> {
+  /**
+   * Copies the current contents of a file; one that is gone by now is left to its delete event.
+   * A dry run only notes it, with the size of the listing (`known`) or of a HEAD request.
+   */
+  private async download(rel: string, listed?: { tag: string; size?: number | undefined }): Promise<boolean> {
+    if (this.dryRun) return this.noteDownload(rel, listed);
     let got: Awaited<ReturnType<TroveRestClient["get"]>> & { notModified: false };
     try {
       const res = await this.rest.get(this.store, this.storePath(rel), { as: "stream", signal: this.signal });
@@ -369,6 +476,27 @@ export class StoreMirror extends EventEmitter {
     return true;
   }
 
+  private async noteDownload(rel: string, listed?: { tag: string; size?: number | undefined }): Promise<boolean> {
+    let info = listed?.size === undefined ? undefined : listed;
+    if (!info) {
+      try {
+        const head = await this.rest.head(this.store, this.storePath(rel), { signal: this.signal });
+        if (head.notModified) return false;
+        info = head;
+      } catch (err) {
+        if (isNotFoundError(err)) return false;
+        throw err;
+      }
+    }
+    if (this.state.entries[rel]?.directory) await this.removeLocal(rel, true);
+    const size = info.size ?? 0;
+    this.state.entries[rel] = { tag: info.tag, directory: false };
+    this.stats.downloads += 1;
+    this.stats.bytes += size;
+    this.note({ type: "write", path: rel, tag: info.tag, size });
+    return true;
+  }
+
   /** RESET (or the first run): relist and reconcile, then continue from `eventId`. */
   private async resync(eventId: number, reason: "initial" | "reset"): Promise<void> {
     if (reason === "reset") this.stats.resets += 1;
@@ -380,7 +508,7 @@ export class StoreMirror extends EventEmitter {
       // The store is gone (or not yet created): keep the local copy until it is back. A mirror
       // that only catches up (`once`) has nothing to wait for: it fails.
       this.note({ type: "store-missing", store: this.store });
-      if (this.options.once) throw err;
+      if (this.stopWhenUpToDate) throw err;
       throw new StoreMissing(`store ${this.store} does not exist`);
     }
     const byTags = reason === "reset" && features.includes("sync-recursive") && "" in this.state.entries;
@@ -389,7 +517,7 @@ export class StoreMirror extends EventEmitter {
     if (byTags) await this.reconcileByTags("", counts);
     else await this.reconcileByListing(counts);
     this.state.eventId = eventId;
-    await this.sink.saveState(this.state);
+    await this.save();
     this.note({ type: "synced", reason, eventId, ...counts });
   }
 
@@ -406,10 +534,12 @@ export class StoreMirror extends EventEmitter {
   /** sync-snapshot stores (and first copies): one recursive listing, compared with what the sink holds. */
   private async reconcileByListing(counts: { written: number; removed: number; skipped: number }): Promise<void> {
     const listing = await this.listDirectory("", true);
-    const remote = new Map<string, { tag: string; directory: boolean }>();
+    const remote = new Map<string, { tag: string; directory: boolean; size: number | undefined }>();
     if (listing) {
-      remote.set("", { tag: listing.tag, directory: true });
-      for (const e of listing.entries) if (!e.deleted) remote.set(e.name, { tag: e.tag, directory: e.directory });
+      remote.set("", { tag: listing.tag, directory: true, size: undefined });
+      for (const e of listing.entries) {
+        if (!e.deleted) remote.set(e.name, { tag: e.tag, directory: e.directory, size: e.size });
+      }
     }
     const local =
       (await this.sink.listPaths?.()) ?? new Map(Object.entries(this.state.entries).map(([p, e]) => [p, e.directory]));
@@ -421,7 +551,7 @@ export class StoreMirror extends EventEmitter {
       if (p === "" || insideRemoved(p)) continue;
       const r = remote.get(p);
       if (!r || r.directory !== local.get(p)) {
-        await this.removeLocal(p);
+        await this.removeLocal(p, local.get(p) === true);
         counts.removed += 1;
         if (local.get(p)) removedDirs.add(p);
       }
@@ -441,7 +571,7 @@ export class StoreMirror extends EventEmitter {
         counts.skipped += 1;
         continue;
       }
-      if (await this.download(p)) counts.written += 1;
+      if (await this.download(p, r)) counts.written += 1;
     }
     if (!listing) delete this.state.entries[""];
   }
@@ -486,7 +616,7 @@ export class StoreMirror extends EventEmitter {
         counts.skipped += 1;
         continue;
       }
-      if (await this.download(p)) counts.written += 1;
+      if (await this.download(p, e)) counts.written += 1;
     }
     // Only now is everything below in sync with this tag.
     this.state.entries[rel] = { tag: listing.tag, directory: true };

@@ -1,12 +1,17 @@
 // Where a mirror puts what it copies: a local directory (DirectorySink) or
 // anything that implements MirrorSink.
 
-/** What a mirror remembers between runs: its cursor and the tag of everything it holds. */
+/**
+ * What a mirror remembers between runs: its cursor and the tag of everything it holds. For a
+ * directory it is also the marker that makes the directory this mirror's own.
+ */
 export interface MirrorState {
   version: 1;
   store: string;
   /** The mirrored subtree ("" for the whole store). */
   path: string;
+  /** The server's base URL: a cursor of another server is not resumed. */
+  url?: string;
   /** The last event applied: a restarted mirror continues after it. */
   eventId: number;
   /** Relative path ("" for the mirrored directory itself) -> its tag, and whether it is a directory. */
@@ -24,6 +29,14 @@ export interface MirrorSink {
   makeDirectory(path: string): Promise<void>;
   /** Removes the file or directory (with its contents) at `path`; "" empties the mirror. Absent is fine. */
   remove(path: string): Promise<void>;
-  /** What the sink holds (path -> is a directory), so that a full resync finds strays and gaps. */
+  /**
+   * What the sink holds (path -> is a directory), so that a full resync finds strays and gaps,
+   * and so that a mirror refuses a sink that holds something but is not its own. Called before
+   * `open`: a sink that does not exist yet holds nothing.
+   */
   listPaths?(): Promise<Map<string, boolean>>;
+  /** Called once the mirror stops (after `open`; not in a dry run): e.g. drops temporary files. */
+  close?(): Promise<void>;
+  /** Where the state is kept, for messages. */
+  readonly stateLocation?: string;
 }
