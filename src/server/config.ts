@@ -26,6 +26,8 @@ export interface ServeConfig {
   reportAvailability: number;
   /** Whether this instance generates reports. */
   reportWorker: boolean;
+  /** Whether GET /metrics serves Prometheus metrics. */
+  metrics: boolean;
   /** Connection limits and timeouts (milliseconds, counts). */
   limits: ServerLimits;
   /** Origins whose browser pages may call the server (CORS); empty: same origin only. */
@@ -55,6 +57,8 @@ Options:
                             generated, e.g. 90d, 12h (TROVE_REPORT_AVAILABILITY, default 90d)
   --no-report-worker        generate no reports in this instance; others on the same MongoDB do
                             (TROVE_REPORT_WORKER=false)
+  --metrics BOOL            serve Prometheus metrics at GET /metrics, without a token; false measures
+                            nothing and answers 404 there (TROVE_METRICS, default true)
   --cors-origin ORIGIN      let browser pages of this origin (https://app.example.com) call every
                             face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
 
@@ -89,6 +93,12 @@ function seconds(text: string | undefined, what: string, limit: keyof ServerLimi
 function count(text: string | undefined, what: string, limit: keyof ServerLimits): number {
   if (text === undefined) return DEFAULT_LIMITS[limit];
   return integer(text, what, 1, 1_000_000);
+}
+
+function booleanValue(text: string, what: string): boolean {
+  if (text === "true") return true;
+  if (text === "false") return false;
+  throw new Error(`${what} must be true or false, not ${JSON.stringify(text)}`);
 }
 
 function nonEmpty(text: string, what: string): string {
@@ -145,6 +155,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "token-lifetime": { type: "string" },
       "report-availability": { type: "string" },
       "no-report-worker": { type: "boolean" },
+      metrics: { type: "string" },
       "first-byte-timeout": { type: "string" },
       "headers-timeout": { type: "string" },
       "keep-alive-timeout": { type: "string" },
@@ -181,6 +192,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),
     reportAvailability: reportAvailability(values["report-availability"] ?? env.TROVE_REPORT_AVAILABILITY ?? "90d"),
     reportWorker: !(values["no-report-worker"] ?? env.TROVE_REPORT_WORKER === "false"),
+    metrics: booleanValue(values.metrics ?? env.TROVE_METRICS ?? "true", "--metrics"),
     corsOrigins: (
       values["cors-origin"] ??
       (env.TROVE_CORS_ORIGIN ?? "")

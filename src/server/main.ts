@@ -49,6 +49,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     devIssuer,
     reportAvailability: config.reportAvailability,
     reportWorker: config.reportWorker ? {} : false,
+    metrics: config.metrics,
     limits: config.limits,
     corsOrigins: config.corsOrigins,
   });

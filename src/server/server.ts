@@ -15,6 +15,8 @@ import { createFaces } from "./faces.js";
 import { startLifecycle } from "./lifecycle.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 import { createListener } from "./listener.js";
+import { createMetrics, metricsRoutes } from "./metrics.js";
+import { measuredStorage } from "./metrics-storage.js";
 import { OPENAPI_PATH, openApiRoute } from "./openapi.js";
 import { createPipeline } from "./pipeline.js";
 
@@ -45,6 +47,8 @@ export interface TroveServerOptions {
   reportWorker?: CoreOptions["reportWorker"];
   /** Connection limits and timeouts (limits.ts has the defaults). */
   limits?: Partial<ServerLimits>;
+  /** Whether GET /metrics serves Prometheus metrics (default true); when false nothing is measured. */
+  metrics?: boolean;
   /** Origins whose browser pages may call every face (CORS); none by default: same origin only. */
   corsOrigins?: readonly string[];
 }
@@ -64,7 +68,9 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   const logger = options.logger ?? pino({ level: "info" });
   const now = options.now ?? Date.now;
   const maxResourceSize = options.maxResourceSize ?? DEFAULT_MAX_RESOURCE_SIZE;
-  const { storage, devIssuer } = options;
+  const { devIssuer } = options;
+  const metrics = options.metrics === false ? undefined : createMetrics({ backend: options.storage.backend });
+  const storage = metrics ? measuredStorage(options.storage, metrics.storage) : options.storage;
   const cores = createCores({
     storage,
     logger,
@@ -72,11 +78,28 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     maxResourceSize,
     pollWait: options.pollWait,
     reportAvailability: options.reportAvailability,
-    reportWorker: options.reportWorker,
+    reportWorker:
+      metrics && options.reportWorker !== false
+        ? { ...options.reportWorker, observer: metrics.reportJobs }
+        : options.reportWorker,
   });
-  const faces = createFaces({ cores, logger, maxResourceSize, openRoutes: new Map([[OPENAPI_PATH, openApiRoute()]]) });
+  metrics?.watch(cores);
+  metrics?.observeAuth(options.auth);
+  const faces = createFaces({
+    cores,
+    logger,
+    maxResourceSize,
+    openRoutes: new Map([[OPENAPI_PATH, openApiRoute()], ...metricsRoutes(metrics)]),
+  });
   const crossOrigin = options.corsOrigins?.length ? createCrossOrigin(options.corsOrigins) : undefined;
-  const handler = createPipeline({ faces, logger, auth: options.auth, devIssuer, crossOrigin });
+  const handler = createPipeline({
+    faces,
+    logger,
+    auth: options.auth,
+    devIssuer,
+    crossOrigin,
+    observers: metrics ? [metrics.requests] : [],
+  });
   const listener = createListener({ handler, limits: { ...DEFAULT_LIMITS, ...options.limits } });
   const lifecycle = startLifecycle({ storage, cores, listener, logger, now, purgeInterval: options.purgeInterval });
 
@@ -90,6 +113,6 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
         return address;
       });
     },
-    close: () => lifecycle.close(),
+    close: () => lifecycle.close().finally(() => metrics?.close()),
   };
 }

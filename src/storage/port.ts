@@ -303,5 +303,7 @@ export interface StoragePort extends ResourceStorage {
    * documents) whose expiresAt has passed; returns how many records went.
    */
   purgeExpired(now: number): Promise<number>;
+  /** The backend's name, "sqlite" or "mongodb" (metrics, the start-up line). */
+  readonly backend: string;
   close(): Promise<void>;
 }

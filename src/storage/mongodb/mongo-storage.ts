@@ -147,6 +147,7 @@ function toNode(d: NodeDoc): NodeRecord {
 }
 
 export class MongoStorage implements StoragePort {
+  readonly backend = "mongodb";
   private readonly stores: Collection<StoreDoc>;
   private readonly nodes: Collection<NodeDoc>;
   private readonly bucket: GridFSBucket;

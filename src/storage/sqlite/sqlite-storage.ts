@@ -246,6 +246,7 @@ interface Replaced {
 }
 
 export class SqliteStorage implements StoragePort {
+  readonly backend = "sqlite";
   private readonly db: Database.Database;
   private readonly blobs: BlobFiles;
   /** Projects, environments, promotions and reports (sqlite-insights.ts). */

@@ -1,0 +1,491 @@
+// Prometheus metrics of one server (docs/operations.md, "Metrics"): requests by face, route or RPC
+// method and status; requests in flight; armed long polls and watch streams; committed changes;
+// storage latency; report jobs; token verifications; the process defaults; build information.
+// Served by GET /metrics in the Prometheus text format. Every label has a bounded set of values:
+// never a store name, a resource path or an id.
+
+import type { ServerHttp2Stream } from "node:http2";
+import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from "prom-client";
+import { DEV_ISSUER_PREFIX } from "../auth/dev-issuer.js";
+import type { Authenticator, TokenCheck } from "../auth/verifier.js";
+import { type RestRequest, type RestResponse, sendText } from "../rest/http.js";
+import { INSIGHTS_PREFIX } from "../rest/insights.js";
+import { POLL_PATH } from "../rest/poll.js";
+import { DATA_PREFIX } from "../rest/resources.js";
+import { REST_PREFIX } from "../rest/router.js";
+import { STORES_PATH } from "../rest/stores.js";
+import type { ChangeNotifier } from "../services/change-notifier.js";
+import type { ReportNotifier } from "../services/report-notifier.js";
+import type { ReportJobObserver, ReportJobOutcome } from "../services/report-worker.js";
+import { TROVE_VERSION } from "../version.js";
+import { type OpenRoute, TROVE_SERVICES } from "./faces.js";
+import type { StorageObserver } from "./metrics-storage.js";
+import type { RequestObserver } from "./pipeline.js";
+import { dropUnreadBody, type RpcProtocol, rpcProtocol } from "./rpc-refusals.js";
+
+export type Face = "rest" | "connect" | "grpc" | "grpc-web" | "other";
+
+/** The label value of every route, method or path outside the known sets. */
+export const UNKNOWN = "unknown";
+
+/** Standard RPC services the server may register beside Trove's (health, reflection). */
+const STANDARD_METHODS = [
+  "grpc.health.v1.Health/Check",
+  "grpc.health.v1.Health/Watch",
+  "grpc.health.v1.Health/List",
+  "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+  "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+];
+
+/** Every RPC method label: `package.Service/Method`. */
+export const RPC_METHODS: ReadonlySet<string> = new Set([
+  ...TROVE_SERVICES.flatMap((service) => service.methods.map((method) => `${service.typeName}/${method.name}`)),
+  ...STANDARD_METHODS,
+]);
+
+const RPC_PATHS = TROVE_SERVICES.map((service) => `/${service.typeName}/`);
+
+/** HTTP methods a route label may carry; any other makes the route unknown (HTTP/2 lets any token through). */
+const HTTP_METHODS = new Set(["GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS", "PATCH"]);
+
+/** Open paths outside the faces' prefixes, counted under the face "other". */
+const OPEN_ROUTES = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
+
+const REPORT_VIEWS = new Set([
+  "document",
+  "dependencies",
+  "dependents",
+  "unused",
+  "missing-references",
+  "cycles",
+  "graph",
+]);
+
+/** The route template of a REST or insights path, without its method; undefined when it has none. */
+function restTemplate(path: string): string | undefined {
+  if (path.startsWith(DATA_PREFIX)) return `${DATA_PREFIX}{store}/{path}`;
+  if (path === STORES_PATH) return STORES_PATH;
+  if (path.startsWith(`${STORES_PATH}/`)) return `${STORES_PATH}/{store}`;
+  if (path === POLL_PATH) return POLL_PATH;
+  if (!path.startsWith(INSIGHTS_PREFIX)) return undefined;
+  const [collection, id, sub, subId, ...rest] = path.slice(INSIGHTS_PREFIX.length).split("/");
+  if (rest.length > 0 || id === "" || sub === "" || subId === "") return undefined;
+  if (collection === "projects") {
+    const base = `${INSIGHTS_PREFIX}projects`;
+    if (id === undefined) return base;
+    if (sub === undefined) return `${base}/{project}`;
+    if (sub === "environments") return `${base}/{project}/environments${subId === undefined ? "" : "/{environment}"}`;
+    if (sub === "promotions" && subId === undefined) return `${base}/{project}/promotions`;
+    return undefined;
+  }
+  if (collection === "reports" && subId === undefined) {
+    const base = `${INSIGHTS_PREFIX}reports`;
+    if (id === undefined) return base;
+    if (sub === undefined) return `${base}/{report}`;
+    if (REPORT_VIEWS.has(sub)) return `${base}/{report}/${sub}`;
+  }
+  return undefined;
+}
+
+export interface RequestKind {
+  face: Face;
+  /** Route template ("GET /resources/v2/stores/{store}"), RPC method, or "unknown". */
+  route: string;
+  /** How the status is read: the RPC protocol, or undefined for an HTTP status. */
+  protocol: RpcProtocol | undefined;
+}
+
+/** The face and route of a request, decided as the faces dispatch it, before it is answered. */
+export function requestKind(req: RestRequest): RequestKind {
+  const url = req.url ?? "/";
+  const query = url.indexOf("?");
+  const path = query < 0 ? url : url.slice(0, query);
+  const method = req.method ?? "";
+  if (path.startsWith(REST_PREFIX) || path.startsWith(INSIGHTS_PREFIX)) {
+    const template = HTTP_METHODS.has(method) ? restTemplate(path) : undefined;
+    return { face: "rest", route: template ? `${method} ${template}` : UNKNOWN, protocol: undefined };
+  }
+  const protocol = rpcProtocol(req);
+  const rpcMethod = RPC_METHODS.has(path.slice(1)) ? path.slice(1) : UNKNOWN;
+  if (protocol === "grpc" || protocol === "grpc-web") return { face: protocol, route: rpcMethod, protocol };
+  if (protocol !== undefined) return { face: "connect", route: rpcMethod, protocol };
+  // A call to a Trove service that no protocol claims is refused or answered as Connect unary.
+  if (RPC_PATHS.some((prefix) => path.startsWith(prefix)))
+    return { face: "connect", route: rpcMethod, protocol: "connect" };
+  let route = UNKNOWN;
+  if (HTTP_METHODS.has(method)) {
+    if (OPEN_ROUTES.has(path)) route = `${method} ${path}`;
+    else if (path.startsWith(DEV_ISSUER_PREFIX)) route = `${method} ${DEV_ISSUER_PREFIX}{endpoint}`;
+  }
+  return { face: "other", route, protocol: undefined };
+}
+
+/** gRPC's names of the status codes, by number. */
+const CODE_NAMES = [
+  "OK",
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
+  "UNAUTHENTICATED",
+];
+
+function codeName(code: number): string {
+  return CODE_NAMES[code] ?? "UNKNOWN";
+}
+
+/** The answer of a request that ended before it was complete. */
+const ABORTED = "aborted";
+
+/**
+ * Reads the status of a request once it is over: the HTTP status for REST and other paths
+ * ("aborted" when the answer was never completed); for RPC the code's gRPC name, from the
+ * grpc-status header or trailer (gRPC), the trailer frame (gRPC-Web), the end-stream message
+ * (Connect streaming) or the error body (Connect unary; HTTP 200 is OK). An RPC that ended
+ * without any status was cancelled.
+ */
+function statusReader(protocol: RpcProtocol | undefined, res: RestResponse): () => string {
+  if (protocol === undefined) return () => (res.writableEnded ? String(res.statusCode) : ABORTED);
+  const headerStatus = () => {
+    const value = res.getHeader("grpc-status");
+    return value === undefined ? undefined : codeName(Number(value));
+  };
+  const fallback = () => (res.writableEnded ? codeName(codeFromHttpStatus(res.statusCode)) : "CANCELLED");
+  if (protocol === "grpc") {
+    const stream = (res as { stream?: ServerHttp2Stream }).stream;
+    return () => {
+      const value = stream?.sentTrailers?.["grpc-status"] ?? stream?.sentHeaders?.["grpc-status"];
+      if (value !== undefined) return codeName(Number(value));
+      return headerStatus() ?? fallback();
+    };
+  }
+  let seen: string | undefined;
+  if (protocol === "grpc-web") {
+    observeBody(res, (chunk) => {
+      const text = endOfStream(chunk, 0x80);
+      const m = text === undefined ? null : /grpc-status:\s*(\d+)/i.exec(text);
+      if (m) seen = codeName(Number(m[1]));
+    });
+    return () => seen ?? headerStatus() ?? fallback();
+  }
+  if (protocol === "connect-stream") {
+    observeBody(res, (chunk) => {
+      const text = endOfStream(chunk, 0x02);
+      if (text !== undefined) seen = connectCode(text, "OK");
+    });
+    return () => seen ?? fallback();
+  }
+  // Connect unary: the error's code is in its JSON body.
+  const body: Uint8Array[] = [];
+  let size = 0;
+  observeBody(res, (chunk) => {
+    if (res.statusCode !== 200 && size < 16 * 1024) {
+      body.push(chunk);
+      size += chunk.byteLength;
+    }
+  });
+  return () => {
+    if (!res.writableEnded) return "CANCELLED";
+    if (res.statusCode === 200) return "OK";
+    return connectCode(Buffer.concat(body).toString("utf8"), undefined) ?? fallback();
+  };
+}
+
+/** The payload of an envelope (5-byte prefix) with `flag` set that is the whole chunk, as text. */
+function endOfStream(chunk: Uint8Array, flag: number): string | undefined {
+  if (chunk.byteLength < 5 || ((chunk[0] as number) & flag) !== flag) return undefined;
+  const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (view.getUint32(1) !== chunk.byteLength - 5) return undefined;
+  return Buffer.from(chunk.buffer, chunk.byteOffset + 5, chunk.byteLength - 5).toString("utf8");
+}
+
+/** The code of a Connect error in JSON (`{"code": "not_found"}` or `{"error": {"code": ...}}`). */
+function connectCode(json: string, none: string | undefined): string | undefined {
+  try {
+    const value = JSON.parse(json) as { code?: unknown; error?: { code?: unknown } };
+    const code = value.error?.code ?? value.code;
+    if (code === undefined) return none;
+    const known = typeof code === "string" ? codeFromString(code) : undefined;
+    return known === undefined ? "UNKNOWN" : codeName(known);
+  } catch {
+    return undefined;
+  }
+}
+
+type Method = (...args: unknown[]) => unknown;
+
+/** Shows `look` every chunk of the response body as it is written (once, also through `end`). */
+function observeBody(res: RestResponse, look: (chunk: Uint8Array) => void): void {
+  const r = res as unknown as { write: Method; end: Method };
+  const write = r.write;
+  const end = r.end;
+  let ending = false;
+  const chunkOf = (value: unknown) =>
+    value instanceof Uint8Array ? value : typeof value === "string" ? Buffer.from(value) : undefined;
+  r.write = function (this: unknown, ...args: unknown[]) {
+    const chunk = ending ? undefined : chunkOf(args[0]);
+    if (chunk) look(chunk);
+    return write.apply(this, args);
+  };
+  r.end = function (this: unknown, ...args: unknown[]) {
+    const chunk = chunkOf(args[0]);
+    if (chunk) look(chunk);
+    // HTTP/2's end writes its chunk through write: seen once.
+    ending = true;
+    try {
+      return end.apply(this, args);
+    } finally {
+      ending = false;
+    }
+  };
+}
+
+/** Process metrics (CPU, memory, event loop, GC, handles): one set per process, shared by every server in it. */
+let processMetrics: Registry | undefined;
+
+function processRegistry(): Registry {
+  // collectDefaultMetrics may be called for several registries, but each call starts an event
+  // loop monitor and a GC observer that are never stopped: once per process is enough.
+  if (processMetrics === undefined) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+  }
+  return processMetrics;
+}
+
+const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const STORAGE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const REPORT_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
+
+export interface MetricsOptions {
+  /** The storage backend's name (build info, storage latency). */
+  backend: string;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** Counts and times every request (a pipeline observer). */
+  readonly requests: RequestObserver;
+  /** GET /metrics. */
+  readonly route: OpenRoute;
+  /** Storage latency and committed changes (metrics-storage.ts). */
+  readonly storage: StorageObserver;
+  /** Report jobs of this instance's worker. */
+  readonly reportJobs: ReportJobObserver;
+  /** Reads the armed waiters from the cores at each scrape. */
+  watch(cores: { notifier: ChangeNotifier; reportNotifier: ReportNotifier }): void;
+  /** Counts the token checks of `auth` until `close`. */
+  observeAuth(auth: Authenticator | "anonymous"): void;
+  close(): void;
+}
+
+/** The metrics of one server, in a registry of its own (never prom-client's global one). */
+export function createMetrics(options: MetricsOptions): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  // The process's metrics are shared objects: getMetricsAsArray returns the metrics themselves.
+  for (const metric of processRegistry().getMetricsAsArray()) registry.registerMetric(metric as unknown as Metric);
+
+  new Gauge({
+    name: "trove_build_info",
+    help: "Always 1: the Trove version, the storage backend and the Node.js version of this server.",
+    labelNames: ["version", "backend", "node"],
+    registers,
+  }).set({ version: TROVE_VERSION, backend: options.backend, node: process.version }, 1);
+
+  const requestsTotal = new Counter({
+    name: "trove_requests_total",
+    help: "Requests answered, by face, route template or RPC method, and status (HTTP status, or RPC code name).",
+    labelNames: ["face", "route", "status"],
+    registers,
+  });
+  const requestSeconds = new Histogram({
+    name: "trove_request_duration_seconds",
+    help: "Time from a request's arrival to the end of its answer (a stream's whole life), by face, route and status.",
+    labelNames: ["face", "route", "status"],
+    buckets: SECONDS_BUCKETS,
+    registers,
+  });
+  const inFlight = new Gauge({
+    name: "trove_requests_in_flight",
+    help: "Requests arrived and not yet answered completely (long polls and streams included), by face.",
+    labelNames: ["face"],
+    registers,
+  });
+  const inFlightByFace = new Map<Face, ReturnType<typeof inFlight.labels>>();
+  for (const face of ["rest", "connect", "grpc", "grpc-web", "other"] as const) {
+    inFlightByFace.set(face, inFlight.labels(face));
+    inFlight.set({ face }, 0);
+  }
+
+  let cores: { notifier: ChangeNotifier; reportNotifier: ReportNotifier } | undefined;
+  new Gauge({
+    name: "trove_change_waiters",
+    help: "Long polls and watch streams armed and waiting for a change of the stores they follow.",
+    registers,
+    collect() {
+      this.set(cores?.notifier.waiterCount ?? 0);
+    },
+  });
+  new Gauge({
+    name: "trove_report_watchers",
+    help: "Calls waiting for a report's status to change (WatchReport, GET with wait=).",
+    registers,
+    collect() {
+      this.set(cores?.reportNotifier.waiterCount ?? 0);
+    },
+  });
+
+  const changes = new Counter({
+    name: "trove_change_events_total",
+    help: "Changes committed by this instance's writes: resources created or replaced (put), directories made (mkdir), resources and directories deleted (delete).",
+    labelNames: ["kind"],
+    registers,
+  });
+  for (const kind of ["put", "mkdir", "delete"]) changes.inc({ kind }, 0);
+
+  const storageSeconds = new Histogram({
+    name: "trove_storage_operation_duration_seconds",
+    help: "Time of each storage operation (to the first item for listings and reads), by operation, backend and outcome.",
+    labelNames: ["operation", "backend", "outcome"],
+    buckets: STORAGE_BUCKETS,
+    registers,
+  });
+
+  const reportJobs = new Counter({
+    name: "trove_report_jobs_total",
+    help: "Report jobs this instance's worker took, by outcome: generated, failed, retry, released, lost, error.",
+    labelNames: ["outcome"],
+    registers,
+  });
+  for (const outcome of ["generated", "failed", "retry", "released", "lost", "error"]) reportJobs.inc({ outcome }, 0);
+  const reportRunning = new Gauge({
+    name: "trove_report_jobs_running",
+    help: "Report jobs this instance's worker is generating now.",
+    registers,
+  });
+  const reportSeconds = new Histogram({
+    name: "trove_report_generation_seconds",
+    help: "Time from taking a report job to its end, by outcome.",
+    labelNames: ["outcome"],
+    buckets: REPORT_BUCKETS,
+    registers,
+  });
+
+  const verifications = new Counter({
+    name: "trove_token_verifications_total",
+    help: "Bearer tokens verified (signature, issuer, audience, validity), by result: valid, invalid, unavailable (the issuer's keys could not be fetched), error.",
+    labelNames: ["result"],
+    registers,
+  });
+  for (const result of ["valid", "invalid", "unavailable", "error"]) verifications.inc({ result }, 0);
+  const cacheHits = new Counter({
+    name: "trove_token_cache_hits_total",
+    help: "Requests whose bearer token was found in the cache of verified tokens (not verified again).",
+    registers,
+  });
+
+  // One child per label set, found without prom-client hashing the labels on every request.
+  const series = new Map<
+    string,
+    { count: ReturnType<typeof requestsTotal.labels>; seconds: ReturnType<typeof requestSeconds.labels> }
+  >();
+  const seriesOf = (face: Face, route: string, status: string) => {
+    const key = `${face} ${route} ${status}`;
+    let found = series.get(key);
+    if (found === undefined) {
+      found = { count: requestsTotal.labels(face, route, status), seconds: requestSeconds.labels(face, route, status) };
+      series.set(key, found);
+    }
+    return found;
+  };
+
+  const stops: Array<() => void> = [];
+
+  return {
+    registry,
+    requests(req, res) {
+      const started = performance.now();
+      const { face, route, protocol } = requestKind(req);
+      const status = statusReader(protocol, res);
+      const flight = inFlightByFace.get(face);
+      flight?.inc();
+      res.once("close", () => {
+        flight?.dec();
+        const s = seriesOf(face, route, status());
+        s.count.inc();
+        s.seconds.observe((performance.now() - started) / 1000);
+      });
+    },
+    route(req, res) {
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        dropUnreadBody(req, res);
+        sendText(res, 405, `${req.method} is not supported here: use GET`, { Allow: "GET, HEAD" });
+        return;
+      }
+      registry.metrics().then(
+        (text) => {
+          const body = Buffer.from(text);
+          res.writeHead(200, {
+            "Content-Type": registry.contentType,
+            "Content-Length": body.byteLength,
+            "Cache-Control": "no-store",
+          });
+          if (req.method === "HEAD") res.end();
+          else res.end(body);
+        },
+        (err: unknown) => sendText(res, 500, `metrics could not be collected: ${(err as Error).message}`),
+      );
+    },
+    storage: {
+      operation(name, seconds, ok) {
+        storageSeconds.observe({ operation: name, backend: options.backend, outcome: ok ? "ok" : "error" }, seconds);
+      },
+      changed(kind, count) {
+        if (count > 0) changes.inc({ kind }, count);
+      },
+    },
+    reportJobs: {
+      started() {
+        reportRunning.inc();
+      },
+      ended(outcome: ReportJobOutcome, seconds) {
+        reportRunning.dec();
+        reportJobs.inc({ outcome });
+        reportSeconds.observe({ outcome }, seconds);
+      },
+    },
+    watch(c) {
+      cores = c;
+    },
+    observeAuth(auth) {
+      if (auth === "anonymous" || auth.observe === undefined) return;
+      stops.push(
+        auth.observe((check: TokenCheck) => {
+          if (check === "cached") cacheHits.inc();
+          else verifications.inc({ result: check });
+        }),
+      );
+    },
+    close() {
+      for (const stop of stops.splice(0)) stop();
+    },
+  };
+}
+
+/** GET /metrics, when metrics are on. */
+export function metricsRoutes(metrics: Metrics | undefined): Array<[string, OpenRoute]> {
+  return metrics ? [["/metrics", metrics.route]] : [];
+}
