@@ -1,5 +1,7 @@
-// The one place where domain and platform errors become ConnectError codes.
+// The one place where domain and platform errors become ConnectError codes, with the
+// google.rpc error details a client can act on (docs/operations.md, "Structured errors").
 
+import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
@@ -14,6 +16,7 @@ import {
   TooLargeError,
   UnavailableError,
 } from "../domain/errors.js";
+import { BadRequestSchema, PreconditionFailureSchema, QuotaFailureSchema } from "../gen/google/rpc/error_details_pb.js";
 
 /** Metadata key set on NotFound errors for a known-deleted resource; its value is the tag. */
 export const DELETED_TAG_KEY = "trove-deleted-tag";
@@ -24,25 +27,102 @@ export const DELETED_TAG_KEY = "trove-deleted-tag";
  */
 export const INSUFFICIENT_STORAGE_KEY = "trove-insufficient-storage";
 
+/** `google.rpc.PreconditionFailure.Violation.type` of an If-Match that did not hold. */
+export const ETAG_PRECONDITION = "ETAG";
+/** `google.rpc.QuotaFailure.Violation.subject` of contents larger than `--max-resource-size`. */
+export const MAX_RESOURCE_SIZE_QUOTA = "max-resource-size";
+/** `google.rpc.QuotaFailure.Violation.subject` of a full disk (or database quota). */
+export const STORAGE_QUOTA = "storage";
+
 /** Platform error codes that mean the disk (or a quota, or the database's size cap) is full. */
 const STORAGE_FULL_CODES = new Set(["ENOSPC", "EDQUOT", "SQLITE_FULL"]);
 
-function insufficientStorage(message: string): ConnectError {
-  return new ConnectError(message, Code.ResourceExhausted, { [INSUFFICIENT_STORAGE_KEY]: "1" });
+/** What the call that failed tells about an error: its method, and the resource its request names. */
+export interface CallSubject {
+  method?: DescMethod;
+  store?: string;
+  path?: string;
 }
 
-export function toConnectError(err: unknown): ConnectError {
+function insufficientStorage(message: string): ConnectError {
+  return new ConnectError(message, Code.ResourceExhausted, { [INSUFFICIENT_STORAGE_KEY]: "1" }, [
+    quotaFailure(STORAGE_QUOTA, message),
+  ]);
+}
+
+function quotaFailure(subject: string, description: string) {
+  return { desc: QuotaFailureSchema, value: { violations: [{ subject, description }] } };
+}
+
+/** The resource a precondition was about, as `{store}/{path}` (the store alone for its root). */
+function resourceName(call: CallSubject | undefined): string {
+  if (call?.store === undefined) return "";
+  return call.path ? `${call.store}/${call.path}` : call.store;
+}
+
+function preconditionFailed(err: PreconditionFailedError, call: CallSubject | undefined): ConnectError {
+  // The rule words the current tag into its reason; a resource that is not there has none.
+  const tag = /current ETag "([^"]*)"/.exec(err.message)?.[1];
+  const description = tag === undefined ? "the resource does not exist" : `current tag "${tag}"`;
+  return new ConnectError(err.message, Code.FailedPrecondition, undefined, [
+    {
+      desc: PreconditionFailureSchema,
+      value: { violations: [{ type: ETAG_PRECONDITION, subject: resourceName(call), description }] },
+    },
+  ]);
+}
+
+function badRequest(err: BadRequestError, call: CallSubject | undefined): ConnectError {
+  const field = err.fieldReason?.field ?? namedField(err.message, call?.method?.input);
+  const details =
+    field === undefined
+      ? []
+      : [{ desc: BadRequestSchema, value: { fieldViolations: [{ field, description: err.message }] } }];
+  return new ConnectError(err.message, Code.InvalidArgument, undefined, details);
+}
+
+/**
+ * The proto field path (`path`, `header.content_type`, `key.report_id`) of the request field that
+ * a reason names first: the cores name fields by their proto names (field-names.ts). Fields of
+ * the request and of the messages it holds directly are considered; undefined when none is named.
+ */
+function namedField(message: string, input: DescMessage | undefined): string | undefined {
+  if (input === undefined) return undefined;
+  const paths = new Map<string, string>();
+  for (const field of input.fields) {
+    if (!paths.has(field.name)) paths.set(field.name, field.name);
+    if (field.fieldKind !== "message") continue;
+    for (const inner of field.message.fields) {
+      if (!paths.has(inner.name)) paths.set(inner.name, `${field.name}.${inner.name}`);
+    }
+  }
+  for (const word of message.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) {
+    const path = paths.get(word);
+    if (path !== undefined) return path;
+  }
+  return undefined;
+}
+
+/**
+ * `err` as a ConnectError. `call`, when known, lets the error carry its google.rpc details in
+ * full: the resource a failed precondition was about, the field of an invalid argument.
+ */
+export function toConnectError(err: unknown, call?: CallSubject): ConnectError {
   if (err instanceof ConnectError) return err;
-  if (err instanceof BadRequestError) return new ConnectError(err.message, Code.InvalidArgument);
+  if (err instanceof BadRequestError) return badRequest(err, call);
   if (err instanceof DeletedError) {
     return new ConnectError(err.message, Code.NotFound, { [DELETED_TAG_KEY]: err.tag });
   }
   if (err instanceof NotFoundError) return new ConnectError(err.message, Code.NotFound);
-  if (err instanceof PreconditionFailedError) return new ConnectError(err.message, Code.FailedPrecondition);
+  if (err instanceof PreconditionFailedError) return preconditionFailed(err, call);
   if (err instanceof ForbiddenError) return new ConnectError(err.message, Code.AlreadyExists);
   if (err instanceof AlreadyExistsError) return new ConnectError(err.message, Code.AlreadyExists);
   if (err instanceof PermissionDeniedError) return new ConnectError(err.message, Code.PermissionDenied);
-  if (err instanceof TooLargeError) return new ConnectError(err.message, Code.ResourceExhausted);
+  if (err instanceof TooLargeError) {
+    return new ConnectError(err.message, Code.ResourceExhausted, undefined, [
+      quotaFailure(MAX_RESOURCE_SIZE_QUOTA, err.message),
+    ]);
+  }
   if (err instanceof UnavailableError) return new ConnectError(err.message, Code.Unavailable);
   if (err instanceof InsufficientStorageError) return insufficientStorage(err.message);
   // Adapters translate these themselves; one that slips through still gets the same answer.
@@ -54,7 +134,29 @@ export function toConnectError(err: unknown): ConnectError {
 
 type AnyFn = (...args: never[]) => unknown;
 
-/** Wraps every method of a service implementation so that what it throws is a ConnectError. */
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
+}
+
+/** The store and path a request message names (a write names them in its header message). */
+function resourceOf(message: unknown): { store: string; path?: string } | undefined {
+  const m = message as { store?: unknown; path?: unknown; part?: { case?: unknown; value?: unknown } } | undefined;
+  if (typeof m?.store === "string") return { store: m.store, path: typeof m.path === "string" ? m.path : undefined };
+  if (m?.part?.case === "header") return resourceOf(m.part.value);
+  return undefined;
+}
+
+async function* observed<T>(source: AsyncIterable<T>, see: (message: T) => void): AsyncIterable<T> {
+  for await (const message of source) {
+    see(message);
+    yield message;
+  }
+}
+
+/**
+ * Wraps every method of a service implementation so that what it throws is a ConnectError, with
+ * the details its call allows (the method from the handler context, the resource from the request).
+ */
 export function withConnectErrors<T extends object>(impl: T): T {
   const out: Record<string, unknown> = {};
   for (const name of Object.getOwnPropertyNames(Object.getPrototypeOf(impl)).concat(Object.keys(impl))) {
@@ -62,27 +164,33 @@ export function withConnectErrors<T extends object>(impl: T): T {
     if (name === "constructor" || typeof fn !== "function") continue;
     const bound = (fn as AnyFn).bind(impl) as (...args: unknown[]) => unknown;
     out[name] = (...args: unknown[]) => {
+      const call: CallSubject = { method: (args[1] as { method?: DescMethod } | undefined)?.method };
+      if (isAsyncIterable(args[0])) {
+        args[0] = observed(args[0], (message) => {
+          if (call.store === undefined) Object.assign(call, resourceOf(message));
+        });
+      } else {
+        Object.assign(call, resourceOf(args[0]));
+      }
       let result: unknown;
       try {
         result = bound(...args);
       } catch (err) {
-        throw toConnectError(err);
+        throw toConnectError(err, call);
       }
-      if (result instanceof Promise) return result.catch((err) => Promise.reject(toConnectError(err)));
-      if (result && typeof result === "object" && Symbol.asyncIterator in result) {
-        return translateStream(result as AsyncIterable<unknown>);
-      }
+      if (result instanceof Promise) return result.catch((err) => Promise.reject(toConnectError(err, call)));
+      if (isAsyncIterable(result)) return translateStream(result, call);
       return result;
     };
   }
   return out as T;
 }
 
-async function* translateStream<T>(source: AsyncIterable<T>): AsyncIterable<T> {
+async function* translateStream<T>(source: AsyncIterable<T>, call: CallSubject): AsyncIterable<T> {
   try {
     yield* source;
   } catch (err) {
-    throw toConnectError(err);
+    throw toConnectError(err, call);
   }
 }
 
@@ -109,7 +217,8 @@ export function isRequestDecodeError(code: Code | string, message: string): bool
  * InvalidArgument in the caller's protocol instead of Internal. connect-node decodes requests
  * before any interceptor runs and labels binary decode errors Internal, so the answer is
  * relabelled on its way out: the Connect unary error body, the Connect end-of-stream message,
- * the gRPC trailers or the gRPC-Web trailer message. Nothing else is touched.
+ * the gRPC trailers or the gRPC-Web trailer message. A Connect GET that connect-node refuses
+ * with a bare status (405, 415) is given its reason. Nothing else is touched.
  */
 export function withRequestDecodeErrors(routes: (router: ConnectRouter) => void): (router: ConnectRouter) => void {
   return (router) => {
@@ -117,10 +226,38 @@ export function withRequestDecodeErrors(routes: (router: ConnectRouter) => void)
     const handlers = router.handlers as UniversalHandler[];
     for (let i = 0; i < handlers.length; i++) {
       const handler = handlers[i] as UniversalHandler;
-      const relabelled = async (req: UniversalServerRequest) => relabelDecodeErrors(await handler(req));
+      const relabelled = async (req: UniversalServerRequest) => {
+        const res = await handler(req);
+        return req.method === "GET" ? withGetRefusalReason(handler.method, res) : relabelDecodeErrors(res);
+      };
       handlers[i] = Object.assign(relabelled, handler);
     }
   };
+}
+
+/**
+ * connect-node answers a GET of a method with side effects 405, and a GET of a streaming method
+ * (or with an unknown encoding) 415, both without a body. The status stays, and so does the code
+ * a Connect client reads from it (unknown: the protocol maps neither status to a code); the body
+ * says why, as a Connect error.
+ */
+function withGetRefusalReason(method: DescMethod, res: UniversalServerResponse): UniversalServerResponse {
+  if ((res.status !== 405 && res.status !== 415) || res.body !== undefined) return res;
+  const procedure = `${method.parent.typeName}/${method.name}`;
+  let message: string;
+  if (res.status === 405) {
+    message = `${procedure} has side effects: send it with POST (GET serves only the methods marked NO_SIDE_EFFECTS)`;
+  } else if (method.methodKind !== "unary") {
+    message = `${procedure} is a ${method.methodKind.replace("_", " ")} method: the Connect protocol serves GET only for unary methods; send it with POST as a Connect stream`;
+  } else {
+    message = "a Connect GET needs encoding=json or encoding=proto";
+  }
+  const body = encoder.encode(JSON.stringify({ code: "unknown", message }));
+  const header = new Headers(res.header);
+  header.set("content-type", "application/json");
+  header.set("content-length", String(body.byteLength));
+  if (res.status === 405) header.set("allow", "POST");
+  return { ...res, header, body: single(body) };
 }
 
 const ENVELOPE_END_STREAM = 0x02;
