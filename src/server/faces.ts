@@ -59,8 +59,8 @@ export interface FacesOptions {
   maxResourceSize: number;
   /** Open HTTP endpoints by exact path (each must be one of OPEN_PATHS). */
   openRoutes?: ReadonlyMap<string, OpenRoute>;
-  /** Registers the open RPC services. */
-  openServices?: OpenServices;
+  /** Registers the open RPC services (each registration in turn). */
+  openServices?: OpenServices | readonly OpenServices[];
 }
 
 export interface Faces {
@@ -93,7 +93,7 @@ export function createFaces(options: FacesOptions): Faces {
     router.service(ChangeService, withConnectErrors(cores.changes));
     router.service(ProjectService, withConnectErrors(cores.projects));
     router.service(ReportService, withConnectErrors(cores.reports));
-    options.openServices?.(router);
+    for (const register of [options.openServices ?? []].flat()) register(router);
   };
   const connect = connectNodeAdapter({
     // A body that does not decode is the client's mistake: InvalidArgument, not Internal.

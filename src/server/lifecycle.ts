@@ -4,12 +4,15 @@
 import type { Logger } from "pino";
 import type { StoragePort } from "../storage/port.js";
 import type { Cores } from "./cores.js";
+import type { Health } from "./health.js";
 import type { Listener } from "./listener.js";
 
 export interface LifecycleOptions {
   storage: StoragePort;
   cores: Cores;
   listener: Listener;
+  /** Whether this instance serves: checked in the background, not serving once it stops. */
+  health: Health;
   logger: Logger;
   now: () => number;
   /** How often expired tombstones are purged, in milliseconds (default 60 s). */
@@ -22,8 +25,9 @@ export interface Lifecycle {
 }
 
 export function startLifecycle(options: LifecycleOptions): Lifecycle {
-  const { storage, cores, listener, logger, now } = options;
+  const { storage, cores, listener, health, logger, now } = options;
   cores.worker?.start();
+  health.start();
   const purge = setInterval(() => {
     storage.purgeExpired(now()).catch((err) => logger.error({ err }, "purge of expired tombstones failed"));
   }, options.purgeInterval ?? 60_000);
@@ -31,6 +35,7 @@ export function startLifecycle(options: LifecycleOptions): Lifecycle {
   return {
     async close() {
       clearInterval(purge);
+      health.shutdown();
       await cores.worker?.close();
       cores.notifier.close();
       await listener.close();

@@ -11,7 +11,8 @@ import type { ReportNotifier } from "../services/report-notifier.js";
 import type { StoragePort } from "../storage/port.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
 import { createCrossOrigin } from "./cors.js";
-import { createFaces } from "./faces.js";
+import { createFaces, TROVE_SERVICES } from "./faces.js";
+import { Health, healthRoutes, healthService } from "./health.js";
 import { startLifecycle } from "./lifecycle.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 import { createListener } from "./listener.js";
@@ -51,6 +52,8 @@ export interface TroveServerOptions {
   metrics?: boolean;
   /** Origins whose browser pages may call every face (CORS); none by default: same origin only. */
   corsOrigins?: readonly string[];
+  /** How often the storage's readiness is checked, in milliseconds (default 5 s). */
+  healthInterval?: number;
 }
 
 export interface TroveServer {
@@ -62,6 +65,8 @@ export interface TroveServer {
   readonly notifier: ChangeNotifier;
   /** Report status watchers (leak checks). */
   readonly reportNotifier: ReportNotifier;
+  /** Whether this instance serves (readiness, gRPC health). */
+  readonly health: Health;
 }
 
 export function createTroveServer(options: TroveServerOptions): TroveServer {
@@ -85,11 +90,13 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   });
   metrics?.watch(cores);
   metrics?.observeAuth(options.auth);
+  const health = new Health({ storage, logger, interval: options.healthInterval });
   const faces = createFaces({
     cores,
     logger,
     maxResourceSize,
-    openRoutes: new Map([[OPENAPI_PATH, openApiRoute()], ...metricsRoutes(metrics)]),
+    openRoutes: new Map([...healthRoutes(health), [OPENAPI_PATH, openApiRoute()], ...metricsRoutes(metrics)]),
+    openServices: [healthService(health, TROVE_SERVICES)],
   });
   const crossOrigin = options.corsOrigins?.length ? createCrossOrigin(options.corsOrigins) : undefined;
   const handler = createPipeline({
@@ -101,12 +108,21 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     observers: metrics ? [metrics.requests] : [],
   });
   const listener = createListener({ handler, limits: { ...DEFAULT_LIMITS, ...options.limits } });
-  const lifecycle = startLifecycle({ storage, cores, listener, logger, now, purgeInterval: options.purgeInterval });
+  const lifecycle = startLifecycle({
+    storage,
+    cores,
+    listener,
+    health,
+    logger,
+    now,
+    purgeInterval: options.purgeInterval,
+  });
 
   return {
     logger,
     notifier: cores.notifier,
     reportNotifier: cores.reportNotifier,
+    health,
     listen(port, host) {
       return listener.listen(port, host).then((address) => {
         devIssuer?.listening(host, address.port);

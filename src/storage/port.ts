@@ -305,5 +305,14 @@ export interface StoragePort extends ResourceStorage {
   purgeExpired(now: number): Promise<number>;
   /** The backend's name, "sqlite" or "mongodb" (metrics, the start-up line). */
   readonly backend: string;
+  /**
+   * Resolves when the backend answers a trivial request (readiness, health): SQLite is open and
+   * answers a query; MongoDB answers a ping within PING_TIMEOUT_MS. Rejects with UnavailableError,
+   * whose message says why, otherwise.
+   */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** How long a readiness ping may wait for the backend. */
+export const PING_TIMEOUT_MS = 2000;

@@ -34,7 +34,7 @@ import type {
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
-import { silentStorageLogger } from "../port.js";
+import { PING_TIMEOUT_MS, silentStorageLogger } from "../port.js";
 import { connectionUser, redactConnectionUrl } from "./connection-url.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
 import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
@@ -701,6 +701,25 @@ export class MongoStorage implements StoragePort {
     purged += await this.insights.purgeExpired(now);
     if (failure !== undefined) throw failure;
     return purged;
+  }
+
+  async ping(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new UnavailableError(`MongoDB unavailable: no answer to a ping within ${PING_TIMEOUT_MS} ms`)),
+        PING_TIMEOUT_MS,
+      );
+    });
+    try {
+      await Promise.race([guard(() => this.db.command({ ping: 1 })), late]);
+    } catch (err) {
+      throw err instanceof UnavailableError
+        ? err
+        : new UnavailableError(`MongoDB unavailable: ${(err as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { NotFoundError } from "../../domain/errors.js";
+import { NotFoundError, UnavailableError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
@@ -777,6 +777,14 @@ export class SqliteStorage implements StoragePort {
       }
     }
     return removed;
+  }
+
+  async ping(): Promise<void> {
+    try {
+      this.db.prepare("SELECT 1").get();
+    } catch (err) {
+      throw new UnavailableError(`SQLite unavailable: ${(err as Error).message}`);
+    }
   }
 
   async close(): Promise<void> {
