@@ -140,7 +140,7 @@ describe("a Connect client with useHttpGet", () => {
       ],
       [
         "/trove.insights.v1.ReportService/ExportGraph",
-        async () => expect((await reports.exportGraph({ key, format: GraphFormat.DOT })).graph).not.toBe(""),
+        async () => expect((await reports.exportGraph({ key, format: GraphFormat.DOT })).text).toMatch(/^digraph /),
       ],
     ];
     for (const [path, call] of cases) {
@@ -184,7 +184,7 @@ describe("a raw HTTP GET", () => {
     const res = await get("trove.resources.v2.ResourceService/Stat", { store: s.example.store, path: "draft" });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
-    const body = await res.json();
+    const body = (await res.json()) as { resource: unknown };
     const viaPost = await resources.stat({ store: s.example.store, path: "draft" });
     expect(body).toEqual(toJson(StatResponseSchema, viaPost));
     expect(body.resource).toMatchObject({ store: s.example.store, path: "draft", name: "draft", directory: true });
@@ -199,7 +199,7 @@ describe("a raw HTTP GET", () => {
   it("without a token answers 401 unauthenticated", async () => {
     const res = await get("trove.resources.v2.StoreService/ListStores", {}, "none");
     expect(res.status).toBe(401);
-    expect((await res.json()).code).toBe("unauthenticated");
+    expect(((await res.json()) as { code: string }).code).toBe("unauthenticated");
   });
 
   it("of a method with side effects is refused 405 (Allow: POST) with a reason, and changes nothing", async () => {
@@ -230,7 +230,9 @@ describe("a raw HTTP GET", () => {
   it("of Delete is refused 405 and deletes nothing", async () => {
     const res = await get("trove.resources.v2.ResourceService/Delete", { store: s.example.store, path: "draft" });
     expect(res.status).toBe(405);
-    expect((await res.json()).message).toMatch(/^trove.resources.v2.ResourceService\/Delete has side effects/);
+    expect(((await res.json()) as { message: string }).message).toMatch(
+      /^trove.resources.v2.ResourceService\/Delete has side effects/,
+    );
     const still = await resources.stat({ store: s.example.store, path: "draft" });
     expect(still.resource?.deleted).toBe(false);
   });
