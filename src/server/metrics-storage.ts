@@ -116,15 +116,21 @@ function measure<T extends object>(
       timedFirst(name, method.apply(target, args) as AsyncIterable<unknown>, observer),
     );
   }
-  return new Proxy(target, {
-    get(t, property) {
+  // The proxy's own target is an empty object: a proxy must return a target's read-only,
+  // non-configurable property as it is, and the measured methods are exactly such replacements
+  // when an adapter (or a test's wrapper of one) defines its methods that way.
+  return new Proxy({} as T, {
+    get(_, property) {
       if (own.has(property)) return own.get(property);
-      const value = Reflect.get(t, property, t);
+      const value = Reflect.get(target, property, target);
       if (typeof value !== "function") return value;
-      const bound = (value as AnyFunction).bind(t);
+      const bound = (value as AnyFunction).bind(target);
       own.set(property, bound);
       return bound;
     },
+    set: (_, property, value) => Reflect.set(target, property, value, target),
+    has: (_, property) => property in target,
+    getPrototypeOf: () => Object.getPrototypeOf(target),
   });
 }
 
