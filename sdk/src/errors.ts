@@ -2,6 +2,29 @@
 // (and the same classes for Connect errors, via fromConnectError), with type guards.
 
 import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  type BadRequest,
+  BadRequestSchema,
+  type PreconditionFailure,
+  PreconditionFailureSchema,
+  type QuotaFailure,
+  QuotaFailureSchema,
+} from "./gen/google/rpc/error_details_pb.js";
+
+export type { BadRequest, PreconditionFailure, QuotaFailure };
+
+/**
+ * The google.rpc details a Connect or gRPC error carried (`grpc-status-details-bin`, Connect
+ * `details`); empty for a REST answer. A failed If-Match carries `preconditionFailure` (type
+ * `ETAG`, subject `{store}/{path}`, description `current tag "..."`), an invalid argument that
+ * names a field `badRequest`, a size limit or a full disk `quotaFailure` (subject
+ * `max-resource-size` or `storage`).
+ */
+export interface ErrorDetails {
+  preconditionFailure?: PreconditionFailure;
+  badRequest?: BadRequest;
+  quotaFailure?: QuotaFailure;
+}
 
 /** Where an error came from: the request that got it. */
 export interface ErrorRequest {
@@ -17,8 +40,15 @@ export class TroveError extends Error {
   /** The server's text/plain reason (one line), or a description of the failure. */
   readonly reason: string;
   readonly request: ErrorRequest | undefined;
+  /** The google.rpc details of a Connect or gRPC error (see ErrorDetails); `{}` when there are none. */
+  readonly details: ErrorDetails;
 
-  constructor(status: number, reason: string, request?: ErrorRequest, options?: { cause?: unknown }) {
+  constructor(
+    status: number,
+    reason: string,
+    request?: ErrorRequest,
+    options?: { cause?: unknown; details?: ErrorDetails },
+  ) {
     super(
       request ? `${request.method} ${request.url}: ${status ? `${status} ` : ""}${reason}` : reason,
       options?.cause === undefined ? undefined : { cause: options.cause },
@@ -26,12 +56,18 @@ export class TroveError extends Error {
     this.status = status;
     this.reason = reason;
     this.request = request;
+    this.details = options?.details ?? {};
   }
 }
 
 /** 400: the request was malformed; `reason` says what was wrong. */
 export class BadRequestError extends TroveError {
   override name = "BadRequestError";
+
+  /** The proto field path the server named as invalid (`details.badRequest`), e.g. `header.content_md5`. */
+  get field(): string | undefined {
+    return this.details.badRequest?.fieldViolations[0]?.field;
+  }
 }
 
 /** 401: no valid token, or the token does not grant the operation (`insufficientScope`). */
@@ -73,14 +109,23 @@ export class DeletedError extends NotFoundError {
   }
 }
 
-/** 412: If-Match did not match the stored tag (or the resource is absent). */
 /** 409: a name already taken (a project, an environment). */
 export class ConflictError extends TroveError {
   override name = "ConflictError";
 }
 
+/** 412: If-Match did not match the stored tag (or the resource is absent). */
 export class PreconditionFailedError extends TroveError {
   override name = "PreconditionFailedError";
+
+  /**
+   * The resource's current tag, from `details.preconditionFailure` (Connect and gRPC); undefined
+   * when the resource does not exist or the answer carried no details (REST).
+   */
+  get currentTag(): string | undefined {
+    const etag = this.details.preconditionFailure?.violations.find((v) => v.type === "ETAG");
+    return etag && /^current tag "(.*)"$/.exec(etag.description)?.[1];
+  }
 }
 
 /** 413: the body is larger than the server accepts. */
@@ -155,27 +200,35 @@ export function fromConnectError(err: unknown): TroveError {
   if (err instanceof TroveError) return err;
   const e = ConnectError.from(err);
   const reason = e.rawMessage;
+  const details: ErrorDetails = {};
+  const [preconditionFailure] = e.findDetails(PreconditionFailureSchema);
+  if (preconditionFailure) details.preconditionFailure = preconditionFailure;
+  const [badRequest] = e.findDetails(BadRequestSchema);
+  if (badRequest) details.badRequest = badRequest;
+  const [quotaFailure] = e.findDetails(QuotaFailureSchema);
+  if (quotaFailure) details.quotaFailure = quotaFailure;
+  const withDetails = { details };
   switch (e.code) {
     case Code.InvalidArgument:
     case Code.OutOfRange:
-      return new BadRequestError(400, reason);
+      return new BadRequestError(400, reason, undefined, withDetails);
     case Code.Unauthenticated:
       return new UnauthorizedError(401, reason, undefined, e.metadata.get("www-authenticate") ?? undefined);
     case Code.PermissionDenied:
       return new UnauthorizedError(401, reason, undefined, 'Bearer error="insufficient_scope"');
     case Code.AlreadyExists:
-      return new ForbiddenError(403, reason);
+      return new ForbiddenError(403, reason, undefined, withDetails);
     case Code.NotFound: {
       const tag = e.metadata.get(DELETED_TAG_KEY);
-      return tag !== null ? new DeletedError(404, tag) : new NotFoundError(404, reason);
+      return tag !== null ? new DeletedError(404, tag) : new NotFoundError(404, reason, undefined, withDetails);
     }
     case Code.FailedPrecondition:
-      return new PreconditionFailedError(412, reason);
+      return new PreconditionFailedError(412, reason, undefined, withDetails);
     case Code.ResourceExhausted:
-      return new PayloadTooLargeError(413, reason);
+      return new PayloadTooLargeError(413, reason, undefined, withDetails);
     case Code.Unavailable:
-      return new UnavailableError(503, reason);
+      return new UnavailableError(503, reason, undefined, withDetails);
     default:
-      return new ServerError(500, reason, undefined);
+      return new ServerError(500, reason, undefined, withDetails);
   }
 }
