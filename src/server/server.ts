@@ -7,6 +7,7 @@ import { type Logger, pino } from "pino";
 import type { DevIssuer } from "../auth/dev-issuer.js";
 import type { Authenticator } from "../auth/verifier.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
+import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import type { StoragePort } from "../storage/port.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
@@ -96,7 +97,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     logger,
     maxResourceSize,
     openRoutes: new Map([...healthRoutes(health), [OPENAPI_PATH, openApiRoute()], ...metricsRoutes(metrics)]),
-    openServices: [healthService(health, TROVE_SERVICES)],
+    openServices: [healthService(health, TROVE_SERVICES), reflectionService(TROVE_SERVICES)],
   });
   const crossOrigin = options.corsOrigins?.length ? createCrossOrigin(options.corsOrigins) : undefined;
   const handler = createPipeline({

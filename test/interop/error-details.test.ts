@@ -22,6 +22,7 @@ import {
   QuotaFailureSchema,
 } from "../../src/gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../src/gen/google/rpc/status_pb.js";
+import { ReportService } from "../../src/gen/trove/insights/v1/reports_pb.js";
 import {
   DeleteRequestSchema,
   DeleteResponseSchema,
@@ -140,6 +141,15 @@ describe("with a Connect client (details)", () => {
     expect(err.rawMessage).toBe("content_md5 must be the base64 text of a 16-byte MD5 digest");
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations).toEqual([
       expect.objectContaining({ field: "header.content_md5", description: err.rawMessage }),
+    ]);
+  });
+
+  it("a malformed report ID names key.report_id, a field of a message the request holds", async () => {
+    const reports = createClient(ReportService, s.connect());
+    const err = await rejection(reports.getReport({ key: { ...s.report, reportId: "not-an-id" } }));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations).toEqual([
+      expect.objectContaining({ field: "key.report_id", description: err.rawMessage }),
     ]);
   });
 
