@@ -26,6 +26,8 @@ import { dropUnreadBody, type RpcProtocol, rpcProtocol } from "./rpc-refusals.js
 
 export type Face = "rest" | "connect" | "grpc" | "grpc-web" | "other";
 
+const FACES: readonly Face[] = ["rest", "connect", "grpc", "grpc-web", "other"];
+
 /** The label value of every route, method or path outside the known sets. */
 export const UNKNOWN = "unknown";
 
@@ -305,11 +307,20 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers,
   }).set({ version: TROVE_VERSION, backend: options.backend, node: process.version }, 1);
 
-  const requestsTotal = new Counter({
+  // The hottest counts are plain numbers on the request path, handed to prom-client at each
+  // scrape: a prom-client update validates and hashes its labels every time (about 2 µs).
+  const counts = new Map<string, { labels: { face: Face; route: string; status: string }; count: number }>();
+  const flying = new Map<Face, number>(FACES.map((face) => [face, 0]));
+  let hits = 0;
+  new Counter({
     name: "trove_requests_total",
     help: "Requests answered, by face, route template or RPC method, and status (HTTP status, or RPC code name).",
     labelNames: ["face", "route", "status"],
     registers,
+    collect() {
+      this.reset();
+      for (const { labels, count } of counts.values()) this.inc(labels, count);
+    },
   });
   const requestSeconds = new Histogram({
     name: "trove_request_duration_seconds",
@@ -318,17 +329,15 @@ export function createMetrics(options: MetricsOptions): Metrics {
     buckets: SECONDS_BUCKETS,
     registers,
   });
-  const inFlight = new Gauge({
+  new Gauge({
     name: "trove_requests_in_flight",
     help: "Requests arrived and not yet answered completely (long polls and streams included), by face.",
     labelNames: ["face"],
     registers,
+    collect() {
+      for (const [face, n] of flying) this.set({ face }, n);
+    },
   });
-  const inFlightByFace = new Map<Face, ReturnType<typeof inFlight.labels>>();
-  for (const face of ["rest", "connect", "grpc", "grpc-web", "other"] as const) {
-    inFlightByFace.set(face, inFlight.labels(face));
-    inFlight.set({ face }, 0);
-  }
 
   let cores: { notifier: ChangeNotifier; reportNotifier: ReportNotifier } | undefined;
   new Gauge({
@@ -391,27 +400,19 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers,
   });
   for (const result of ["valid", "invalid", "unavailable", "error"]) verifications.inc({ result }, 0);
-  const cacheHits = new Counter({
+  new Counter({
     name: "trove_token_cache_hits_total",
     help: "Requests whose bearer token was found in the cache of verified tokens (not verified again).",
     registers,
+    collect() {
+      this.reset();
+      this.inc(hits);
+    },
   });
 
-  // One child per label set, found without prom-client hashing the labels on every request.
-  const series = new Map<
-    string,
-    { count: ReturnType<typeof requestsTotal.labels>; seconds: ReturnType<typeof requestSeconds.labels> }
-  >();
-  const seriesOf = (face: Face, route: string, status: string) => {
-    const key = `${face} ${route} ${status}`;
-    let found = series.get(key);
-    if (found === undefined) {
-      found = { count: requestsTotal.labels(face, route, status), seconds: requestSeconds.labels(face, route, status) };
-      series.set(key, found);
-    }
-    return found;
-  };
+  const seconds = new Map<string, ReturnType<typeof requestSeconds.labels>>();
 
+  const storageSeries = new Map<string, ReturnType<typeof storageSeconds.labels>>();
   const stops: Array<() => void> = [];
 
   return {
@@ -420,13 +421,20 @@ export function createMetrics(options: MetricsOptions): Metrics {
       const started = performance.now();
       const { face, route, protocol } = requestKind(req);
       const status = statusReader(protocol, res);
-      const flight = inFlightByFace.get(face);
-      flight?.inc();
+      flying.set(face, (flying.get(face) as number) + 1);
       res.once("close", () => {
-        flight?.dec();
-        const s = seriesOf(face, route, status());
-        s.count.inc();
-        s.seconds.observe((performance.now() - started) / 1000);
+        flying.set(face, (flying.get(face) as number) - 1);
+        const labels = { face, route, status: status() };
+        const key = `${face} ${route} ${labels.status}`;
+        const found = counts.get(key);
+        if (found) found.count += 1;
+        else counts.set(key, { labels, count: 1 });
+        let histogram = seconds.get(key);
+        if (histogram === undefined) {
+          histogram = requestSeconds.labels(face, route, labels.status);
+          seconds.set(key, histogram);
+        }
+        histogram.observe((performance.now() - started) / 1000);
       });
     },
     route(req, res) {
@@ -451,7 +459,13 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
     storage: {
       operation(name, seconds, ok) {
-        storageSeconds.observe({ operation: name, backend: options.backend, outcome: ok ? "ok" : "error" }, seconds);
+        const key = ok ? name : `${name} error`;
+        let child = storageSeries.get(key);
+        if (child === undefined) {
+          child = storageSeconds.labels(name, options.backend, ok ? "ok" : "error");
+          storageSeries.set(key, child);
+        }
+        child.observe(seconds);
       },
       changed(kind, count) {
         if (count > 0) changes.inc({ kind }, count);
@@ -474,7 +488,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       if (auth === "anonymous" || auth.observe === undefined) return;
       stops.push(
         auth.observe((check: TokenCheck) => {
-          if (check === "cached") cacheHits.inc();
+          if (check === "cached") hits += 1;
           else verifications.inc({ result: check });
         }),
       );
