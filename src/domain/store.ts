@@ -48,8 +48,20 @@ export function parseDuration(text: string): number {
   return Number(m[1]) * (UNITS[m[2] ?? "s"] ?? 1000);
 }
 
+// keep-deleted in milliseconds by its exact text: every read of a path needs it (is a tombstone
+// expired?), and a parse is a pure function of the text, so an entry is never stale: a setting
+// changed by any instance is a different text, parsed on first sight. No I/O; bounded.
+const keepDeletedByText = new Map<string, number>();
+
 export function keepDeletedMillis(config: StoreConfig): number {
-  return parseDuration(config.settings["keep-deleted"] ?? DEFAULT_KEEP_DELETED);
+  const text = config.settings["keep-deleted"] ?? DEFAULT_KEEP_DELETED;
+  let millis = keepDeletedByText.get(text);
+  if (millis === undefined) {
+    millis = parseDuration(text);
+    if (keepDeletedByText.size >= 1000) keepDeletedByText.clear();
+    keepDeletedByText.set(text, millis);
+  }
+  return millis;
 }
 
 export interface StoreInput {

@@ -228,7 +228,7 @@ function toConfig(name: string, type: string, settings: string): StoreConfig {
 
 function toStore(row: StoreRow): StoreRecord {
   return {
-    config: { name: row.name, type: row.type as StoreType, settings: JSON.parse(row.settings) },
+    config: toConfig(row.name, row.type, row.settings),
     deleted: row.deleted === 1,
     lastEventId: row.last_event_id,
     purgedEventId: row.purged_event_id,
