@@ -57,6 +57,12 @@ export interface MongoStorageOptions {
   serverSelectionTimeout?: number;
   /** Where failures that were recovered from are reported (default: nowhere). */
   logger?: StorageLogger;
+  /**
+   * Turns the driver's command monitoring on and is given the client once connected, to listen
+   * to its commandStarted / commandSucceeded / commandFailed events: for tests that count round
+   * trips (test/mongodb/round-trips.test.ts).
+   */
+  monitorCommands?: (client: MongoClient) => void;
 }
 
 /**
@@ -124,8 +130,14 @@ const ORPHAN_AGE = 3_600_000;
 /** How often the purge of one instance also sweeps orphaned GridFS files. */
 const SWEEP_INTERVAL = 10 * 60_000;
 
+/** What a read of one path needs of its store's document. */
+const STORE_CONFIG = { type: 1, settings: 1, deleted: 1 } as const;
+
 /** Where an index may leave out a node: only contents in GridFS can be orphaned. */
 const IN_GRIDFS = { size: { $gt: INLINE_MAX } };
+
+/** Nodes read by path; null where there is none. */
+type NodeReads = Map<string, NodeDoc | null>;
 
 function toNode(d: NodeDoc): NodeRecord {
   return {
@@ -161,6 +173,11 @@ export class MongoStorage implements StoragePort {
   private readonly listeners = new Set<(store: string) => void>();
   private readonly localLocks = new Map<string, Promise<void>>();
   private readonly seen = new Map<string, number>();
+  /**
+   * Each store's type as its document last said under a lease taken here: which nodes a write
+   * reads together with taking the lease (a guess; what is used is checked against the document).
+   */
+  private readonly knownTypes = new Map<string, StoreType>();
   private watchTimer: NodeJS.Timeout | undefined;
   /** Whether the deployment enforces the TTL index (MongoDB does; FerretDB does not). */
   ttlIndex = false;
@@ -194,7 +211,9 @@ export class MongoStorage implements StoragePort {
       url: options.url,
       serverSelectionTimeout: options.serverSelectionTimeout,
       logger: options.logger,
+      clientOptions: options.monitorCommands ? { monitorCommands: true } : undefined,
     });
+    options.monitorCommands?.(connection.client);
     const storage = new MongoStorage(connection, connection.client.db(options.database ?? "trove"), options);
     try {
       await storage.ensureIndexes();
@@ -259,8 +278,12 @@ export class MongoStorage implements StoragePort {
 
   async getStore(name: string): Promise<StoreRecord | undefined> {
     return this.guard(async () => {
-      const doc = await this.stores.findOne({ _id: name });
-      return doc ? this.toStore(doc) : undefined;
+      // The root's tag is read with the store's document (one round trip), used if it is live.
+      const [doc, root] = await Promise.all([
+        this.stores.findOne({ _id: name }),
+        this.nodes.findOne({ _id: nodeKey(name, "") }, { projection: { tag: 1 } }),
+      ]);
+      return doc ? this.toStore(doc, root) : undefined;
     });
   }
 
@@ -348,6 +371,7 @@ export class MongoStorage implements StoragePort {
         $set: { type: config.type, settings: config.settings, modified: now },
       });
       if (res.matchedCount === 0) throw lease.lost();
+      this.knownTypes.set(config.name, config.type);
       const updated: StoreRecord = {
         config,
         deleted: false,
@@ -403,13 +427,18 @@ export class MongoStorage implements StoragePort {
     });
   }
 
-  // Two reads, store then node, as the services made before this method existed; the contents
-  // always come along (the option allows leaving them out, not requires it).
-  async getStoreNode(store: string, path: string, _options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
+  // The store's document and the node, both by _id and sent together: one round trip, two
+  // commands. One command would need `_id: {$in: [...]}` (with the configuration copied into the
+  // root node), which FerretDB cannot answer from its index: it scans the whole collection
+  // (explain: filterPushdown false), so every GET would cost a scan of every store's nodes there.
+  // Nothing is cached: what is answered is what the database held when the request came.
+  async getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
     return this.guard(async () => {
-      const doc = await this.stores.findOne({ _id: store });
+      const [doc, node] = await Promise.all([
+        this.stores.findOne({ _id: store }, { projection: STORE_CONFIG }),
+        this.nodes.findOne({ _id: nodeKey(store, path) }, options.contents ? {} : { projection: { inline: 0 } }),
+      ]);
       if (!doc || doc.deleted) return undefined;
-      const node = await this.nodes.findOne({ _id: nodeKey(store, path) });
       const config = { name: doc._id, type: doc.type as StoreType, settings: doc.settings };
       return { config, node: node ? toNode(node) : undefined };
     });
@@ -444,38 +473,49 @@ export class MongoStorage implements StoragePort {
     // Until the node's write is sent, a failure means the write did not happen and the blob is
     // ours to discard; from then on it may be referenced, and only the orphan sweep may remove it.
     let sent = false;
-    const writing = this.withStoreLock(store, async (s, lease) => {
-      const config = this.liveConfig(s);
-      const target = await this.current(store, path, config, now);
-      const parent = await this.current(store, parentOf(path) ?? "", config, now);
-      const { created } = planPutFile(path, target, parent, pre.ifMatch);
-      const ancestors = this.ancestorsToRetag(config, path);
-      const eventId = await lease.allocate(1 + ancestors.length);
-      const doc: NodeDoc = {
-        store,
-        path,
-        parent: parentOf(path) ?? null,
-        directory: false,
-        deleted: false,
-        tag: newTag(),
-        prevTag: target && !target.deleted ? target.tag : "",
-        type,
-        size: blob.size,
-        md5: blob.md5,
-        blob: blob.blob,
-        inline: blob.inline,
-        created: created ? now : (target?.created ?? now),
-        modified: now,
-        eventId,
-      };
-      // The ancestors first: the node's write is the commit, and nothing that can fail follows it.
-      await this.retag(store, ancestors, eventId + 1, lease);
-      await lease.keep();
-      sent = true;
-      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
-      replaced = target ?? null;
-      return { node: toNode(doc), created };
-    });
+    const own = [path, parentOf(path) ?? ""];
+    const writing = this.withStoreLock(
+      store,
+      async (s, lease, early) => {
+        const config = this.liveConfig(s);
+        const ancestors = this.ancestorsToRetag(config, path);
+        const read = await this.readNodes(store, [...own, ...ancestors], early);
+        const target = this.current(read, path, config, now);
+        const parent = this.current(read, parentOf(path) ?? "", config, now);
+        const { created } = planPutFile(path, target, parent, pre.ifMatch);
+        const eventId = await lease.allocate(1 + ancestors.length);
+        const doc: NodeDoc = {
+          store,
+          path,
+          parent: parentOf(path) ?? null,
+          directory: false,
+          deleted: false,
+          tag: newTag(),
+          prevTag: target && !target.deleted ? target.tag : "",
+          type,
+          size: blob.size,
+          md5: blob.md5,
+          blob: blob.blob,
+          inline: blob.inline,
+          created: created ? now : (target?.created ?? now),
+          modified: now,
+          eventId,
+        };
+        // The ancestors first, in the same ordered bulk write: the node's write is the commit, and
+        // nothing that can fail follows it.
+        sent = true;
+        await this.writeInOrder(
+          [
+            ...this.retag(store, ancestors, eventId + 1, read),
+            { replaceOne: { filter: { _id: nodeKey(store, path) }, replacement: doc, upsert: true } },
+          ],
+          lease,
+        );
+        replaced = target ?? null;
+        return { node: toNode(doc), created };
+      },
+      this.readEarly(store, own, path),
+    );
     let result: WriteResult;
     try {
       result = await writing;
@@ -490,68 +530,83 @@ export class MongoStorage implements StoragePort {
   }
 
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    const result = await this.withStoreLock(store, async (s, lease) => {
-      const config = this.liveConfig(s);
-      const target = await this.current(store, path, config, now);
-      const parent = path === "" ? undefined : await this.current(store, parentOf(path) ?? "", config, now);
-      const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
-      if (!created) return { node: toNode(target as NodeDoc), created };
-      const ancestors = this.ancestorsToRetag(config, path);
-      const eventId = await lease.allocate(1 + ancestors.length);
-      const doc = this.directoryDoc(store, path, now, eventId);
-      await this.retag(store, ancestors, eventId + 1, lease);
-      await lease.keep();
-      await this.nodes.replaceOne({ _id: nodeKey(store, path) }, doc, { upsert: true });
-      return { node: toNode(doc), created };
-    });
+    const parentPath = path === "" ? undefined : (parentOf(path) ?? "");
+    const own = [path, ...(parentPath === undefined ? [] : [parentPath])];
+    const result = await this.withStoreLock(
+      store,
+      async (s, lease, early) => {
+        const config = this.liveConfig(s);
+        const ancestors = this.ancestorsToRetag(config, path);
+        const read = await this.readNodes(store, [...own, ...ancestors], early);
+        const target = this.current(read, path, config, now);
+        const parent = parentPath === undefined ? undefined : this.current(read, parentPath, config, now);
+        const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
+        if (!created) return { node: toNode(target as NodeDoc), created };
+        const eventId = await lease.allocate(1 + ancestors.length);
+        const doc = this.directoryDoc(store, path, now, eventId);
+        // The ancestors first, the directory last (the commit), in one ordered bulk write.
+        await this.writeInOrder(
+          [
+            ...this.retag(store, ancestors, eventId + 1, read),
+            { replaceOne: { filter: { _id: nodeKey(store, path) }, replacement: doc, upsert: true } },
+          ],
+          lease,
+        );
+        return { node: toNode(doc), created };
+      },
+      this.readEarly(store, own, path),
+    );
     if (result.created) this.changed(store);
     return result;
   }
 
   async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
     const removed: NodeDoc[] = [];
-    const result = await this.withStoreLock(store, async (s, lease) => {
-      const config = this.liveConfig(s);
-      const target = await this.current(store, path, config, now);
-      planDelete(path, target, pre.ifMatch);
-      const self = target as NodeDoc;
-      const below = self.directory
-        ? await this.nodes
-            .find({ store, path: { $gt: `${path}/`, $lt: `${path}0` }, deleted: false }, { projection: { inline: 0 } })
-            .sort({ path: 1 })
-            .toArray()
-        : [];
-      const ordered = [...below, self];
-      const ancestors = this.ancestorsToRetag(config, path);
-      let eventId = (await lease.allocate(ordered.length + ancestors.length)) - 1;
-      const expireAt = new Date(now + keepDeletedMillis(config) + TTL_GRACE);
-      const ops: AnyBulkWriteOperation<NodeDoc>[] = ordered.map((n) => {
-        eventId += 1;
-        return {
-          updateOne: {
-            filter: { _id: nodeKey(store, n.path) },
-            update: {
-              $set: {
-                deleted: true,
-                tag: newTag(),
-                prevTag: n.tag,
-                blob: "",
-                inline: null,
-                modified: now,
-                eventId,
-                expireAt,
-              },
-            },
-          },
-        };
-      });
-      // The ancestors first, then the tombstones in event-id order (the target's last).
-      await this.retag(store, ancestors, eventId + 1, lease);
-      await this.writeInOrder(ops, lease);
-      removed.push(...ordered);
-      const node = await this.nodes.findOne({ _id: nodeKey(store, path) });
-      return { node: toNode(node as NodeDoc), count: ordered.length };
-    });
+    const result = await this.withStoreLock(
+      store,
+      async (s, lease, early) => {
+        const config = this.liveConfig(s);
+        const ancestors = this.ancestorsToRetag(config, path);
+        const read = await this.readNodes(store, [path, ...ancestors], early);
+        const target = this.current(read, path, config, now);
+        planDelete(path, target, pre.ifMatch);
+        const self = target as NodeDoc;
+        const below = self.directory
+          ? await this.nodes
+              .find(
+                { store, path: { $gt: `${path}/`, $lt: `${path}0` }, deleted: false },
+                { projection: { inline: 0 } },
+              )
+              .sort({ path: 1 })
+              .toArray()
+          : [];
+        const ordered = [...below, self];
+        let eventId = (await lease.allocate(ordered.length + ancestors.length)) - 1;
+        const expireAt = new Date(now + keepDeletedMillis(config) + TTL_GRACE);
+        let tombstone: NodeDoc = self;
+        const ops: AnyBulkWriteOperation<NodeDoc>[] = ordered.map((n) => {
+          eventId += 1;
+          const fields = {
+            deleted: true,
+            tag: newTag(),
+            prevTag: n.tag,
+            blob: "",
+            inline: null,
+            modified: now,
+            eventId,
+            expireAt,
+          };
+          if (n === self) tombstone = { ...self, ...fields };
+          return { updateOne: { filter: { _id: nodeKey(store, n.path) }, update: { $set: fields } } };
+        });
+        // The ancestors first, then the tombstones in event-id order (the target's last).
+        await this.writeInOrder([...this.retag(store, ancestors, eventId + 1, read), ...ops], lease);
+        removed.push(...ordered);
+        // The target as written: its tombstone is exactly what the last update set.
+        return { node: toNode(tombstone), count: ordered.length };
+      },
+      this.readEarly(store, [path], path),
+    );
     await this.removeReplaced(
       removed.filter(inGridFS).map((n) => n.blob),
       `/${path} in store ${store}`,
@@ -619,6 +674,18 @@ export class MongoStorage implements StoragePort {
       return;
     }
     if (node.size === 0) return;
+    if (node.size <= INLINE_MAX && !node.directory) {
+      // Read without its contents (getStoreNode): they are inline. The blob UUID names this
+      // version of the contents; a node that changed since has other contents, or none.
+      const doc = await this.nodes.findOne(
+        { _id: nodeKey(node.store, node.path) },
+        { projection: { inline: 1, blob: 1 } },
+      );
+      const inline = doc?.blob === node.blob ? binaryBytes(doc.inline) : null;
+      if (!inline) throw new NotFoundError(`blob ${node.blob} not found`);
+      yield inline;
+      return;
+    }
     yield* readGridFS(this.bucket, node.blob);
   }
 
@@ -736,8 +803,12 @@ export class MongoStorage implements StoragePort {
     await this.db.dropDatabase();
   }
 
-  private async toStore(d: StoreDoc): Promise<StoreRecord> {
-    const root = d.deleted ? null : await this.nodes.findOne({ store: d._id, path: "" }, { projection: { tag: 1 } });
+  private async toStore(d: StoreDoc, read?: { tag: string } | null): Promise<StoreRecord> {
+    const root = d.deleted
+      ? null
+      : read !== undefined
+        ? read
+        : await this.nodes.findOne({ _id: nodeKey(d._id, "") }, { projection: { tag: 1 } });
     return {
       config: { name: d._id, type: d.type as StoreType, settings: d.settings },
       deleted: d.deleted,
@@ -755,35 +826,61 @@ export class MongoStorage implements StoragePort {
     return { name: s._id, type: s.type as StoreType, settings: s.settings };
   }
 
-  private async current(store: string, path: string, config: StoreConfig, now: number): Promise<NodeDoc | undefined> {
-    const doc = await this.nodes.findOne({ _id: nodeKey(store, path) }, { projection: { inline: 0 } });
-    if (!doc) return undefined;
-    return isExpiredTombstone(doc, config, now) ? undefined : { ...doc, inline: null };
+  /**
+   * The nodes at these paths (without their contents), by path: one findOne by _id each, sent
+   * together (one round trip; `_id: {$in}` would make FerretDB scan the collection).
+   */
+  private async readNodes(store: string, paths: readonly string[], have?: NodeReads): Promise<NodeReads> {
+    const read: NodeReads = new Map(have);
+    const missing = [...new Set(paths)].filter((p) => !read.has(p));
+    const docs = await Promise.all(
+      missing.map((p) => this.nodes.findOne({ _id: nodeKey(store, p) }, { projection: { inline: 0 } })),
+    );
+    missing.forEach((p, i) => {
+      const d = docs[i];
+      read.set(p, d ? { ...d, inline: null } : null);
+    });
+    return read;
   }
 
-  private ancestorsToRetag(config: StoreConfig, path: string): string[] {
+  /**
+   * What a write of `path` reads, sent with the lease's announcement when that is allowed
+   * (StoreLeases.acquire): the path, its parent, and on a sync-recursive store its ancestors.
+   */
+  private readEarly(store: string, paths: readonly string[], path: string): () => Promise<NodeReads> {
+    return () => {
+      const type = this.knownTypes.get(store);
+      return this.readNodes(store, type ? [...paths, ...this.ancestorsToRetag({ type }, path)] : paths);
+    };
+  }
+
+  /** The node at a path among those read, with an expired tombstone treated as absent. */
+  private current(read: NodeReads, path: string, config: StoreConfig, now: number): NodeDoc | undefined {
+    const doc = read.get(path);
+    if (!doc) return undefined;
+    return isExpiredTombstone(doc, config, now) ? undefined : doc;
+  }
+
+  private ancestorsToRetag(config: { type: StoreType }, path: string): string[] {
     return config.type === "recursive" ? ancestorsOf(path) : [];
   }
 
-  /** On sync-recursive stores, every ancestor directory gets a new tag and event, nearest first. */
-  private async retag(
+  /**
+   * On sync-recursive stores, every ancestor directory gets a new tag and event, nearest first:
+   * the updates, to be written before the node they are for (their tags as read under the lease).
+   */
+  private retag(
     store: string,
     ancestors: readonly string[],
     firstEventId: number,
-    lease: StoreLease,
-  ): Promise<void> {
-    if (ancestors.length === 0) return;
-    const docs = await this.nodes
-      .find({ _id: { $in: ancestors.map((a) => nodeKey(store, a)) } }, { projection: { path: 1, tag: 1 } })
-      .toArray();
-    const tags = new Map(docs.map((d) => [d.path, d.tag]));
-    const ops: AnyBulkWriteOperation<NodeDoc>[] = ancestors.map((path, i) => ({
+    read: NodeReads,
+  ): AnyBulkWriteOperation<NodeDoc>[] {
+    return ancestors.map((path, i) => ({
       updateOne: {
         filter: { _id: nodeKey(store, path) },
-        update: { $set: { prevTag: tags.get(path) ?? "", tag: newTag(), eventId: firstEventId + i } },
+        update: { $set: { prevTag: read.get(path)?.tag ?? "", tag: newTag(), eventId: firstEventId + i } },
       },
     }));
-    await this.writeInOrder(ops, lease);
   }
 
   /**
@@ -882,7 +979,11 @@ export class MongoStorage implements StoragePort {
    * to the last one allocated. Store-document updates in `fn` filter on
    * `lease.fence`; long operations call `lease.keep()` between write batches.
    */
-  private async withStoreLock<T>(store: string, fn: (doc: StoreDoc, lease: StoreLease) => Promise<T>): Promise<T> {
+  private async withStoreLock<T, E = never>(
+    store: string,
+    fn: (doc: StoreDoc, lease: StoreLease, early: E | undefined) => Promise<T>,
+    early?: () => Promise<E>,
+  ): Promise<T> {
     // In-process writers queue here instead of polling the database for the lease.
     const previous = this.localLocks.get(store) ?? Promise.resolve();
     let release!: () => void;
@@ -894,10 +995,12 @@ export class MongoStorage implements StoragePort {
     await previous;
     try {
       return await this.guard(async () => {
-        const { doc, lease } = await this.leases.acquire(store);
+        const { doc, lease, early: read } = await this.leases.acquire(store, early);
         let result: T;
         try {
-          result = await fn(doc as StoreDoc, lease);
+          const s = doc as StoreDoc;
+          if (!s.deleted) this.knownTypes.set(store, s.type as StoreType);
+          result = await fn(s, lease, read);
         } catch (err) {
           // The operation's own failure is the answer; a release that fails is tried again.
           await this.leases.release(lease).catch(() => this.leases.releaseLater(lease, this.log));

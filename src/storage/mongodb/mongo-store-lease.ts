@@ -149,11 +149,19 @@ export class StoreLeases {
     await this.tickets.createIndex({ store: 1, epoch: 1 }, { name: "store_epoch" });
   }
 
-  /** Takes the store's lease; returns the store document as announced, with any dead holder's ids published. */
-  async acquire(store: string): Promise<{ doc: LeaseFields; lease: StoreLease }> {
+  /**
+   * Takes the store's lease; returns the store document as announced, with any dead holder's ids
+   * published. `early`, when given, is sent together with the announcement if this process holds
+   * the ticket right after its own release (see take): its result comes back as `early`, or
+   * undefined when it was not sent or the announcement was not made over that release.
+   */
+  async acquire<T = never>(
+    store: string,
+    early?: () => Promise<T>,
+  ): Promise<{ doc: LeaseFields; lease: StoreLease; early: T | undefined }> {
     const held: { ticket?: Ticket } = {};
     try {
-      return await this.take(store, held);
+      return await this.take(store, held, early);
     } catch (err) {
       // A ticket left in the queue would hold up every later writer until its `until`: give it
       // up, later if the database is away now. (Announced or not: the store document's lease
@@ -170,18 +178,25 @@ export class StoreLeases {
     }
   }
 
-  private async take(store: string, held: { ticket?: Ticket }): Promise<{ doc: LeaseFields; lease: StoreLease }> {
+  private async take<T>(
+    store: string,
+    held: { ticket?: Ticket },
+    early: (() => Promise<T>) | undefined,
+  ): Promise<{ doc: LeaseFields; lease: StoreLease; early: T | undefined }> {
     const deadline = performance.now() + this.options.lockTimeout;
     const released = this.lastReleased.get(store);
     this.lastReleased.delete(store);
     let ticket: Ticket | undefined;
     /** The store document as it was seen free for `ticket`: the announcement's filter. */
     let over: Filter<LeaseFields> | undefined;
+    /** The announcement's filter right after this process's own release, if it got the next ticket. */
+    let afterOwnRelease: Filter<LeaseFields> | undefined;
     if (released !== undefined) {
       // After our own release of epoch n, n+1 is ours to take at once if nobody queued for it.
       ticket = await this.insertTicket(store, released + 1);
       held.ticket = ticket;
       over = { _id: store, leaseEpoch: released, leaseReleased: true };
+      if (ticket) afterOwnRelease = over;
     }
     for (;;) {
       if (!ticket) {
@@ -204,6 +219,13 @@ export class StoreLeases {
         continue;
       }
       const sent = performance.now();
+      // Right after our own release of epoch n, with ticket n+1 ours: an announcement over that
+      // release proves that nobody announced in between, and every write of a store's nodes is
+      // made under an announced lease. So nothing in the store changed since our release (which
+      // came after all our writes were answered): reads sent together with the announcement see
+      // what they would see after it, and are valid once it lands.
+      const reading = early && over === afterOwnRelease ? early() : undefined;
+      reading?.catch(() => {});
       // Announced only over the lease as it was seen free: a holder whose late renewal landed in
       // between keeps it (StoreLease.keep relies on this).
       const doc = await this.stores.findOneAndUpdate(
@@ -212,6 +234,7 @@ export class StoreLeases {
         { returnDocument: "after" },
       );
       over = undefined;
+      afterOwnRelease = undefined;
       if (!doc) {
         const s = await this.stores.findOne({ _id: store }, { projection: { leaseEpoch: 1 } });
         if (!s) throw new NotFoundError(`store ${store} not found`);
@@ -231,7 +254,7 @@ export class StoreLeases {
         await this.stores.updateOne(lease.fence, { $max: { committedEventId: doc.lastEventId } });
         doc.committedEventId = doc.lastEventId;
       }
-      return { doc, lease };
+      return { doc, lease, early: reading ? await reading : undefined };
     }
   }
 
