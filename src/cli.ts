@@ -2,7 +2,7 @@
 
 import { fetchDevToken, parseTokenArgs, TOKEN_HELP } from "./auth/token-command.js";
 import { parseServeArgs, SERVE_HELP } from "./server/config.js";
-import { serve } from "./server/main.js";
+import { serveUntilSignal } from "./server/main.js";
 
 const HELP = `Usage: trove <command> [options]
 
@@ -27,14 +27,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(SERVE_HELP);
       return 0;
     }
-    const server = await serve(config);
-    await new Promise<void>((resolve) => {
-      const stop = () => resolve();
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-    });
-    await server.close();
-    return 0;
+    return serveUntilSignal(config);
   }
   if (command === "token") {
     const config = parseTokenArgs(args, process.env);

@@ -28,6 +28,8 @@ export interface ServeConfig {
   reportWorker: boolean;
   /** Whether GET /metrics serves Prometheus metrics. */
   metrics: boolean;
+  /** How long a graceful shutdown lets requests in flight finish, in milliseconds. */
+  shutdownTimeout: number;
   /** Connection limits and timeouts (milliseconds, counts). */
   limits: ServerLimits;
   /** Origins whose browser pages may call the server (CORS); empty: same origin only. */
@@ -59,6 +61,8 @@ Options:
                             (TROVE_REPORT_WORKER=false)
   --metrics BOOL            serve Prometheus metrics at GET /metrics, without a token; false measures
                             nothing and answers 404 there (TROVE_METRICS, default true)
+  --shutdown-timeout S      seconds SIGTERM / SIGINT let requests in flight finish before they are
+                            cut; a second signal stops at once (TROVE_SHUTDOWN_TIMEOUT, default 10)
   --cors-origin ORIGIN      let browser pages of this origin (https://app.example.com) call every
                             face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
 
@@ -156,6 +160,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "report-availability": { type: "string" },
       "no-report-worker": { type: "boolean" },
       metrics: { type: "string" },
+      "shutdown-timeout": { type: "string" },
       "first-byte-timeout": { type: "string" },
       "headers-timeout": { type: "string" },
       "keep-alive-timeout": { type: "string" },
@@ -193,6 +198,8 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     reportAvailability: reportAvailability(values["report-availability"] ?? env.TROVE_REPORT_AVAILABILITY ?? "90d"),
     reportWorker: !(values["no-report-worker"] ?? env.TROVE_REPORT_WORKER === "false"),
     metrics: booleanValue(values.metrics ?? env.TROVE_METRICS ?? "true", "--metrics"),
+    shutdownTimeout:
+      integer(values["shutdown-timeout"] ?? env.TROVE_SHUTDOWN_TIMEOUT ?? "10", "shutdown-timeout", 0, 3600) * 1000,
     corsOrigins: (
       values["cors-origin"] ??
       (env.TROVE_CORS_ORIGIN ?? "")

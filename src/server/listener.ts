@@ -30,6 +30,18 @@ export interface Listener {
   listen(port: number, host: string): Promise<AddressInfo>;
   /** Stops accepting and closes every connection and session at once. */
   close(): Promise<void>;
+  /**
+   * Stops accepting, closes idle connections (HTTP/1.1 keep-alive, connections that sent nothing
+   * yet), sends GOAWAY on HTTP/2 sessions, lets the requests in flight finish for up to
+   * `timeoutMs`, then destroys what is left.
+   */
+  drain(timeoutMs: number): Promise<DrainResult>;
+}
+
+/** How a drain ended: `cut` connections still had requests in flight when its time ran out. */
+export interface DrainResult {
+  drained: boolean;
+  cut: number;
 }
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -163,8 +175,31 @@ export function createListener(options: ListenerOptions): Listener {
     session.setTimeout(limits.sessionIdleTimeout, idle);
   });
 
+  // Requests in flight (their responses until 'close') and the drain, if one runs.
+  const inFlight = new Map<http.ServerResponse | http2.Http2ServerResponse, object>();
+  const sniffing = new Set<net.Socket>();
+  let draining: (() => void) | undefined;
+  const track = (
+    req: http.IncomingMessage | http2.Http2ServerRequest,
+    res: http.ServerResponse | http2.Http2ServerResponse,
+  ) => {
+    // The connection it came on: the socket (HTTP/1.1) or the session (HTTP/2).
+    const connection = "stream" in req ? req.stream.session : req.socket;
+    inFlight.set(res, connection ?? res);
+    // During a drain, an HTTP/1.1 connection closes after its answer.
+    if (draining && res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
+    res.once("close", () => {
+      inFlight.delete(res);
+      draining?.();
+    });
+  };
+  h1.on("request", track);
+  h2.on("request", track);
+
   const sockets = new Set<net.Socket>();
   const tcp = net.createServer((socket) => {
+    sniffing.add(socket);
+    socket.once("close", () => sniffing.delete(socket));
     const refused = sockets.size >= limits.maxConnections;
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
@@ -174,6 +209,7 @@ export function createListener(options: ListenerOptions): Listener {
     socket.setNoDelay(true);
     socket.setTimeout(limits.firstByteTimeout, () => socket.destroy());
     socket.once("data", (chunk: Buffer) => {
+      sniffing.delete(socket);
       socket.setTimeout(0);
       socket.pause();
       const n = Math.min(chunk.length, H2_PREFACE.length);
@@ -219,6 +255,44 @@ export function createListener(options: ListenerOptions): Listener {
       h1.closeAllConnections();
       h1.close();
       await closed;
+    },
+    async drain(timeoutMs) {
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const socket of sniffing) socket.destroy();
+      for (const res of inFlight.keys()) {
+        if (res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
+      }
+      for (const session of sessions) session.close();
+      let finished!: () => void;
+      const allFinished = new Promise<void>((resolve) => {
+        finished = resolve;
+      });
+      draining = () => {
+        // A connection whose answer went out is idle now (after Node's own handling of the end).
+        setImmediate(() => h1.closeIdleConnections());
+        if (inFlight.size === 0) finished();
+      };
+      h1.closeIdleConnections();
+      if (inFlight.size === 0) finished();
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        allFinished.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      const cut = drained ? 0 : new Set(inFlight.values()).size;
+      if (drained && sockets.size > 0) {
+        // Answers are out: give the connections a moment to close by themselves, as after any answer.
+        const allClosed = Promise.all([...sockets].map((s) => new Promise((r) => s.once("close", r))));
+        await Promise.race([allClosed, new Promise((r) => setTimeout(r, CLOSE_LINGER_MS).unref())]);
+      }
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+      h1.closeAllConnections();
+      await closed;
+      return { drained, cut };
     },
   };
 }

@@ -63,6 +63,35 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
   return server;
 }
 
+/**
+ * Serves until SIGTERM or SIGINT, then shuts down gracefully (lifecycle.ts); a second signal
+ * during the shutdown ends the process at once (exit 128 + the signal's number). Answers the
+ * exit code: 0 once the shutdown finished, drained or cut by its timeout.
+ */
+export async function serveUntilSignal(config: ServeConfig): Promise<number> {
+  const server = await serve(config);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    const first = (received: NodeJS.Signals) => {
+      process.off("SIGINT", first);
+      process.off("SIGTERM", first);
+      resolve(received);
+    };
+    process.on("SIGINT", first);
+    process.on("SIGTERM", first);
+  });
+  const atOnce = (second: NodeJS.Signals) => {
+    try {
+      server.logger.warn({ signal: second }, "second signal: stopping at once, cutting every connection");
+    } finally {
+      process.exit(second === "SIGINT" ? 130 : 143);
+    }
+  };
+  process.once("SIGINT", atOnce);
+  process.once("SIGTERM", atOnce);
+  await server.shutdown(config.shutdownTimeout, signal);
+  return 0;
+}
+
 /** Start-up check of a configured issuer: a warning, not a failure, since it may come up later. */
 async function reportIssuer(issuer: string, audience: string, logger: Logger): Promise<void> {
   try {

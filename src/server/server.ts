@@ -14,7 +14,7 @@ import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./core
 import { createCrossOrigin } from "./cors.js";
 import { createFaces, TROVE_SERVICES } from "./faces.js";
 import { Health, healthRoutes, healthService } from "./health.js";
-import { startLifecycle } from "./lifecycle.js";
+import { type ShutdownResult, startLifecycle } from "./lifecycle.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 import { createListener } from "./listener.js";
 import { createMetrics, metricsRoutes } from "./metrics.js";
@@ -61,6 +61,8 @@ export interface TroveServer {
   listen(port: number, host: string): Promise<AddressInfo>;
   /** Stops accepting, closes every connection, then the storage. */
   close(): Promise<void>;
+  /** Stops gracefully, letting requests in flight finish for up to `timeoutMs` (lifecycle.ts). */
+  shutdown(timeoutMs: number, cause?: string): Promise<ShutdownResult>;
   readonly logger: Logger;
   /** Armed long-poll and watch waiters (leak checks, metrics). */
   readonly notifier: ChangeNotifier;
@@ -131,5 +133,6 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
       });
     },
     close: () => lifecycle.close().finally(() => metrics?.close()),
+    shutdown: (timeoutMs, cause) => lifecycle.shutdown(timeoutMs, cause).finally(() => metrics?.close()),
   };
 }

@@ -14,6 +14,7 @@ export interface Waiter {
 export class ChangeNotifier {
   private readonly waiters = new Map<string, Set<() => void>>();
   private count = 0;
+  private stopping = false;
   private readonly unsubscribe: () => void;
 
   constructor(storage: StoragePort) {
@@ -23,6 +24,17 @@ export class ChangeNotifier {
   /** Number of armed waiters (for leak checks and metrics). */
   get waiterCount(): number {
     return this.count;
+  }
+
+  /** Whether the server's shutdown began: long polls answer now, watch streams end. */
+  get shuttingDown(): boolean {
+    return this.stopping;
+  }
+
+  /** Shutdown began: wakes every waiter, and a waiter armed from now on fires at once. */
+  shutdown(): void {
+    this.stopping = true;
+    for (const set of [...this.waiters.values()]) for (const fire of [...set]) fire();
   }
 
   /** `null` in stores means every store. */
@@ -51,6 +63,7 @@ export class ChangeNotifier {
       this.waiters.set(key, set);
       set.add(fire);
     }
+    if (this.stopping) fire();
     return { fired, dispose };
   }
 

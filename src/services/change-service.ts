@@ -4,7 +4,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { type Caller, callerKey, rootOf } from "../auth/caller.js";
-import { BadRequestError } from "../domain/errors.js";
+import { BadRequestError, UnavailableError } from "../domain/errors.js";
 import { idrUri, positionOf } from "../domain/events.js";
 import { validateStoreName } from "../domain/path.js";
 import {
@@ -35,6 +35,9 @@ export interface ChangeServiceOptions {
 }
 
 export const DEFAULT_POLL_WAIT = 30_000;
+
+/** How a watch ends when the server shuts down (UNAVAILABLE). */
+export const SHUTTING_DOWN_RECONNECT = "the server is shutting down: reconnect, to another instance if there is one";
 const DEFAULT_HEARTBEAT = 15_000;
 
 function changeEvent(node: NodeRecord): Event {
@@ -112,8 +115,9 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
       try {
         const events = await this.collect(cursors, caller);
         const left = deadline - Date.now();
-        // Events found are the answer even at the deadline: the client may still take them.
-        if (events.length > 0 || left <= 0) return create(PollResponseSchema, { events });
+        // Events found are the answer even at the deadline: the client may still take them. Once
+        // the server's shutdown began, a poll answers what there is at once (none: 204).
+        if (events.length > 0 || left <= 0 || this.notifier.shuttingDown) return create(PollResponseSchema, { events });
         await sleepUntil(waiter.fired, left, ctx.signal);
         throwIfCallAborted(ctx);
       } finally {
@@ -140,6 +144,8 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
           yield create(WatchChangesResponseSchema, { events });
           continue;
         }
+        // Shutdown: the watch ends with UNAVAILABLE, which clients take as "reconnect" (to another instance).
+        if (this.notifier.shuttingDown) throw new UnavailableError(SHUTTING_DOWN_RECONNECT);
         const woke = await sleepUntil(waiter.fired, heartbeat, ctx.signal);
         if (!woke && !ctx.signal.aborted) yield create(WatchChangesResponseSchema, { heartbeat: true });
       } finally {
