@@ -3,6 +3,7 @@
 import { fetchDevToken, parseTokenArgs, TOKEN_HELP } from "./auth/token-command.js";
 import { parseServeArgs, SERVE_HELP } from "./server/config.js";
 import { serveUntilSignal } from "./server/main.js";
+import { TROVE_VERSION } from "./version.js";
 
 const HELP = `Usage: trove <command> [options]
 
@@ -13,13 +14,31 @@ Commands:
             client commands, from @trove/sdk (trove <command> --help; sdk/README.md)
 
 Run "trove <command> --help" for a command's options.
+"trove --version" prints the version of the server and of the client commands.
 `;
+
+/** The server's version, and the client commands' (@trove/sdk) when they are installed. */
+async function versionText(): Promise<string> {
+  let sdk = "";
+  try {
+    const sdkCli = "@trove/sdk/cli";
+    const { SDK_VERSION } = (await import(sdkCli)) as { SDK_VERSION?: string };
+    if (SDK_VERSION) sdk = `@trove/sdk ${SDK_VERSION} (client commands)\n`;
+  } catch {
+    // The client commands are not installed beside the server.
+  }
+  return `trove ${TROVE_VERSION}\n${sdk}`;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(HELP);
     return command === undefined ? 2 : 0;
+  }
+  if (command === "--version" || command === "-V" || command === "version") {
+    process.stdout.write(await versionText());
+    return 0;
   }
   if (command === "serve") {
     const config = parseServeArgs(args, process.env);

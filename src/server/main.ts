@@ -7,6 +7,7 @@ import { AlreadyExistsError } from "../domain/errors.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
+import { TROVE_VERSION } from "../version.js";
 import type { ServeConfig } from "./config.js";
 import { createTroveServer, type TroveServer } from "./server.js";
 
@@ -54,9 +55,10 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     corsOrigins: config.corsOrigins,
   });
   const address = await server.listen(config.port, config.host);
+  const backend = storage.backend;
   logger.info(
-    { host: address.address, port: address.port, data: config.dataDir },
-    `Trove listening on http://${config.host}:${address.port}`,
+    { version: TROVE_VERSION, storage: backend, host: address.address, port: address.port, data: config.dataDir },
+    `Trove ${TROVE_VERSION} listening on http://${config.host}:${address.port} (storage: ${backend})`,
   );
   if (devIssuer) process.stderr.write(devModeBanner(devIssuer, config));
   else void reportIssuer(config.issuer as string, config.audience, logger);

@@ -4,7 +4,6 @@
 // FerretDB of the test's own) goes away and comes back.
 
 import { execFile } from "node:child_process";
-import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
@@ -15,9 +14,7 @@ import { createTroveServer, type TroveServer } from "../../src/server/server.js"
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { type AuthServer, type Issuer, startAuthServer, startIssuer } from "../auth/support.js";
 import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
-
-// TODO(tools.ts): the shared tool lookup once it exists.
-const PROBE = process.env.TROVE_TEST_GRPC_HEALTH_PROBE ?? `${homedir()}/.cache/trove/grpc-health-probe-v0.4.61`;
+import { describeWithTool, GRPC_HEALTH_PROBE } from "../support/tools.js";
 
 const PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));
 const definition = protoLoader.loadSync(["grpc/health/v1/health.proto"], { includeDirs: [PROTO_DIR], enums: String });
@@ -100,10 +97,10 @@ interface ProbeResult {
   output: string;
 }
 
-function probe(port: number, ...args: string[]): Promise<ProbeResult> {
+function probe(bin: string, port: number, ...args: string[]): Promise<ProbeResult> {
   return new Promise((resolve) => {
     execFile(
-      PROBE,
+      bin,
       [`-addr=127.0.0.1:${port}`, "-connect-timeout=5s", "-rpc-timeout=5s", ...args],
       (err, stdout, stderr) => {
         const code = err ? Number((err as NodeJS.ErrnoException & { code?: unknown }).code) : 0;
@@ -187,17 +184,32 @@ describe("health and readiness over HTTP and gRPC", () => {
     }
     expect(all.statuses).toEqual(["SERVING"]);
   });
+});
 
-  it("is what grpc-health-probe reports", async () => {
-    const overall = await probe(server.port);
+describeWithTool(GRPC_HEALTH_PROBE, "health as grpc-health-probe sees it", (bin) => {
+  let issuer: Issuer;
+  let server: AuthServer;
+
+  beforeAll(async () => {
+    issuer = await startIssuer();
+    server = await startAuthServer(issuer);
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await issuer?.stop();
+  });
+
+  it("reports SERVING for the server and each Trove service, without a token, and fails for an unknown service", async () => {
+    const overall = await probe(bin, server.port);
     expect(overall.output).toMatch(/status: SERVING/);
     expect(overall.code).toBe(0);
     for (const service of SERVICES) {
-      const one = await probe(server.port, `-service=${service}`);
+      const one = await probe(bin, server.port, `-service=${service}`);
       expect(one.output).toMatch(/status: SERVING/);
       expect(one.code).toBe(0);
     }
-    const unknown = await probe(server.port, "-service=trove.nothing.v1.NoService");
+    const unknown = await probe(bin, server.port, "-service=trove.nothing.v1.NoService");
     expect(unknown.code).not.toBe(0);
     expect(unknown.output).toMatch(/NotFound|unknown service/);
   });
@@ -205,60 +217,62 @@ describe("health and readiness over HTTP and gRPC", () => {
 
 if (!FERRETDB_BIN) console.warn("health on MongoDB NOT RUN: set TROVE_TEST_FERRETDB_BIN (bash .ci/run does)");
 
-describe.runIf(FERRETDB_BIN)("health while MongoDB goes away and comes back (FerretDB)", () => {
-  let ferret: FerretDb | undefined;
-  let server: TroveServer | undefined;
-  let client: HealthClient | undefined;
+describeWithTool(GRPC_HEALTH_PROBE, "health on MongoDB", (bin) => {
+  describe.runIf(FERRETDB_BIN)("health while MongoDB goes away and comes back (FerretDB)", () => {
+    let ferret: FerretDb | undefined;
+    let server: TroveServer | undefined;
+    let client: HealthClient | undefined;
 
-  afterEach(async () => {
-    client?.close();
-    await server?.close().catch(() => {});
-    await ferret?.dispose();
-  });
-
-  it("goes NOT_SERVING (/readyz 503 with the reason) while FerretDB is stopped, and SERVING when it returns", async () => {
-    ferret = await startFerretDb();
-    const storage = await MongoStorage.open({ url: ferret.url, database: "trove", serverSelectionTimeout: 1000 });
-    await ensureHomeStore(storage, Date.now());
-    server = createTroveServer({
-      storage,
-      logger: pino({ level: "silent" }),
-      auth: "anonymous",
-      healthInterval: 200,
+    afterEach(async () => {
+      client?.close();
+      await server?.close().catch(() => {});
+      await ferret?.dispose();
     });
-    const { port } = await server.listen(0, "127.0.0.1");
-    const url = `http://127.0.0.1:${port}`;
-    client = healthClient(port);
-    const stream = watch(client, "");
-    const oneService = watch(client, SERVICES[0] as string);
-    await stream.until("SERVING");
-    expect((await fetch(`${url}/readyz`)).status).toBe(200);
 
-    await ferret.stop();
-    await stream.until("NOT_SERVING");
-    await oneService.until("NOT_SERVING");
-    const down = await fetch(`${url}/readyz`);
-    expect(down.status).toBe(503);
-    expect(down.headers.get("server")).toBe("resources/1.0");
-    expect(await down.text()).toMatch(/^not ready: storage unavailable: MongoDB unavailable/);
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    expect(await check(client, "")).toBe("NOT_SERVING");
-    const probed = await probe(port);
-    expect(probed.output).toMatch(/NOT_SERVING/);
-    expect(probed.code).toBe(4);
+    it("goes NOT_SERVING (/readyz 503 with the reason) while FerretDB is stopped, and SERVING when it returns", async () => {
+      ferret = await startFerretDb();
+      const storage = await MongoStorage.open({ url: ferret.url, database: "trove", serverSelectionTimeout: 1000 });
+      await ensureHomeStore(storage, Date.now());
+      server = createTroveServer({
+        storage,
+        logger: pino({ level: "silent" }),
+        auth: "anonymous",
+        healthInterval: 200,
+      });
+      const { port } = await server.listen(0, "127.0.0.1");
+      const url = `http://127.0.0.1:${port}`;
+      client = healthClient(port);
+      const stream = watch(client, "");
+      const oneService = watch(client, SERVICES[0] as string);
+      await stream.until("SERVING");
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
 
-    await ferret.start();
-    await stream.until("SERVING");
-    await oneService.until("SERVING");
-    const up = await eventually(
-      () => fetch(`${url}/readyz`).then(async (r) => ({ status: r.status, text: await r.text() })),
-      (r) => r.status === 200,
-    );
-    expect(up).toEqual({ status: 200, text: "ready\n" });
-    expect(await check(client, "")).toBe("SERVING");
-    expect((await probe(port)).code).toBe(0);
-    expect(stream.statuses).toEqual(["SERVING", "NOT_SERVING", "SERVING"]);
-    stream.call.cancel();
-    oneService.call.cancel();
-  }, 120_000);
+      await ferret.stop();
+      await stream.until("NOT_SERVING");
+      await oneService.until("NOT_SERVING");
+      const down = await fetch(`${url}/readyz`);
+      expect(down.status).toBe(503);
+      expect(down.headers.get("server")).toBe("resources/1.0");
+      expect(await down.text()).toMatch(/^not ready: storage unavailable: MongoDB unavailable/);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect(await check(client, "")).toBe("NOT_SERVING");
+      const probed = await probe(bin, port);
+      expect(probed.output).toMatch(/NOT_SERVING/);
+      expect(probed.code).toBe(4);
+
+      await ferret.start();
+      await stream.until("SERVING");
+      await oneService.until("SERVING");
+      const up = await eventually(
+        () => fetch(`${url}/readyz`).then(async (r) => ({ status: r.status, text: await r.text() })),
+        (r) => r.status === 200,
+      );
+      expect(up).toEqual({ status: 200, text: "ready\n" });
+      expect(await check(client, "")).toBe("SERVING");
+      expect((await probe(bin, port)).code).toBe(0);
+      expect(stream.statuses).toEqual(["SERVING", "NOT_SERVING", "SERVING"]);
+      stream.call.cancel();
+      oneService.call.cancel();
+    }, 120_000);
+  });
 });

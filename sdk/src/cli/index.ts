@@ -2,3 +2,4 @@
 
 export { type CliConfig, defaultConfigFile, resolveConfig, tokenProviderOf } from "./config.js";
 export { type CliIo, EXIT, HELP, run } from "./main.js";
+export { SDK_VERSION } from "./version.js";

@@ -26,6 +26,7 @@ import { resolveConfig, tokenProviderOf, UsageError } from "./config.js";
 import { INSIGHTS_COMMANDS } from "./insights-commands.js";
 import { MIRROR_COMMAND } from "./mirror-command.js";
 import { createProgress } from "./progress.js";
+import { SDK_VERSION } from "./version.js";
 
 const GLOBAL_OPTIONS = {
   url: { type: "string" },
@@ -83,7 +84,7 @@ Client commands for a Trove server (the server itself is the \`trove\` package: 
   report    content-insights reports: create, status, list, download, query
 
 Addresses are STORE/PATH: "home" or "home/" is the root of store home.
-Run "trove <command> --help" for a command's options.
+Run "trove <command> --help" for a command's options, "trove --version" for the version.
 
 ${GLOBAL_HELP}
 ${EXIT_HELP}`;
@@ -500,6 +501,10 @@ export async function run(argv: string[], io: CliIo = defaultIo()): Promise<numb
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     out(io, HELP);
     return command === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (command === "--version" || command === "-V" || command === "version") {
+    out(io, `@trove/sdk ${SDK_VERSION}\n`);
+    return EXIT.ok;
   }
   if (command === "serve") {
     io.stderr.write(
