@@ -283,7 +283,14 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
           }
         });
       } else if (path === "/auth/.well-known/openid-configuration" || path === "/auth/jwks" || path === "/auth/token") {
-        sendJson(req, res, 405, { error: "invalid_request", error_description: `method ${req.method} not allowed` });
+        const allow = path === "/auth/token" ? "POST" : "GET, HEAD";
+        sendJson(
+          req,
+          res,
+          405,
+          { error: "invalid_request", error_description: `method ${req.method} not allowed` },
+          { Allow: allow },
+        );
       } else {
         sendJson(req, res, 404, { error: "not_found", error_description: `no such endpoint: ${path}` });
       }

@@ -94,7 +94,12 @@ describe("development issuer, in process", () => {
     const password = await tokenRequest(basic(issuer.clientId, issuer.clientSecret), "grant_type=password");
     expect(password.status).toBe(400);
     expect(await password.json()).toMatchObject({ error: "unsupported_grant_type" });
-    expect((await fetch(`${t.url}/auth/token`)).status).toBe(405);
+    const wrongMethod = await fetch(`${t.url}/auth/token`);
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("allow")).toBe("POST"); // RFC 9110: a 405 says what is allowed
+    const postToJwks = await fetch(`${t.url}/auth/jwks`, { method: "POST" });
+    expect(postToJwks.status).toBe(405);
+    expect(postToJwks.headers.get("allow")).toBe("GET, HEAD");
   });
 
   it("keeps its credentials and signing key in the data directory, mode 0600, across restarts", async () => {
@@ -148,7 +153,7 @@ async function serveChild(args: string[]): Promise<{
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
-  while (!out.includes("Trove listening")) {
+  while (!/Trove \S+ listening on/.test(out)) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`trove serve did not start: ${err}`);
