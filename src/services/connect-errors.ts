@@ -237,22 +237,25 @@ export function withRequestDecodeErrors(routes: (router: ConnectRouter) => void)
 
 /**
  * connect-node answers a GET of a method with side effects 405, and a GET of a streaming method
- * (or with an unknown encoding) 415, both without a body. The status stays, and so does the code
- * a Connect client reads from it (unknown: the protocol maps neither status to a code); the body
- * says why, as a Connect error.
+ * (or with an unknown encoding) 415, both without a body. The status stays; the body says why, as a
+ * Connect error with the code of the client's mistake: unimplemented for a method not served by GET
+ * (as gRPC says of an operation that is not supported), invalid_argument for a missing encoding.
+ * Never unknown, which a client cannot tell from a server fault.
  */
 function withGetRefusalReason(method: DescMethod, res: UniversalServerResponse): UniversalServerResponse {
   if ((res.status !== 405 && res.status !== 415) || res.body !== undefined) return res;
   const procedure = `${method.parent.typeName}/${method.name}`;
   let message: string;
+  let code = "unimplemented";
   if (res.status === 405) {
     message = `${procedure} has side effects: send it with POST (GET serves only the methods marked NO_SIDE_EFFECTS)`;
   } else if (method.methodKind !== "unary") {
     message = `${procedure} is a ${method.methodKind.replace("_", " ")} method: the Connect protocol serves GET only for unary methods; send it with POST as a Connect stream`;
   } else {
     message = "a Connect GET needs encoding=json or encoding=proto";
+    code = "invalid_argument";
   }
-  const body = encoder.encode(JSON.stringify({ code: "unknown", message }));
+  const body = encoder.encode(JSON.stringify({ code, message }));
   const header = new Headers(res.header);
   header.set("content-type", "application/json");
   header.set("content-length", String(body.byteLength));

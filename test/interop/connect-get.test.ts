@@ -208,7 +208,7 @@ describe("a raw HTTP GET", () => {
     expect(res.headers.get("allow")).toBe("POST");
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(await res.json()).toEqual({
-      code: "unknown",
+      code: "unimplemented",
       message:
         "trove.resources.v2.StoreService/CreateStore has side effects: send it with POST (GET serves only the methods marked NO_SIDE_EFFECTS)",
     });
@@ -221,7 +221,7 @@ describe("a raw HTTP GET", () => {
     const res = await get("trove.resources.v2.ResourceService/List", { store: s.example.store, path: "draft" });
     expect(res.status).toBe(415);
     expect(await res.json()).toEqual({
-      code: "unknown",
+      code: "unimplemented",
       message:
         "trove.resources.v2.ResourceService/List is a server streaming method: the Connect protocol serves GET only for unary methods; send it with POST as a Connect stream",
     });
