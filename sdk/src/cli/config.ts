@@ -135,3 +135,13 @@ export async function tokenProviderOf(config: CliConfig): Promise<TokenProvider 
   }
   return undefined;
 }
+
+/** A command's STORE/PATH argument: "home" or "home/" is the root of store home. */
+export function address(arg: string | undefined, what = "an address STORE/PATH"): { store: string; path: string } {
+  if (!arg) throw new UsageError(`missing ${what}`);
+  const slash = arg.indexOf("/");
+  const store = slash < 0 ? arg : arg.slice(0, slash);
+  const path = slash < 0 ? "" : arg.slice(slash + 1);
+  if (store === "") throw new UsageError(`${JSON.stringify(arg)} names no store: write STORE/PATH`);
+  return { store, path };
+}

@@ -22,7 +22,7 @@ import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import { type CliIo, type Command, type Context, EXIT, out } from "./command.js";
-import { resolveConfig, tokenProviderOf, UsageError } from "./config.js";
+import { address, resolveConfig, tokenProviderOf, UsageError } from "./config.js";
 import { INSIGHTS_COMMANDS } from "./insights-commands.js";
 import { MIRROR_COMMAND } from "./mirror-command.js";
 import { createProgress } from "./progress.js";
@@ -88,15 +88,6 @@ Run "trove <command> --help" for a command's options, "trove --version" for the 
 
 ${GLOBAL_HELP}
 ${EXIT_HELP}`;
-
-function address(arg: string | undefined, what = "an address STORE/PATH"): { store: string; path: string } {
-  if (!arg) throw new UsageError(`missing ${what}`);
-  const slash = arg.indexOf("/");
-  const store = slash < 0 ? arg : arg.slice(0, slash);
-  const path = slash < 0 ? "" : arg.slice(slash + 1);
-  if (store === "") throw new UsageError(`${JSON.stringify(arg)} names no store: write STORE/PATH`);
-  return { store, path };
-}
 
 function display(store: string, path: string): string {
   return `${store}/${path}`;

@@ -6,28 +6,12 @@
 import { basename, dirname, join } from "node:path";
 import type { MirrorEvent } from "../mirror/mirror.js";
 import { type Command, EXIT, out } from "./command.js";
-import { UsageError } from "./config.js";
-import { createProgress } from "./progress.js";
+import { address, UsageError } from "./config.js";
+import { bytes, createProgress } from "./progress.js";
 
-function address(arg: string | undefined): { store: string; path: string } {
-  if (!arg) throw new UsageError("missing an address STORE/PATH");
-  const slash = arg.indexOf("/");
-  const store = slash < 0 ? arg : arg.slice(0, slash);
-  const path = slash < 0 ? "" : arg.slice(slash + 1).replace(/^\/+|\/+$/g, "");
-  if (store === "") throw new UsageError(`${JSON.stringify(arg)} names no store: write STORE/PATH`);
-  return { store, path };
-}
-
+/** As the progress line writes sizes, with small ones in words ("13 bytes"). */
 function size(n: number): string {
-  if (n < 1024) return `${n} byte${n === 1 ? "" : "s"}`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i += 1;
-  }
-  return `${v.toFixed(1)} ${units[i]}`;
+  return n < 1024 ? `${n} byte${n === 1 ? "" : "s"}` : bytes(n);
 }
 
 /** The marker's default place, as DirectorySink puts it: `.{name}.trove-mirror.json` beside DIR. */
@@ -72,7 +56,8 @@ Options:
     json: { type: "boolean" },
   },
   async run(ctx) {
-    const { store, path } = address(ctx.positionals[0]);
+    const { store, path: given } = address(ctx.positionals[0]);
+    const path = given.replace(/^\/+|\/+$/g, "");
     const dir = ctx.positionals[1];
     if (!dir) throw new UsageError("missing the local directory DIR");
     if (ctx.positionals.length > 2) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.positionals[2])}`);

@@ -8,7 +8,8 @@ export interface Progress {
 
 const SILENT: Progress = { update() {}, finish() {} };
 
-function bytes(n: number): string {
+/** A size in binary units ("4.0 KiB"), bytes below 1 KiB ("13 B"). */
+export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   const units = ["KiB", "MiB", "GiB", "TiB"];
   let v = n / 1024;
