@@ -1,7 +1,7 @@
 // @trove/sdk: typed clients for Trove. The generated service descriptors and
 // messages, Connect clients for every service (createTroveClient), the REST v2
 // client (createRestClient), the insights client (createInsightsClient), token providers,
-// typed errors and the mirror.
+// typed errors, the mirror, and push/pull of directories.
 
 export * from "./auth.js";
 export * from "./client.js";
@@ -14,3 +14,4 @@ export * as insightsV1 from "./insights-v1.js";
 export * from "./mirror/index.js";
 export * from "./rest/index.js";
 export { SERVICES } from "./services.js";
+export * from "./transfer/index.js";

@@ -1,11 +1,13 @@
 // Shared pieces of the SDK suites: a server with its development issuer (a real
 // client-credentials token endpoint), a fetch that counts token requests, and a rejection helper.
 
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDevIssuer } from "../../src/auth/dev-issuer.js";
 import { startServer, type TestServer } from "../support/server.js";
+import { SDK_BIN } from "./build.js";
 
 export interface DevServer extends TestServer {
   clientId: string;
@@ -52,4 +54,42 @@ export async function rejection(p: Promise<unknown>): Promise<unknown> {
     return err;
   }
   throw new Error("the call succeeded");
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the SDK's `trove` bin in a child process with `env` only (stdin closed). The child is in
+ * `children` until it exits, so that a test's teardown can kill what is left.
+ */
+export function runTrove(
+  args: string[],
+  options: { env: Record<string, string | undefined>; cwd: string; children?: Set<ChildProcess> },
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [SDK_BIN, ...args], {
+    env: options.env,
+    cwd: options.cwd,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  options.children?.add(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (s: string) => {
+    stdout += s;
+  });
+  child.stderr.setEncoding("utf8").on("data", (s: string) => {
+    stderr += s;
+  });
+  child.stdin.end();
+  return new Promise<CliResult>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      options.children?.delete(child);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }

@@ -26,6 +26,7 @@ import { address, resolveConfig, tokenProviderOf, UsageError } from "./config.js
 import { INSIGHTS_COMMANDS } from "./insights-commands.js";
 import { MIRROR_COMMAND } from "./mirror-command.js";
 import { createProgress } from "./progress.js";
+import { PULL_COMMAND, PUSH_COMMAND } from "./transfer-command.js";
 import { SDK_VERSION } from "./version.js";
 
 const GLOBAL_OPTIONS = {
@@ -80,6 +81,8 @@ Client commands for a Trove server (the server itself is the \`trove\` package: 
   stores    list, show, create, update, delete stores
   watch     print change events as they happen   trove watch home
   mirror    keep a local directory equal to a store or subtree
+  push      upload what differs in a directory   trove push ./site home/site [--delete]
+  pull      download what differs into a dir     trove pull home/site ./site [--delete]
   project   content-insights projects: list, create, environments, promote
   report    content-insights reports: create, status, list, download, query
 
@@ -442,6 +445,8 @@ Options:
   },
 
   mirror: MIRROR_COMMAND,
+  push: PUSH_COMMAND,
+  pull: PULL_COMMAND,
 
   ...INSIGHTS_COMMANDS,
 };

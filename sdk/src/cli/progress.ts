@@ -21,6 +21,14 @@ export function bytes(n: number): string {
   return `${v.toFixed(1)} ${units[i]}`;
 }
 
+/** A remaining time as "42s", "3m05s" or "2h07m". */
+export function duration(seconds: number): string {
+  const s = Math.ceil(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
 export function createProgress(
   label: string,
   options: { stream?: NodeJS.WriteStream; enabled: boolean; unit?: "bytes" | "count"; now?: () => number },
@@ -44,9 +52,12 @@ export function createProgress(
         const filled = Math.min(width, Math.round((done / total) * width));
         bar = `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${Math.floor((done / total) * 100)}% `;
       }
-      const rate = options.unit === "count" ? "" : ` ${bytes(Math.round(done / ((t - started) / 1000)))}/s`;
+      const perSecond = done / ((t - started) / 1000);
+      const rate = options.unit === "count" ? "" : ` ${bytes(Math.round(perSecond))}/s`;
+      const eta =
+        total !== undefined && total > done && perSecond > 0 ? ` ETA ${duration((total - done) / perSecond)}` : "";
       const amount = total !== undefined ? `${fmt(done)}/${fmt(total)}` : fmt(done);
-      const line = `${label} ${bar}${amount}${rate}${note ? ` ${note}` : ""}`;
+      const line = `${label} ${bar}${amount}${rate}${eta}${note ? ` ${note}` : ""}`;
       stream.write(`\r${line.slice(0, (stream.columns ?? 80) - 1)}\x1b[K`);
     },
     finish() {

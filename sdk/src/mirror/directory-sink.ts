@@ -18,14 +18,15 @@ export interface DirectorySinkOptions {
   stateFile?: string;
 }
 
+/** Whether a relative store path ("a/b.txt") stays below the directory it is joined to. */
+export function isSafeRelativePath(path: string): boolean {
+  return path.split("/").every((s) => s !== "" && s !== "." && s !== ".." && !s.includes("\\") && !s.includes("\0"));
+}
+
 /** A relative store path as a path under `root`; refuses what could leave it. */
-function under(root: string, path: string): string {
+export function under(root: string, path: string): string {
   if (path === "") return root;
-  for (const segment of path.split("/")) {
-    if (segment === "" || segment === "." || segment === ".." || segment.includes("\\") || segment.includes("\0")) {
-      throw new Error(`refusing to write the unsafe path ${JSON.stringify(path)}`);
-    }
-  }
+  if (!isSafeRelativePath(path)) throw new Error(`refusing to write the unsafe path ${JSON.stringify(path)}`);
   return join(root, ...path.split("/"));
 }
 

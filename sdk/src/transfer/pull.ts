@@ -1,0 +1,88 @@
+// pull(): makes a local directory hold every file of a remote one (rclone's `copy`; `sync`
+// with `delete`), downloading only what differs. Each file is written to a temporary name
+// beside it and renamed, never through a symbolic link and never outside the directory, and
+// only when the download is the version the listing named.
+
+import { createHash, randomUUID } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { lstat, mkdir, realpath, rename, rm } from "node:fs/promises";
+import { basename, dirname, join, sep } from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { PreconditionFailedError } from "../errors.js";
+import { under } from "../mirror/directory-sink.js";
+import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
+
+/**
+ * Downloads `store`/`path` into `directory` (created when missing): missing directories are
+ * created, files that differ (size, then MD5) are downloaded, streamed, to a temporary file and
+ * renamed into place; a download whose tag is not the listed one is left out and reported
+ * (unless `force`); with `delete`, local entries the store has not are deleted. A listing with a
+ * name that is not a safe relative path (`..`, absolute) refuses the pull before anything is written.
+ */
+export async function pull(options: TransferOptions): Promise<TransferSummary> {
+  const { client, store } = options;
+  return transfer(options, "pull", ({ root, base }) => {
+    let realRoot: string | undefined;
+    /** `dir` resolved must be the root or below it: no symbolic link on the way leads elsewhere. */
+    const checkInside = async (dir: string) => {
+      realRoot ??= await realpath(root);
+      const real = await realpath(dir);
+      if (real !== realRoot && !real.startsWith(realRoot + sep)) {
+        throw new Error(`refusing to write into ${dir}: it resolves to ${real}, outside ${root}`);
+      }
+    };
+    return {
+      async makeDirectory(path) {
+        if (path === "") {
+          await mkdir(root, { recursive: true });
+          return;
+        }
+        const dir = under(root, path);
+        await checkInside(dirname(dir));
+        try {
+          await mkdir(dir);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST" || !(await lstat(dir)).isDirectory()) throw err;
+        }
+      },
+      async copy(item, sent, signal) {
+        const dest = under(root, item.path);
+        const got = await client.get(store, remotePath(base, item.path), { as: "stream", signal });
+        if (got.notModified) throw new Error(`GET ${item.path} answered 304 without a condition`);
+        if (!options.force && item.tag !== undefined && got.tag !== item.tag) {
+          await got.body.cancel();
+          throw new PreconditionFailedError(
+            412,
+            `changed on the server since it was listed (listed tag ${item.tag}, now ${got.tag})`,
+          );
+        }
+        await checkInside(dirname(dest));
+        const tmp = join(dirname(dest), `.${basename(dest)}.trove-pull-${randomUUID()}`);
+        const hash = createHash("md5");
+        const counter = new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            hash.update(chunk);
+            sent(chunk.byteLength);
+            callback(null, chunk);
+          },
+        });
+        try {
+          const body = Readable.fromWeb(got.body as import("node:stream/web").ReadableStream);
+          await pipeline(body, counter, createWriteStream(tmp, { flags: "wx" }), { signal });
+          const md5 = hash.digest("base64");
+          if (got.md5 !== "" && md5 !== got.md5) {
+            throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
+          }
+          await rename(tmp, dest);
+        } catch (err) {
+          await rm(tmp, { force: true });
+          throw err;
+        }
+      },
+      async remove(item) {
+        await rm(under(root, item.path), { recursive: true, force: true });
+      },
+    };
+  });
+}
