@@ -327,6 +327,43 @@ describe("trove push", () => {
     expect((await content(store, "www/empty.txt")).toString()).toBe("changed meanwhile");
   });
 
+  it("push() transfers at most `transfers` files at once", async () => {
+    const store = await freshStore();
+    const dir = join(work, "push8");
+    await mkdir(dir);
+    for (let i = 0; i < 10; i++) await writeFile(join(dir, `f${i}.txt`), `file ${i}`);
+    for (const transfers of [1, 3]) {
+      let active = 0;
+      let most = 0;
+      const summary = await push({
+        client: rest,
+        directory: dir,
+        store,
+        path: `t${transfers}`,
+        transfers,
+        async onAction(a) {
+          if (a.type !== "copy") return;
+          active += 1;
+          most = Math.max(most, active);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          active -= 1;
+        },
+      });
+      expect(summary.transferred).toBe(10);
+      expect(most).toBe(transfers);
+    }
+  });
+
+  it("a PATH that is a file on the server is forbidden (exit 6), the file unchanged", async () => {
+    const store = await freshStore();
+    await site("push9");
+    await rest.put(store, "www", "a file named www");
+    const r = await trove(["push", "push9", `${store}/www`]);
+    expect(r.code).toBe(6);
+    expect(r.stderr).toBe("trove push: 403 a resource named /www exists; a directory cannot take its name\n");
+    expect((await content(store, "www")).toString()).toBe("a file named www");
+  });
+
   it("skips a symbolic link with a warning and does not follow it", async () => {
     const store = await freshStore();
     const dir = join(work, "push7");
@@ -453,6 +490,12 @@ describe("trove pull", () => {
       );
       expect(await tree(parent)).toEqual({ dir: "dir" });
       await expect(stat(join(work, "escaped.txt"))).rejects.toMatchObject({ code: "ENOENT" });
+      // A push --delete would send DELETE .../www/../escaped.txt: refused as well, nothing deleted.
+      const before = await remote(store, "");
+      const pushed = await trove(["push", "pull4-src", `${store}/www`, "--delete"], url);
+      expect(pushed.code, hostile).toBe(2);
+      expect(pushed.stderr).toContain(`trove push: the listing of ${store}/www holds names that are not safe`);
+      expect(await remote(store, "")).toEqual(before);
     }
   });
 
