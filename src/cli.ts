@@ -1,79 +1,57 @@
-// The `trove` command.
+// The `trove` command of the server package: `serve`, and every client command (token, ls, get,
+// put, ...) from @trove/sdk's CLI, which parses, dispatches and maps errors to the one exit-code
+// table (EXIT, docs/cli.md) for both.
 
-import { fetchDevToken, parseTokenArgs, TOKEN_HELP } from "./auth/token-command.js";
-import { parseServeArgs, SERVE_HELP } from "./server/config.js";
+import { type CliIo, EXIT, type HostCommand, run, SDK_VERSION, UsageError } from "@trove/sdk/cli";
+import { UnavailableError } from "./domain/errors.js";
+import { parseServeArgs, SERVE_HELP, type ServeConfig } from "./server/config.js";
 import { serveUntilSignal } from "./server/main.js";
 import { TROVE_VERSION } from "./version.js";
 
-const HELP = `Usage: trove <command> [options]
-
-Commands:
-  serve     run the Trove server (trove serve --help)
-  token     print a bearer token from a development server (trove token --help)
-  ls, get, put, rm, mkdir, stores, watch, mirror, project, report
-            client commands, from @trove/sdk (trove <command> --help; sdk/README.md)
-
-Run "trove <command> --help" for a command's options.
-"trove --version" prints the version of the server and of the client commands.
-`;
-
-/** The server's version, and the client commands' (@trove/sdk) when they are installed. */
-async function versionText(): Promise<string> {
-  let sdk = "";
-  try {
-    const sdkCli = "@trove/sdk/cli";
-    const { SDK_VERSION } = (await import(sdkCli)) as { SDK_VERSION?: string };
-    if (SDK_VERSION) sdk = `@trove/sdk ${SDK_VERSION} (client commands)\n`;
-  } catch {
-    // The client commands are not installed beside the server.
+/** serve's options as its help lists them (`--name VALUE` takes a value), for shell completion. */
+function optionsOfHelp(help: string): HostCommand["options"] {
+  const options: NonNullable<HostCommand["options"]> = {};
+  for (const m of help.matchAll(/^ {2}(?:-([a-zA-Z]), )?--([a-z][a-z-]*)( [A-Z])?/gm)) {
+    options[m[2] as string] = { type: m[3] ? "string" : "boolean", ...(m[1] ? { short: m[1] } : {}) };
   }
-  return `trove ${TROVE_VERSION}\n${sdk}`;
+  return options;
 }
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(HELP);
-    return command === undefined ? 2 : 0;
-  }
-  if (command === "--version" || command === "-V" || command === "version") {
-    process.stdout.write(await versionText());
-    return 0;
-  }
-  if (command === "serve") {
-    const config = parseServeArgs(args, process.env);
-    if (config === "help") {
-      process.stdout.write(SERVE_HELP);
-      return 0;
+const SERVE: HostCommand = {
+  summary: "run the Trove server                 trove serve --port 13242",
+  help: SERVE_HELP,
+  options: optionsOfHelp(SERVE_HELP),
+  async run(args: string[], io: CliIo): Promise<number> {
+    let config: ServeConfig | "help";
+    try {
+      // Pure: every error is about the arguments or the environment variables.
+      config = parseServeArgs(args, io.env);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
     }
-    return serveUntilSignal(config);
-  }
-  if (command === "token") {
-    const config = parseTokenArgs(args, process.env);
     if (config === "help") {
-      process.stdout.write(TOKEN_HELP);
-      return 0;
+      io.stdout.write(SERVE_HELP);
+      return EXIT.ok;
     }
-    process.stdout.write(`${await fetchDevToken(config)}\n`);
-    return 0;
-  }
-  if (SDK_COMMANDS.has(command)) {
-    // Not a literal import: the server builds without the SDK's types (sdk/dist is built beside it).
-    const sdkCli = "@trove/sdk/cli";
-    const { run } = (await import(sdkCli)) as { run(argv: string[]): Promise<number> };
-    return run(argv);
-  }
-  process.stderr.write(`trove: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
-  return 2;
-}
+    try {
+      return await serveUntilSignal(config);
+    } catch (err) {
+      // The storage cannot be reached (MongoDB); anything else (a port in use, ...) is an error.
+      if (!(err instanceof UnavailableError)) throw err;
+      io.stderr.write(`trove serve: ${err.message}\n`);
+      return EXIT.unavailable;
+    }
+  },
+};
 
-/** Client commands, run by the SDK's CLI (sdk/src/cli). */
-const SDK_COMMANDS = new Set(["ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "project", "report"]);
-
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+run(process.argv.slice(2), undefined, {
+  commands: { serve: SERVE },
+  // The server's version and the client commands' (@trove/sdk).
+  version: async () => `trove ${TROVE_VERSION}\n@trove/sdk ${SDK_VERSION} (client commands)\n`,
+}).then(
+  (code) => process.stdout.write("", () => process.exit(code)),
   (err: Error) => {
     process.stderr.write(`trove: ${err.message}\n`);
-    process.exit(1);
+    process.exit(EXIT.error);
   },
 );

@@ -16,9 +16,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterEach, describe, expect, it } from "vitest";
-import { fetchDevToken } from "../../src/auth/token-command.js";
 import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
-import { freePort } from "../support/child-server.js";
+import { fetchDevToken, freePort } from "../support/child-server.js";
 
 const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
 const PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));

@@ -60,7 +60,7 @@ describe("trove --version", () => {
       expect(result.stdout).toBe(`@trove/sdk ${sdkVersion}\n`);
     }
     const help = await run(SDK_BIN, ["--help"]);
-    expect(help.stdout).toMatch(/"trove --version" for the version/);
+    expect(help.stdout).toMatch(/"trove --version" prints the version/);
   });
 });
 

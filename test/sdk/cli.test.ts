@@ -67,16 +67,21 @@ describe("trove CLI (@trove/sdk bin)", () => {
     await server?.stop();
   });
 
-  it("--help on every command answers its usage and exits 0", async () => {
+  it("--help on every command answers its usage and exits 0; the shared options are described once, in trove --help", async () => {
     for (const command of COMMANDS) {
       const r = await trove([command, "--help"]);
       expect(r.code, command).toBe(0);
       expect(r.stdout, command).toMatch(new RegExp(`^Usage: trove ${command}`));
-      expect(r.stdout, command).toContain("Exit codes:");
+      expect(r.stdout, command).toMatch(/and the exit codes are the same for every command: see trove --help\.\n$/);
+      expect(r.stdout, command).not.toContain("TROVE_CLIENT_SECRET");
+      expect(r.stdout, command).not.toContain("Exit codes");
     }
     const top = await trove(["--help"]);
     expect(top.code).toBe(0);
     for (const command of COMMANDS) expect(top.stdout).toContain(`  ${command} `);
+    expect(top.stdout.match(/--client-secret S +TROVE_CLIENT_SECRET/g)).toHaveLength(1);
+    expect(top.stdout).toContain("Exit codes (every command; docs/cli.md lists each case):\n  0  ok\n");
+    expect(top.stdout).toContain("  7  server unreachable or unavailable\n");
   });
 
   it("usage errors exit 2: no command, an unknown command or option, a missing argument", async () => {
@@ -149,6 +154,94 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect((await trove(["ls", "--deleted", "-l", "home/cli/a"], { env })).stdout).toMatch(/b\/\s+deleted/);
   });
 
+  it("ls -l and stores line their columns up, each as wide as its widest cell in the listing", async () => {
+    await rest.mkdir("home", "cols");
+    await rest.put("home", "cols/a.json", "{}", { contentType: "application/json" });
+    await rest.put("home", "cols/big.txt", "x".repeat(12345), { contentType: "text/plain" });
+    await rest.mkdir("home", "cols/sub");
+    const long = await trove(["ls", "-l", "home/cols"], { env });
+    expect(long.code).toBe(0);
+    const lines = long.stdout.split("\n").filter((l) => l !== "");
+    expect(lines.map((l) => l.split(/\s+/)[0])).toEqual(["application/json", "text/plain", "dir"]);
+    const at = (pattern: RegExp) => lines.map((l) => l.search(pattern));
+    const dates = at(/\d{4}-\d\d-\d\dT/);
+    expect(new Set(dates).size).toBe(1);
+    // Sizes are right-aligned: each ends two spaces before the date.
+    expect(lines.map((l, i) => l.slice(0, dates[i]).trimEnd().length)).toEqual(dates.map((d) => d - 2));
+    expect(lines.map((l, i) => l.slice(0, dates[i]).trimEnd().split(" ").pop())).toEqual(["2", "12345", "-"]);
+    expect(new Set(at(/(a\.json|big\.txt|sub\/)$/)).size).toBe(1);
+    for (const l of lines) expect(l).toBe(l.trimEnd());
+
+    await rest.stores.create("cols-store-with-a-long-name", { type: "snapshot" });
+    const stores = (await trove(["stores"], { env })).stdout.split("\n").filter((l) => l !== "");
+    expect(stores.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(stores.map((l) => l.search(/ (recursive|snapshot) /))).size).toBe(1);
+    expect(new Set(stores.map((l) => l.search(/ sync\S* /))).size).toBe(1);
+    await rest.stores.delete("cols-store-with-a-long-name");
+  });
+
+  it("get of a directory says it is one, exits 2 and suggests ls; nothing is written", async () => {
+    await rest.mkdir("home", "gdir");
+    const out = join(home, "gdir.out");
+    const cases: Array<[string, string]> = [
+      ["home/gdir", "home/gdir is a directory, not a resource: list it with trove ls home/gdir/"],
+      ["home/gdir/", "home/gdir/ is a directory, not a resource: list it with trove ls home/gdir/"],
+      ["home", "home/ is a directory, not a resource: list it with trove ls home/"],
+    ];
+    for (const [arg, reason] of cases) {
+      const r = await trove(["get", arg, out], { env });
+      expect(r, arg).toEqual({ code: 2, stdout: "", stderr: `trove get: ${reason}\n` });
+      expect((await trove(["get", arg], { env })).stdout, arg).toBe("");
+    }
+    await expect(readFile(out)).rejects.toThrow(/ENOENT/);
+  });
+
+  it("put FILE STORE/DIR puts the file inside an existing directory, as cp does", async () => {
+    await rest.mkdir("home", "pdir");
+    const file = join(home, "inside.txt");
+    await writeFile(file, "inside");
+    const r = await trove(["put", file, "home/pdir"], { env });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^created home\/pdir\/inside\.txt \S+\n$/);
+    expect((await rest.get("home", "pdir/inside.txt", { as: "text" })) as { body?: string }).toMatchObject({
+      body: "inside",
+    });
+    const named = await trove(["put", file, "home/pdir/renamed.txt"], { env });
+    expect(named.stdout).toMatch(/^created home\/pdir\/renamed\.txt \S+\n$/);
+    const again = await trove(["put", file, "home/pdir/renamed.txt"], { env });
+    expect(again.stdout).toMatch(/^updated home\/pdir\/renamed\.txt \S+\n$/);
+    const stdin = await trove(["put", "-", "home/pdir"], { env, input: "x" });
+    expect(stdin).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "trove put: home/pdir is a directory: uploading stdin needs the resource's full STORE/PATH\n",
+    });
+    expect((await rest.list("home", "pdir")).entries.map((e) => e.name)).toEqual(["inside.txt", "renamed.txt"]);
+  });
+
+  it("watch --once returns after one poll on a quiet store: exit 0, nothing printed", async () => {
+    await rest.stores.create("quiet");
+    const r = await trove(["watch", "quiet", "--once", "--wait", "1"], { env });
+    expect(r).toEqual({ code: 0, stdout: "", stderr: "" });
+    await rest.stores.delete("quiet");
+  });
+
+  it("project show prints text, and JSON with --json", async () => {
+    const created = await trove(["project", "create", "cli-shown", "--account", "acme"], { env });
+    expect(created).toMatchObject({ code: 0, stderr: "" });
+    const id = created.stdout.trim();
+    const envId = (await trove(["project", "env", "cli-shown", "production"], { env })).stdout.trim();
+    const text = await trove(["project", "show", "cli-shown"], { env });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^id {11}${id}\nname {9}cli-shown\naccount {6}acme\nstore {8}\\S+\ncreated {6}\\S+\ncreator {6}.*\nenvironments:\n  ${envId}  production\n$`,
+      ),
+    );
+    const json = JSON.parse((await trove(["project", "show", "cli-shown", "--json"], { env })).stdout);
+    expect(json).toMatchObject({ id, name: "cli-shown", environments: [{ id: envId, name: "production" }] });
+  });
+
   it("exit codes: 3 not found and deleted, 4 precondition failed, 6 forbidden, 7 unreachable, 1 bad request", async () => {
     await rest.mkdir("home", "codes");
     const first = await rest.put("home", "codes/x.txt", "1");
@@ -164,7 +257,8 @@ describe("trove CLI (@trove/sdk bin)", () => {
     const deleted = await trove(["get", "home/codes/x.txt"], { env });
     expect(deleted).toMatchObject({ code: 3, stderr: "trove get: 404 deleted\n" });
     expect((await trove(["put", "-", "home/nowhere/x.txt"], { env, input: "x" })).code).toBe(3);
-    expect((await trove(["put", "-", "home/codes"], { env, input: "x" })).code).toBe(6);
+    await rest.put("home", "codes/f.txt", "f");
+    expect((await trove(["mkdir", "home/codes/f.txt"], { env })).code).toBe(6);
     expect((await trove(["stores", "create", "home"], { env })).code).toBe(6);
     const bad = await trove(["get", "home/codes/y.txt", "--override-mime", "not a type"], { env });
     expect(bad.code).toBe(1);
@@ -276,7 +370,8 @@ describe("trove CLI (@trove/sdk bin)", () => {
     const r = await trove(["get", "home/dispatched.txt"], { env, bin: ROOT_BIN });
     expect(r).toMatchObject({ code: 0, stdout: "via the root bin" });
     const help = await trove(["--help"], { bin: ROOT_BIN });
-    expect(help.stdout).toContain("client commands, from @trove/sdk");
+    expect(help.stdout).toContain("\nServer:\n  serve     run the Trove server ");
+    expect(help.stdout).toContain("\nClient commands (@trove/sdk):\n");
     expect((await trove(["report"], { bin: ROOT_BIN })).stderr).toContain("trove report: missing ACTION");
   });
 });

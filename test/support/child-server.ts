@@ -9,9 +9,14 @@ import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fetchDevToken } from "../../src/auth/token-command.js";
+import { devIssuer } from "../../sdk/src/auth.js";
 
 const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
+
+/** A token from the development issuer of the server at `url`, as `trove token --data dataDir` gets one. */
+export async function fetchDevToken(options: { url: string; dataDir: string }): Promise<string> {
+  return (await devIssuer({ baseUrl: options.url, dataDir: options.dataDir })).getToken();
+}
 
 export interface ChildServer {
   url: string;

@@ -4,7 +4,7 @@ import type { ParseArgsConfig } from "node:util";
 import type { TroveRestClient } from "../rest/client.js";
 import type { CliConfig } from "./config.js";
 
-/** Exit codes a script can rely on. */
+/** Exit codes a script can rely on, for every command of both bins (docs/cli.md). */
 export const EXIT = {
   ok: 0,
   error: 1,
@@ -16,6 +16,19 @@ export const EXIT = {
   unavailable: 7,
   conflict: 8,
 } as const;
+
+/** What each exit code means, in a word or two, for --help (docs/cli.md has every case). */
+export const EXIT_MEANING: Record<(typeof EXIT)[keyof typeof EXIT], string> = {
+  0: "ok",
+  1: "error (also: a report that failed)",
+  2: "usage",
+  3: "not found (or deleted)",
+  4: "precondition failed",
+  5: "not authenticated or not authorized",
+  6: "forbidden",
+  7: "server unreachable or unavailable",
+  8: "conflict (a name already taken)",
+};
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WriteStream;
@@ -31,12 +44,37 @@ export interface Command {
   run(ctx: Context): Promise<number>;
 }
 
+/**
+ * A command that `run` does not implement but dispatches for the package that calls it: the
+ * server package's `serve`. It takes no connection options; it parses its own arguments, throws
+ * UsageError for a usage mistake, and answers an exit code of EXIT.
+ */
+export interface HostCommand {
+  /** One line for the top-level help. */
+  summary: string;
+  help: string;
+  /** Its options, for shell completion (the command parses its arguments itself). */
+  options: ParseArgsConfig["options"];
+  run(args: string[], io: CliIo): Promise<number>;
+}
+
+/** What the package that calls `run` adds: its commands, and its own --version text. */
+export interface CliHost {
+  commands?: Record<string, HostCommand>;
+  version?: () => Promise<string>;
+}
+
 export interface Context {
   io: CliIo;
   values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   config: CliConfig;
   rest(): Promise<TroveRestClient>;
+  /**
+   * Whether the client's last answer came from a directory it was redirected to: the server
+   * answers GET or HEAD of a directory named without its trailing / with 303 to it.
+   */
+  answeredByDirectory(): boolean;
   progress: boolean;
 }
 

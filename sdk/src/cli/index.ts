@@ -1,5 +1,5 @@
 // @trove/sdk/cli: the `trove` client commands, for the bin and for the server package's CLI.
 
-export { type CliConfig, defaultConfigFile, resolveConfig, tokenProviderOf } from "./config.js";
-export { type CliIo, EXIT, HELP, run } from "./main.js";
+export { type CliConfig, defaultConfigFile, resolveConfig, tokenProviderOf, UsageError } from "./config.js";
+export { type CliHost, type CliIo, EXIT, HELP, type HostCommand, run } from "./main.js";
 export { SDK_VERSION } from "./version.js";

@@ -65,7 +65,7 @@ directory of it). PROJECT and ENVIRONMENT are IDs or names.
 
   trove project list                             projects you may read
   trove project create NAME [--account A] [--store S]
-  trove project show PROJECT
+  trove project show PROJECT                     its fields and environments (--json: as JSON)
   trove project env PROJECT                      list its environments
   trove project env PROJECT NAME                 create an environment
   trove project promote PROJECT FROM TO [PATH ...]
@@ -106,7 +106,14 @@ Options:
         }
         case "show": {
           const project = await client.findProject(need(args[0], "PROJECT"), account);
-          json(ctx, { ...project, environments: await client.listEnvironments(project.id) });
+          const environments = await client.listEnvironments(project.id);
+          if (ctx.values.json) json(ctx, { ...project, environments });
+          else {
+            const fields = ["id", "name", "account", "store", "created", "creator"] as const;
+            for (const f of fields) out(ctx.io, `${f.padEnd(13)}${project[f]}\n`);
+            out(ctx.io, `environments${environments.length === 0 ? " (none)" : ":"}\n`);
+            for (const e of environments) out(ctx.io, `  ${e.id}  ${e.name}\n`);
+          }
           return EXIT.ok;
         }
         case "env": {

@@ -1,6 +1,7 @@
 // The `trove` client commands: token, ls, get, put, rm, mkdir, stores, watch,
-// mirror. `run` returns the exit code; the bin (and the server package's `trove`)
-// call it. Exit codes are documented in EXIT below and in the README.
+// mirror, project, report, completion. `run` returns the exit code; the SDK's bin and the
+// server package's `trove` (which adds `serve` as a HostCommand) call it. Exit codes: EXIT in
+// command.ts, documented in docs/cli.md.
 
 import { createReadStream, createWriteStream } from "node:fs";
 import { rm as removeFile, rename, stat } from "node:fs/promises";
@@ -21,7 +22,25 @@ import {
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
-import { type CliIo, type Command, type Context, EXIT, out } from "./command.js";
+import {
+  type CliHost,
+  type CliIo,
+  type Command,
+  type Context,
+  EXIT,
+  EXIT_MEANING,
+  type HostCommand,
+  out,
+} from "./command.js";
+import {
+  actionsOf,
+  type CompletionCommand,
+  completionScript,
+  optionsOf,
+  SHELLS,
+  type Shell,
+  summaryOf,
+} from "./completion.js";
 import { address, resolveConfig, tokenProviderOf, UsageError } from "./config.js";
 import { INSIGHTS_COMMANDS } from "./insights-commands.js";
 import { MIRROR_COMMAND } from "./mirror-command.js";
@@ -44,7 +63,7 @@ const GLOBAL_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsConfig["options"];
 
-const GLOBAL_HELP = `Connection (flag, environment variable, config file key):
+const GLOBAL_HELP = `Connection options of every client command (flag, environment variable, config file key):
   --url URL              TROVE_URL            url            server (default http://127.0.0.1:13242)
   --token TOKEN          TROVE_TOKEN          token          a bearer token to send as is
   --client-id ID         TROVE_CLIENT_ID      clientId       OAuth 2.0 client credentials ...
@@ -62,16 +81,29 @@ const GLOBAL_HELP = `Connection (flag, environment variable, config file key):
   -h, --help                                                 this help
 `;
 
-const EXIT_HELP = `Exit codes: 0 ok, 1 error (also: a report that failed), 2 usage, 3 not found (or
-deleted), 4 precondition failed, 5 not authenticated or not authorized, 6 forbidden,
-7 server unreachable or unavailable, 8 conflict (a name already taken).
+const EXIT_HELP = `Exit codes (every command; docs/cli.md lists each case):
+${Object.entries(EXIT_MEANING)
+  .map(([code, meaning]) => `  ${code}  ${meaning}`)
+  .join("\n")}
 `;
 
-export { type CliIo, EXIT } from "./command.js";
+/** The end of every command's help: the shared options are described once, in trove --help. */
+const SHARED_HELP = `Connection options (--url, --token, --client-id, --client-secret, --config, ...), -q, -h
+and the exit codes are the same for every command: see trove --help.
+`;
 
-export const HELP = `Usage: trove <command> [options]
+export { type CliHost, type CliIo, EXIT, type HostCommand } from "./command.js";
 
-Client commands for a Trove server (the server itself is the \`trove\` package: trove serve):
+/** The top-level help: the host's commands (serve), the client commands, and the shared options. */
+function helpOf(host: CliHost): string {
+  const hosted = Object.entries(host.commands ?? {});
+  const heading =
+    hosted.length === 0
+      ? "Client commands for a Trove server (the server itself is the `trove` package: trove serve):"
+      : `Server:\n${hosted.map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join("\n")}\n\nClient commands (@trove/sdk):`;
+  return `Usage: trove <command> [options]
+
+${heading}
   token     print a bearer token
   ls        list a directory                     trove ls home/templates/
   get       download a resource                  trove get home/templates/a.json [FILE]
@@ -85,34 +117,61 @@ Client commands for a Trove server (the server itself is the \`trove\` package: 
   pull      download what differs into a dir     trove pull home/site ./site [--delete]
   project   content-insights projects: list, create, environments, promote
   report    content-insights reports: create, status, list, download, query
+  completion  print a shell completion script    trove completion bash|zsh|fish
 
 Addresses are STORE/PATH: "home" or "home/" is the root of store home.
-Run "trove <command> --help" for a command's options, "trove --version" for the version.
+Run "trove <command> --help" for a command's options; "trove --version" prints the version.
 
 ${GLOBAL_HELP}
 ${EXIT_HELP}`;
+}
+
+export const HELP = helpOf({});
 
 function display(store: string, path: string): string {
   return `${store}/${path}`;
 }
 
-function entryLine(e: ListingEntry, long: boolean): string {
-  const name = e.directory ? `${e.name}/` : e.name;
-  if (!long) return name;
-  const size = e.directory ? "-" : String(e.size ?? "");
-  const flags = [e.deleted ? "deleted" : "", e.access ? e.access.join(",") : "", e.blob ?? ""].filter(Boolean);
-  return [
-    e.directory ? "dir" : e.type || "-",
-    size.padStart(10),
-    e.lastModified.toISOString(),
-    e.tag,
-    name,
-    ...flags,
-  ].join("  ");
+/**
+ * Rows as lines whose columns line up: each column as wide as its widest cell in this listing,
+ * two spaces apart; columns in `right` are right-aligned (sizes); no trailing spaces.
+ */
+export function columns(rows: string[][], right: ReadonlySet<number> = new Set()): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (right.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
 }
 
-function storeLine(s: StoreInfo): string {
-  return [s.name, s.type, s.features.join(","), s.tag].join("  ");
+function entryName(e: ListingEntry): string {
+  return e.directory ? `${e.name}/` : e.name;
+}
+
+/** ls -l: type, size, last-modified, tag, name, then deleted / access / blob when asked for. */
+function longListing(entries: ListingEntry[]): string[] {
+  return columns(
+    entries.map((e) => [
+      e.directory ? "dir" : e.type || "-",
+      e.directory ? "-" : String(e.size ?? ""),
+      e.lastModified.toISOString(),
+      e.tag,
+      entryName(e),
+      [e.deleted ? "deleted" : "", e.access ? e.access.join(",") : "", e.blob ?? ""].filter(Boolean).join("  "),
+    ]),
+    new Set([1]),
+  );
+}
+
+function storeLines(stores: StoreInfo[]): string[] {
+  return columns(stores.map((s) => [s.name, s.type, s.features.join(","), s.tag]));
 }
 
 function feedLine(e: FeedEvent): string {
@@ -185,7 +244,10 @@ Options:
         includeBlobUuid: ctx.values.blob === true,
       });
       if (ctx.values.json) out(ctx.io, `${JSON.stringify(listing.entries, null, 2)}\n`);
-      else for (const e of listing.entries) out(ctx.io, `${entryLine(e, ctx.values.long === true)}\n`);
+      else {
+        const lines = ctx.values.long ? longListing(listing.entries) : listing.entries.map(entryName);
+        for (const line of lines) out(ctx.io, `${line}\n`);
+      }
       return EXIT.ok;
     },
   },
@@ -193,7 +255,9 @@ Options:
   get: {
     help: `Usage: trove get STORE/PATH [FILE|-] [options]
 
-Downloads a resource to FILE (written to a temporary file and renamed), or to stdout.
+Downloads a resource to FILE (written to a temporary file and renamed), or to stdout; into a
+directory FILE under the resource's name. A directory of the store is refused (exit 2): list
+it with trove ls.
 
 Options:
   -o, --output FILE        same as FILE
@@ -208,11 +272,20 @@ Options:
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
       const dest = (ctx.values.output as string | undefined) ?? ctx.positionals[1] ?? "-";
+      const isDirectory = () =>
+        new UsageError(
+          `${display(store, path)} is a directory, not a resource: list it with trove ls ${display(store, path.replace(/([^/])\/*$/, "$1/"))}`,
+        );
+      if (path === "" || path.endsWith("/")) throw isDirectory();
       const got = await (await ctx.rest()).get(store, path, {
         as: "stream",
         ifNoneMatch: ctx.values["if-none-match"] as string | undefined,
         overrideMime: ctx.values["override-mime"] as string | undefined,
       });
+      if (ctx.answeredByDirectory()) {
+        if (!got.notModified) await got.body.cancel();
+        throw isDirectory();
+      }
       if (got.notModified) {
         if (!ctx.values.quiet) ctx.io.stderr.write(`not modified: ${display(store, path)} has tag ${got.tag}\n`);
         return EXIT.ok;
@@ -251,8 +324,9 @@ Options:
   put: {
     help: `Usage: trove put FILE|- STORE/PATH [options]
 
-Uploads FILE (or stdin) as a resource, streamed; an address ending in / takes the file's name.
-Prints "created" or "updated", the address and the new tag.
+Uploads FILE (or stdin) as a resource, streamed. Into a directory, as cp does, when the address
+ends with / or names an existing directory: trove put a.json home/templates uploads
+home/templates/a.json. Prints "created" or "updated", the address and the new tag.
 
 Options:
       --if-match TAG   replace only if the stored tag is TAG (exit 4 otherwise)
@@ -263,10 +337,23 @@ Options:
       const [source, target] = ctx.positionals;
       if (!source) throw new UsageError("missing the file to upload (or - for stdin)");
       const addr = address(target);
+      const rest = await ctx.rest();
       let path = addr.path;
-      if (path === "" || path.endsWith("/")) {
-        if (source === "-") throw new UsageError("uploading stdin needs a full STORE/PATH, not a directory");
-        path += basename(source);
+      // An existing directory named without its / (HEAD answers from the directory it redirects to).
+      const intoDirectory =
+        path === "" ||
+        path.endsWith("/") ||
+        (await rest.head(addr.store, path).then(
+          () => ctx.answeredByDirectory(),
+          () => false,
+        ));
+      if (intoDirectory) {
+        if (source === "-") {
+          throw new UsageError(
+            `${display(addr.store, path)} is a directory: uploading stdin needs the resource's full STORE/PATH`,
+          );
+        }
+        path = `${path.replace(/\/*$/, "/").replace(/^\/$/, "")}${basename(source)}`;
       }
       let size: number | undefined;
       let body: Readable;
@@ -278,7 +365,7 @@ Options:
         body = createReadStream(source);
       }
       const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: ctx.progress });
-      const put = await (await ctx.rest()).put(addr.store, path, body, {
+      const put = await rest.put(addr.store, path, body, {
         ifMatch: ctx.values["if-match"] as string | undefined,
         contentType: ctx.values.type as string | undefined,
         contentLength: size,
@@ -353,7 +440,7 @@ Options:
       const show = (s: StoreInfo) => {
         if (ctx.values.json) out(ctx.io, `${JSON.stringify(s, null, 2)}\n`);
         else {
-          out(ctx.io, `${storeLine(s)}\n`);
+          out(ctx.io, `${storeLines([s])[0]}\n`);
           for (const [k, v] of Object.entries(s.settings)) out(ctx.io, `  ${k}=${v}\n`);
         }
       };
@@ -367,7 +454,7 @@ Options:
         if (name !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(name)}`);
         const stores = await rest.stores.list();
         if (ctx.values.json) out(ctx.io, `${JSON.stringify(stores, null, 2)}\n`);
-        else for (const s of stores) out(ctx.io, `${storeLine(s)}\n`);
+        else for (const line of storeLines(stores)) out(ctx.io, `${line}\n`);
         return EXIT.ok;
       }
       if (!name) throw new UsageError(`trove stores ${action} needs a store name`);
@@ -399,7 +486,7 @@ Without STORE: every store you may read.
 
 Options:
       --from ID   start after event ID (one STORE only; default: from now)
-      --once      exit after the first events
+      --once      exit after one poll (after the first events, or --wait seconds without any)
       --json      one JSON object per event
       --wait S    seconds each long poll waits (default 30)
 `,
@@ -438,7 +525,7 @@ Options:
           out(ctx.io, `${ctx.values.json ? JSON.stringify(e) : feedLine(e)}\n`);
           if (e.kind === "reset" || e.eventId > (cursors.get(e.store) ?? -1)) cursors.set(e.store, e.eventId);
         }
-        if (ctx.values.once && events.length > 0) break;
+        if (ctx.values.once) break;
       }
       return EXIT.ok;
     },
@@ -491,18 +578,120 @@ function defaultIo(): CliIo {
   };
 }
 
-/** Runs one `trove` client command; resolves to its exit code (it never calls process.exit). */
-export async function run(argv: string[], io: CliIo = defaultIo()): Promise<number> {
+/** Every command `trove` completes: the host's, the client commands (with the connection options), completion. */
+export function completionCommands(host: CliHost = {}): CompletionCommand[] {
+  const help: CompletionCommand["options"] = [{ long: "help", short: "h", value: false }];
+  return [
+    ...Object.entries(host.commands ?? {}).map(([name, c]) => ({
+      name,
+      summary: c.summary,
+      options: optionsOf(c.options),
+      actions: actionsOf(name, c.help),
+    })),
+    ...Object.entries(COMMANDS).map(([name, c]) => ({
+      name,
+      summary: summaryOf(c.help),
+      options: optionsOf({ ...c.options, ...GLOBAL_OPTIONS }),
+      actions: actionsOf(name, c.help),
+    })),
+    { name: "completion", summary: "Prints a shell completion script", options: help, actions: [...SHELLS] },
+  ];
+}
+
+const COMPLETION_HELP = `Usage: trove completion bash|zsh|fish
+
+Prints a completion script for the shell: commands, their actions and options (files where a
+value or a local path goes).
+
+  source <(trove completion bash)       # bash, now; for good:
+  trove completion bash > ~/.local/share/bash-completion/completions/trove
+  source <(trove completion zsh)        # zsh (after compinit); for good:
+  trove completion zsh > "\${fpath[1]}/_trove"
+  trove completion fish | source        # fish; for good:
+  trove completion fish > ~/.config/fish/completions/trove.fish
+`;
+
+function completion(args: string[], io: CliIo, host: CliHost): number {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { help: { type: "boolean", short: "h" } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (values.help) {
+    out(io, COMPLETION_HELP);
+    return EXIT.ok;
+  }
+  const [shell, extra] = positionals;
+  if (shell === undefined || extra !== undefined || !(SHELLS as readonly string[]).includes(shell)) {
+    throw new UsageError(
+      `${shell === undefined ? "missing the shell" : `unexpected ${JSON.stringify(extra ?? shell)}`}: give one of ${SHELLS.join(", ")}`,
+    );
+  }
+  out(io, completionScript(shell as Shell, completionCommands(host)));
+  return EXIT.ok;
+}
+
+/** fetch that notes whether its last answer came from a directory the server redirected to. */
+function directoryNoting(): { fetch: typeof fetch; answeredByDirectory(): boolean } {
+  let directory = false;
+  return {
+    async fetch(input, init) {
+      directory = false;
+      const res = await fetch(input, init);
+      directory = res.redirected && new URL(res.url).pathname.endsWith("/");
+      return res;
+    },
+    answeredByDirectory: () => directory,
+  };
+}
+
+async function runCommand(spec: Command, args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...GLOBAL_OPTIONS, ...spec.options },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (values.help) {
+    out(io, `${spec.help}\n${SHARED_HELP}`);
+    return EXIT.ok;
+  }
+  const config = await resolveConfig(values, io.env);
+  const noting = directoryNoting();
+  let client: TroveRestClient | undefined;
+  const ctx: Context = {
+    io,
+    values: values as Context["values"],
+    positionals,
+    config,
+    progress: values.quiet !== true,
+    async rest() {
+      client ??= createRestClient({ baseUrl: config.url, auth: await tokenProviderOf(config), fetch: noting.fetch });
+      return client;
+    },
+    answeredByDirectory: noting.answeredByDirectory,
+  };
+  return spec.run(ctx);
+}
+
+/**
+ * Runs one `trove` command; resolves to its exit code (it never calls process.exit). `host`
+ * adds the commands of the package that calls it (the server package's `serve`).
+ */
+export async function run(argv: string[], io: CliIo = defaultIo(), host: CliHost = {}): Promise<number> {
   const [command, ...args] = argv;
+  const help = host.commands ? helpOf(host) : HELP;
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
-    out(io, HELP);
+    out(io, help);
     return command === undefined ? EXIT.usage : EXIT.ok;
   }
   if (command === "--version" || command === "-V" || command === "version") {
-    out(io, `@trove/sdk ${SDK_VERSION}\n`);
+    out(io, host.version ? await host.version() : `@trove/sdk ${SDK_VERSION}\n`);
     return EXIT.ok;
   }
-  if (command === "serve") {
+  const hosted: HostCommand | undefined = host.commands?.[command];
+  if (command === "serve" && !hosted) {
     io.stderr.write(
       "trove serve: the server is not part of @trove/sdk. It is the `trove` package: from a Trove\n" +
         "checkout run `npx trove serve` (see its README). This package holds the client commands.\n",
@@ -510,35 +699,14 @@ export async function run(argv: string[], io: CliIo = defaultIo()): Promise<numb
     return EXIT.usage;
   }
   const spec = COMMANDS[command];
-  if (!spec) {
-    io.stderr.write(`trove: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+  if (!spec && !hosted && command !== "completion") {
+    io.stderr.write(`trove: unknown command ${JSON.stringify(command)}\n\n${help}`);
     return EXIT.usage;
   }
   try {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { ...GLOBAL_OPTIONS, ...spec.options },
-      strict: true,
-      allowPositionals: true,
-    });
-    if (values.help) {
-      out(io, `${spec.help}\n${GLOBAL_HELP}\n${EXIT_HELP}`);
-      return EXIT.ok;
-    }
-    const config = await resolveConfig(values, io.env);
-    let client: TroveRestClient | undefined;
-    const ctx: Context = {
-      io,
-      values: values as Context["values"],
-      positionals,
-      config,
-      progress: values.quiet !== true,
-      async rest() {
-        client ??= createRestClient({ baseUrl: config.url, auth: await tokenProviderOf(config) });
-        return client;
-      },
-    };
-    return await spec.run(ctx);
+    if (hosted) return await hosted.run(args, io);
+    if (!spec) return completion(args, io, host);
+    return await runCommand(spec, args, io);
   } catch (err) {
     const { code, message } = failure(err, command);
     io.stderr.write(`${message}\n`);
