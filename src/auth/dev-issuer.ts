@@ -2,6 +2,9 @@
 // own tokens under /auth/ (OpenID discovery, JWKS, client-credentials token
 // endpoint), so a new user gets a token with one command. Its client
 // credentials and signing key live in the data directory (mode 0600).
+// For the console it is also an authorization server for one public client
+// (authorization code with PKCE S256, refresh tokens): the authorization
+// endpoint is a plain confirmation page, "Sign in as developer".
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
@@ -27,6 +30,24 @@ export const DEFAULT_AUDIENCE = "trove";
 export const DEFAULT_TOKEN_LIFETIME = 600;
 const ALG = "ES256";
 const MAX_FORM = 64 * 1024;
+/** An authorization code is good for one minute, once (RFC 6749 4.1.2 recommends at most ten). */
+const CODE_LIFETIME = 60;
+/** A refresh token is good for eight hours, once: each use answers a new one (rotation). */
+const REFRESH_LIFETIME = 8 * 3600;
+/** Codes and refresh tokens kept at once; beyond it the oldest go (a development server, bounded anyway). */
+const MAX_GRANTS = 10_000;
+/** RFC 7636 4.1: 43 to 128 unreserved characters. */
+const PKCE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
+const PKCE_CHALLENGE = /^[A-Za-z0-9\-_]{43}$/;
+/** The console's public client id unless --console-client-id says otherwise. */
+export const DEFAULT_CONSOLE_CLIENT_ID = "trove-console";
+/** The methods of each endpoint, for a 405's Allow. */
+const ALLOWED: Record<string, string> = {
+  "/auth/.well-known/openid-configuration": "GET, HEAD",
+  "/auth/jwks": "GET, HEAD",
+  "/auth/token": "POST",
+  "/auth/authorize": "GET, HEAD, POST",
+};
 
 /** Everything a development token allows. */
 export const DEV_CLAIMS = {
@@ -49,6 +70,8 @@ export interface DevIssuerOptions {
   audience?: string;
   /** Token lifetime in seconds (default 600, the spec's 10 minutes). */
   tokenLifetime?: number;
+  /** The public client (no secret) that may use the authorization code flow: the console's. */
+  consoleClientId?: string;
   now?: () => number;
 }
 
@@ -122,6 +145,11 @@ export async function readDevCredentials(dataDir: string): Promise<{ clientId: s
   return { clientId: f.client_id, clientSecret: f.client_secret };
 }
 
+function splitQuery(target: string): string {
+  const q = target.indexOf("?");
+  return q < 0 ? "" : target.slice(q + 1);
+}
+
 function digest(text: string): Buffer {
   return createHash("sha256").update(text).digest();
 }
@@ -184,6 +212,117 @@ function clientOf(req: RestRequest, form: URLSearchParams): { id: string; secret
   return id !== null && secret !== null ? { id, secret } : undefined;
 }
 
+/** What an authorization code or a refresh token stands for, until it is used or expires. */
+interface Grant {
+  clientId: string;
+  expires: number;
+  /** Authorization codes only: the PKCE challenge and the redirect URI of the request. */
+  challenge?: string;
+  redirectUri?: string;
+  /** A code's refresh token, revoked if the code is replayed (RFC 6749 4.1.2). */
+  refresh?: string;
+}
+
+/** A table of single-use grants with a size bound; expired entries are dropped as new ones come. */
+class Grants {
+  private readonly entries = new Map<string, Grant>();
+  constructor(private readonly now: () => number) {}
+
+  add(grant: Grant): string {
+    const key = randomBytes(32).toString("base64url");
+    this.put(key, grant);
+    return key;
+  }
+
+  put(key: string, grant: Grant): void {
+    if (this.entries.size >= MAX_GRANTS) {
+      const t = this.now();
+      for (const [k, g] of this.entries) if (g.expires <= t) this.entries.delete(k);
+      while (this.entries.size >= MAX_GRANTS) this.entries.delete(this.entries.keys().next().value as string);
+    }
+    this.entries.set(key, grant);
+  }
+
+  /** The grant, removed: a second use finds nothing. */
+  take(key: string): Grant | undefined {
+    const grant = this.entries.get(key);
+    if (!grant) return undefined;
+    this.entries.delete(key);
+    return grant.expires > this.now() ? grant : undefined;
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+}
+
+/** BASE64URL(SHA-256(verifier)), the S256 challenge of RFC 7636 4.2. */
+export function pkceChallenge(verifier: string): string {
+  return createHash("sha256").update(verifier, "ascii").digest("base64url");
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
+  );
+}
+
+const PAGE_STYLE =
+  "body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1b1b1b}" +
+  "button{font:inherit;padding:.5rem 1.25rem;background:#0b57d0;color:#fff;border:0;border-radius:4px;cursor:pointer}" +
+  "button:focus-visible{outline:3px solid #1b1b1b;outline-offset:2px}code{background:#eee;padding:0 .25rem}";
+/** The pages of the authorization endpoint run no script, load nothing and may only post to this origin. */
+const PAGE_POLICY =
+  `default-src 'none'; style-src 'sha256-${createHash("sha256").update(PAGE_STYLE).digest("base64")}'; ` +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+function sendPage(req: RestRequest, res: RestResponse, status: number, title: string, body: string): void {
+  const html = Buffer.from(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>` +
+      `<meta name="viewport" content="width=device-width"><style>${PAGE_STYLE}</style></head>` +
+      `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`,
+  );
+  const r = res as ServerResponse;
+  r.statusCode = status;
+  r.setHeader("Content-Type", "text/html; charset=utf-8");
+  r.setHeader("Cache-Control", "no-store");
+  r.setHeader("Content-Security-Policy", PAGE_POLICY);
+  r.setHeader("X-Frame-Options", "DENY");
+  r.setHeader("X-Content-Type-Options", "nosniff");
+  r.setHeader("Referrer-Policy", "no-referrer");
+  r.setHeader("Content-Length", html.byteLength);
+  r.end(req.method === "HEAD" ? undefined : html);
+}
+
+function redirectTo(res: RestResponse, location: string): void {
+  const r = res as ServerResponse;
+  r.statusCode = 302;
+  r.setHeader("Location", location);
+  r.setHeader("Cache-Control", "no-store");
+  r.setHeader("Referrer-Policy", "no-referrer");
+  r.setHeader("Content-Length", 0);
+  r.end();
+}
+
+/** The origin the browser used to reach this server (the Host it sent), e.g. http://127.0.0.1:13242. */
+function requestOrigin(req: RestRequest): string | undefined {
+  const host = req.headers[":authority"] ?? req.headers.host;
+  return typeof host === "string" && host !== "" ? `http://${host}` : undefined;
+}
+
+/** A redirect URI is the console on the origin the browser used: http://{host}/console/... and nothing else. */
+function validRedirect(req: RestRequest, uri: string | null): uri is string {
+  if (uri === null) return false;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return false;
+  }
+  return url.origin === requestOrigin(req) && url.pathname.startsWith("/console/") && url.hash === "" && !url.username;
+}
+
 export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssuer> {
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const file = join(options.dataDir, DEV_ISSUER_FILE);
@@ -197,12 +336,17 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
   const signingKey = await importJWK(stored.signing_key, ALG);
   let issuer = "http://127.0.0.1/auth";
 
-  const issue = (expiresIn = lifetime) => {
+  const consoleClientId = options.consoleClientId ?? DEFAULT_CONSOLE_CLIENT_ID;
+  const codes = new Grants(now);
+  const refreshTokens = new Grants(now);
+
+  /** A token for the client credentials' client, or for the developer signed in through the console. */
+  const issue = (expiresIn = lifetime, subject = stored.client_id, clientId = stored.client_id) => {
     const iat = Math.floor(now() / 1000);
-    return new SignJWT({ ...DEV_CLAIMS, client_id: stored.client_id })
+    return new SignJWT({ ...DEV_CLAIMS, client_id: clientId })
       .setProtectedHeader({ alg: ALG, kid, typ: "at+jwt" })
       .setIssuer(issuer)
-      .setSubject(stored.client_id)
+      .setSubject(subject)
       .setAudience(audience)
       .setIssuedAt(iat)
       .setNotBefore(iat)
@@ -211,12 +355,76 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
       .sign(signingKey);
   };
 
+  const oauthError = (req: RestRequest, res: RestResponse, error: string, description: string, status = 400) =>
+    sendJson(req, res, status, { error, error_description: description });
+
+  /**
+   * The console's tokens: an access token and a new single-use refresh token. A used code stays
+   * known until it expires, so that a replay is recognised and revokes this refresh token.
+   */
+  const consoleTokens = async (req: RestRequest, res: RestResponse, used?: { code: string; expires: number }) => {
+    const refresh = refreshTokens.add({ clientId: consoleClientId, expires: now() + REFRESH_LIFETIME * 1000 });
+    if (used) codes.put(used.code, { clientId: consoleClientId, expires: used.expires, refresh });
+    sendJson(req, res, 200, {
+      access_token: await issue(lifetime, "developer", consoleClientId),
+      token_type: "Bearer",
+      expires_in: lifetime,
+      refresh_token: refresh,
+      scope: DEV_CLAIMS.scope,
+    });
+  };
+
+  /** authorization_code (RFC 6749 4.1.3, RFC 7636 4.6) and refresh_token (RFC 6749 6) for the public client. */
+  async function publicGrant(req: RestRequest, res: RestResponse, form: URLSearchParams): Promise<void> {
+    if (form.get("client_id") !== consoleClientId) {
+      oauthError(req, res, "invalid_client", `client_id must be the console's public client id`, 401);
+      return;
+    }
+    if (form.get("grant_type") === "refresh_token") {
+      const given = form.get("refresh_token");
+      if (!given) return oauthError(req, res, "invalid_request", "refresh_token is required");
+      const grant = refreshTokens.take(given);
+      if (!grant || grant.clientId !== consoleClientId) {
+        return oauthError(req, res, "invalid_grant", "unknown, expired or already used refresh token");
+      }
+      await consoleTokens(req, res);
+      return;
+    }
+    const code = form.get("code");
+    const verifier = form.get("code_verifier");
+    const redirectUri = form.get("redirect_uri");
+    if (!code) return oauthError(req, res, "invalid_request", "code is required");
+    if (!redirectUri) return oauthError(req, res, "invalid_request", "redirect_uri is required");
+    if (!verifier) return oauthError(req, res, "invalid_request", "code_verifier is required (PKCE, RFC 7636)");
+    const grant = codes.take(code);
+    if (grant?.refresh !== undefined) {
+      // A replayed code: what was issued for it is revoked too (RFC 6749 4.1.2).
+      refreshTokens.delete(grant.refresh);
+      return oauthError(req, res, "invalid_grant", "authorization code already used");
+    }
+    if (!grant || grant.clientId !== consoleClientId) {
+      return oauthError(req, res, "invalid_grant", "unknown or expired authorization code");
+    }
+    if (grant.redirectUri !== redirectUri) {
+      return oauthError(req, res, "invalid_grant", "redirect_uri differs from the authorization request's");
+    }
+    if (!PKCE_VERIFIER.test(verifier) || !sameSecret(pkceChallenge(verifier), grant.challenge ?? "")) {
+      return oauthError(req, res, "invalid_grant", "code_verifier does not match the code_challenge");
+    }
+    await consoleTokens(req, res, { code, expires: grant.expires });
+  }
+
   async function token(req: RestRequest, res: RestResponse): Promise<void> {
     let form: URLSearchParams;
     try {
       form = await readForm(req);
     } catch {
       sendJson(req, res, 400, { error: "invalid_request", error_description: "body larger than 64 KiB" });
+      return;
+    }
+    const grantType = form.get("grant_type");
+    if (grantType === "authorization_code" || grantType === "refresh_token") {
+      await publicGrant(req, res, form);
       return;
     }
     const client = clientOf(req, form);
@@ -233,11 +441,96 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
     if (form.get("grant_type") !== "client_credentials") {
       sendJson(req, res, 400, {
         error: "unsupported_grant_type",
-        error_description: "this development issuer only grants client_credentials",
+        error_description:
+          "this development issuer grants client_credentials, and authorization_code and refresh_token to the console",
       });
       return;
     }
     sendJson(req, res, 200, { access_token: await issue(), token_type: "Bearer", expires_in: lifetime });
+  }
+
+  /**
+   * An authorization request (RFC 6749 4.1.1, RFC 7636 4.3), from the query (GET) or the
+   * confirmation form (POST). A wrong client or redirect URI is shown, never redirected to
+   * (RFC 6749 4.1.2.1); any other mistake goes back to the console as an error.
+   */
+  function authorization(req: RestRequest, res: RestResponse, params: URLSearchParams) {
+    const redirectUri = params.get("redirect_uri");
+    if (params.get("client_id") !== consoleClientId) {
+      sendPage(
+        req,
+        res,
+        400,
+        "Sign-in refused",
+        `<p>Unknown client: only <code>${escapeHtml(consoleClientId)}</code>, the console, signs in here.</p>`,
+      );
+      return undefined;
+    }
+    if (!validRedirect(req, redirectUri)) {
+      sendPage(
+        req,
+        res,
+        400,
+        "Sign-in refused",
+        "<p>The redirect URI must be this server's console: <code>/console/</code> on the address you used.</p>",
+      );
+      return undefined;
+    }
+    const state = params.get("state");
+    const back = (query: Record<string, string>) => {
+      const url = new URL(redirectUri);
+      for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+      if (state !== null) url.searchParams.set("state", state);
+      redirectTo(res, url.href);
+    };
+    if (params.get("response_type") !== "code") {
+      back({ error: "unsupported_response_type", error_description: "only response_type=code" });
+      return undefined;
+    }
+    const challenge = params.get("code_challenge");
+    if (params.get("code_challenge_method") !== "S256" || challenge === null || !PKCE_CHALLENGE.test(challenge)) {
+      back({
+        error: "invalid_request",
+        error_description: "PKCE is required: code_challenge with code_challenge_method=S256",
+      });
+      return undefined;
+    }
+    return { redirectUri, state, challenge, back };
+  }
+
+  function authorize(req: RestRequest, res: RestResponse, form?: URLSearchParams): void {
+    const params = form ?? new URLSearchParams(splitQuery(req.url ?? ""));
+    const request = authorization(req, res, params);
+    if (!request) return;
+    if (form) {
+      if (form.get("decision") !== "allow") {
+        request.back({ error: "access_denied", error_description: "sign-in cancelled" });
+        return;
+      }
+      const code = codes.add({
+        clientId: consoleClientId,
+        expires: now() + CODE_LIFETIME * 1000,
+        challenge: request.challenge,
+        redirectUri: request.redirectUri,
+      });
+      request.back({ code });
+      return;
+    }
+    const hidden = ["response_type", "client_id", "redirect_uri", "state", "code_challenge", "code_challenge_method"]
+      .filter((name) => params.get(name) !== null)
+      .map((name) => `<input type="hidden" name="${name}" value="${escapeHtml(params.get(name) as string)}">`)
+      .join("");
+    sendPage(
+      req,
+      res,
+      200,
+      "Sign in to Trove",
+      "<p>This server runs in development mode: its own issuer signs you in as the developer, " +
+        "with full access to every store and project.</p>" +
+        `<form method="post" action="/auth/authorize">${hidden}` +
+        '<button type="submit" name="decision" value="allow" autofocus>Sign in as developer</button> ' +
+        '<button type="submit" name="decision" value="deny">Cancel</button></form>',
+    );
   }
 
   return {
@@ -265,15 +558,24 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
       if (path === "/auth/.well-known/openid-configuration" && read) {
         sendJson(req, res, 200, {
           issuer,
+          authorization_endpoint: `${issuer}/authorize`,
           token_endpoint: `${issuer}/token`,
           jwks_uri: `${issuer}/jwks`,
-          grant_types_supported: ["client_credentials"],
-          token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-          response_types_supported: ["token"],
+          grant_types_supported: ["client_credentials", "authorization_code", "refresh_token"],
+          token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+          response_types_supported: ["code"],
+          code_challenge_methods_supported: ["S256"],
           subject_types_supported: ["public"],
           id_token_signing_alg_values_supported: [ALG],
           scopes_supported: DEV_CLAIMS.scope.split(" "),
         });
+      } else if (path === "/auth/authorize" && read) {
+        authorize(req, res);
+      } else if (path === "/auth/authorize" && req.method === "POST") {
+        readForm(req).then(
+          (form) => authorize(req, res, form),
+          () => sendPage(req, res, 413, "Sign-in refused", "<p>The form is larger than 64 KiB.</p>"),
+        );
       } else if (path === "/auth/jwks" && read) {
         sendJson(req, res, 200, { keys: [publicJwk] });
       } else if (path === "/auth/token" && req.method === "POST") {
@@ -282,8 +584,8 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
             sendJson(req, res, 500, { error: "server_error", error_description: err.message });
           }
         });
-      } else if (path === "/auth/.well-known/openid-configuration" || path === "/auth/jwks" || path === "/auth/token") {
-        const allow = path === "/auth/token" ? "POST" : "GET, HEAD";
+      } else if (path !== undefined && path in ALLOWED) {
+        const allow = ALLOWED[path] as string;
         sendJson(
           req,
           res,

@@ -34,6 +34,8 @@ export interface ServeConfig {
   limits: ServerLimits;
   /** Origins whose browser pages may call the server (CORS); empty: same origin only. */
   corsOrigins: string[];
+  /** Public OAuth client id the console (/console/) signs in with. */
+  consoleClientId: string;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -65,6 +67,8 @@ Options:
                             cut; a second signal stops at once (TROVE_SHUTDOWN_TIMEOUT, default 10)
   --cors-origin ORIGIN      let browser pages of this origin (https://app.example.com) call every
                             face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
+  --console-client-id ID    public OAuth client id the console at /console/ signs in with
+                            (TROVE_CONSOLE_CLIENT_ID, default trove-console; docs/console.md)
 
 Limits (docs/security.md): a connection that never finishes a request is closed.
   --first-byte-timeout S    seconds a new connection may stay silent (TROVE_FIRST_BYTE_TIMEOUT, default 10)
@@ -168,6 +172,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "max-concurrent-streams": { type: "string" },
       "max-connections": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
+      "console-client-id": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -207,6 +212,10 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
         .map((o) => o.trim())
         .filter((o) => o !== "")
     ).map(parseCorsOrigin),
+    consoleClientId: nonEmpty(
+      values["console-client-id"] ?? env.TROVE_CONSOLE_CLIENT_ID ?? "trove-console",
+      "console-client-id",
+    ),
     limits: {
       firstByteTimeout: seconds(
         values["first-byte-timeout"] ?? env.TROVE_FIRST_BYTE_TIMEOUT,

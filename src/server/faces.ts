@@ -39,8 +39,9 @@ export const TROVE_SERVICES = [ResourceService, StoreService, ChangeService, Pro
  * reflection services and, in development mode, the issuer under /auth/ (the pipeline handles it).
  * An open path with no route yet answers 404 / UNIMPLEMENTED like any unknown path.
  */
-const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
+const OPEN_PATHS = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json", "/", "/console"]);
 const OPEN_PREFIXES = [
+  "/console/",
   "/grpc.health.v1.Health/",
   "/grpc.reflection.v1.ServerReflection/",
   "/grpc.reflection.v1alpha.ServerReflection/",
@@ -59,6 +60,8 @@ export interface FacesOptions {
   maxResourceSize: number;
   /** Open HTTP endpoints by exact path (each must be one of OPEN_PATHS). */
   openRoutes?: ReadonlyMap<string, OpenRoute>;
+  /** Open HTTP endpoints by path prefix (each one of OPEN_PREFIXES), e.g. the console's files under /console/. */
+  openTrees?: ReadonlyMap<string, OpenRoute>;
   /** Registers the open RPC services (each registration in turn). */
   openServices?: OpenServices | readonly OpenServices[];
 }
@@ -122,6 +125,9 @@ export function createFaces(options: FacesOptions): Faces {
   };
   const insights = new InsightsRoutes(cores.projects, cores.reports);
   const openRoutes = options.openRoutes ?? new Map<string, OpenRoute>();
+  const openTrees = [...(options.openTrees ?? [])];
+  const openRoute = (pathname: string) =>
+    openRoutes.get(pathname) ?? openTrees.find(([prefix]) => pathname.startsWith(prefix))?.[1];
 
   return {
     dispatch(req, res, caller) {
@@ -130,7 +136,7 @@ export function createFaces(options: FacesOptions): Faces {
       if (url.startsWith(REST_PREFIX)) void handleRest(rest, req, res);
       else if (url.startsWith(INSIGHTS_PREFIX)) void insights.handle(req, res, splitUrl(url));
       else {
-        const open = openRoutes.get(splitUrl(url).pathname);
+        const open = openRoute(splitUrl(url).pathname);
         if (open) open(req, res);
         else connect(req as http.IncomingMessage, res as http.ServerResponse);
       }

@@ -38,6 +38,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
       dataDir: config.dataDir,
       audience: config.audience,
       tokenLifetime: config.tokenLifetime,
+      consoleClientId: config.consoleClientId,
     });
     auth = devIssuer.authenticator;
   }
@@ -53,6 +54,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     metrics: config.metrics,
     limits: config.limits,
     corsOrigins: config.corsOrigins,
+    console: { clientId: config.consoleClientId, issuer: config.issuer },
   });
   const address = await server.listen(config.port, config.host);
   const backend = storage.backend;

@@ -4,12 +4,13 @@
 
 import type { AddressInfo } from "node:net";
 import { type Logger, pino } from "pino";
-import type { DevIssuer } from "../auth/dev-issuer.js";
+import { DEFAULT_CONSOLE_CLIENT_ID, type DevIssuer } from "../auth/dev-issuer.js";
 import type { Authenticator } from "../auth/verifier.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
 import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import type { StoragePort } from "../storage/port.js";
+import { CONSOLE_PREFIX, type ConsoleOptions, consoleRoutes } from "./console.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
 import { createCrossOrigin } from "./cors.js";
 import { createFaces, TROVE_SERVICES } from "./faces.js";
@@ -55,6 +56,8 @@ export interface TroveServerOptions {
   corsOrigins?: readonly string[];
   /** How often the storage's readiness is checked, in milliseconds (default 5 s). */
   healthInterval?: number;
+  /** The console under /console/ (default: dist/console/, client id trove-console); false serves none. */
+  console?: Partial<ConsoleOptions> | false;
 }
 
 export interface TroveServer {
@@ -94,11 +97,19 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   metrics?.watch(cores);
   metrics?.observeAuth(options.auth);
   const health = new Health({ storage, logger, interval: options.healthInterval });
+  const webConsole =
+    options.console === false ? undefined : consoleRoutes({ clientId: DEFAULT_CONSOLE_CLIENT_ID, ...options.console });
   const faces = createFaces({
     cores,
     logger,
     maxResourceSize,
-    openRoutes: new Map([...healthRoutes(health), [OPENAPI_PATH, openApiRoute()], ...metricsRoutes(metrics)]),
+    openRoutes: new Map([
+      ...healthRoutes(health),
+      [OPENAPI_PATH, openApiRoute()],
+      ...metricsRoutes(metrics),
+      ...(webConsole?.routes ?? []),
+    ]),
+    openTrees: new Map(webConsole ? [[CONSOLE_PREFIX, webConsole.tree]] : []),
     openServices: [healthService(health, TROVE_SERVICES), reflectionService(TROVE_SERVICES)],
   });
   const crossOrigin = options.corsOrigins?.length ? createCrossOrigin(options.corsOrigins) : undefined;

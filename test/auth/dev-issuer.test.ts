@@ -48,7 +48,7 @@ describe("development issuer, in process", () => {
       issuer: `${t.url}/auth`,
       token_endpoint: `${t.url}/auth/token`,
       jwks_uri: `${t.url}/auth/jwks`,
-      grant_types_supported: ["client_credentials"],
+      grant_types_supported: ["client_credentials", "authorization_code", "refresh_token"],
     });
     const jwks = (await (await fetch(`${t.url}/auth/jwks`)).json()) as { keys: Array<Record<string, string>> };
     expect(jwks.keys).toHaveLength(1);

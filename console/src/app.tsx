@@ -1,0 +1,131 @@
+// The shell: signed out, the sign-in screen; signed in, the header (navigation, who, sign out) and
+// the screen the URL names, loaded on demand.
+
+import type { ComponentType } from "preact";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { Clients } from "./api.js";
+import { beginSignIn, type ConsoleConfig, type IssuerEndpoints } from "./auth/oidc.js";
+import type { Session, SessionState } from "./auth/session.js";
+import { AppContext, type ConsoleContext } from "./context.js";
+import { SCREENS, type ScreenProps, screenFor } from "./screens/registry.js";
+import { SignIn } from "./screens/sign-in.js";
+
+export interface AppProps {
+  config: ConsoleConfig;
+  session: Session;
+  clients: Clients;
+  endpoints: () => Promise<IssuerEndpoints>;
+  signInError?: string;
+}
+
+const loaded = new Map<string, ComponentType<ScreenProps>>();
+
+export function App(props: AppProps) {
+  const { session } = props;
+  const [state, setState] = useState<SessionState>(session.current);
+  const [pathname, setPathname] = useState(location.pathname);
+  useEffect(() => session.subscribe(setState), [session]);
+  useEffect(() => {
+    const pop = () => setPathname(location.pathname);
+    addEventListener("popstate", pop);
+    return () => removeEventListener("popstate", pop);
+  }, []);
+
+  const context = useMemo<ConsoleContext>(
+    () => ({
+      clients: props.clients,
+      session,
+      config: props.config,
+      navigate(href: string) {
+        if (href === location.pathname + location.search) return;
+        history.pushState(null, "", href);
+        setPathname(location.pathname);
+      },
+    }),
+    [props.clients, session, props.config],
+  );
+
+  // Links inside the console navigate without reloading the page.
+  const onClick = (event: MouseEvent) => {
+    const link = (event.target as Element | null)?.closest?.("a");
+    if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey)
+      return;
+    if (link.target || link.hasAttribute("download") || link.origin !== location.origin) return;
+    if (!link.pathname.startsWith("/console/")) return;
+    event.preventDefault();
+    context.navigate(link.pathname + link.search);
+  };
+
+  if (state.kind === "signed-out") {
+    return (
+      <SignIn
+        config={props.config}
+        error={state.reason ?? props.signInError}
+        onSignIn={async () => beginSignIn(props.config, await props.endpoints(), location.pathname)}
+        onToken={(tokens) => session.signIn(tokens)}
+      />
+    );
+  }
+
+  return (
+    <AppContext.Provider value={context}>
+      {/* biome-ignore lint/a11y/noStaticElementInteractions: delegated link handling; the links themselves are the controls */}
+      {/* biome-ignore lint/a11y/useKeyWithClickEvents: Enter on a link raises click, which this handles */}
+      <div class="shell" onClick={onClick}>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header class="top">
+          <span class="brand">Trove</span>
+          <nav aria-label="Sections">
+            {SCREENS.filter((s) => s.nav).map((s) => (
+              <a key={s.id} href={s.nav?.href} aria-current={screenFor(pathname)?.screen === s ? "page" : undefined}>
+                {s.nav?.label}
+              </a>
+            ))}
+          </nav>
+          <span class="who" title="Signed in">
+            {state.tokens.source === "pasted" ? "pasted token" : "signed in"}
+          </span>
+          <button type="button" class="secondary" onClick={() => session.signOut("You signed out.")}>
+            Sign out
+          </button>
+        </header>
+        <main id="main" tabIndex={-1}>
+          <ScreenOutlet pathname={pathname} />
+        </main>
+      </div>
+    </AppContext.Provider>
+  );
+}
+
+function ScreenOutlet({ pathname }: { pathname: string }) {
+  const found = screenFor(pathname);
+  const [, setVersion] = useState(0);
+  const [error, setError] = useState<string>();
+  const Screen = found ? loaded.get(found.screen.id) : undefined;
+  useEffect(() => {
+    if (found) document.title = `${found.screen.title(found.params)} · Trove`;
+    if (!found || Screen) return;
+    found.screen.load().then(
+      (component) => {
+        loaded.set(found.screen.id, component);
+        setVersion((v) => v + 1);
+      },
+      (err: Error) => setError(`This screen could not be loaded: ${err.message}`),
+    );
+  }, [found?.screen, Screen, found]);
+  if (!found) {
+    return (
+      <section>
+        <h1>Not found</h1>
+        <p>
+          No screen at <code>{pathname}</code>. <a href="/console/">Go to the stores.</a>
+        </p>
+      </section>
+    );
+  }
+  if (error) return <p role="alert">{error}</p>;
+  if (!Screen) return <p class="loading">Loading…</p>;
+  return <Screen params={found.params} />;
+}
