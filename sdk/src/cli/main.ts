@@ -510,7 +510,11 @@ Options:
         for (const e of await rest.poll({ signal: ctx.io.signal })) {
           if (e.kind === "reset" && (stores.length === 0 || stores.includes(e.store))) cursors.set(e.store, e.eventId);
         }
-        for (const s of stores) if (!cursors.has(s)) cursors.set(s, 0);
+        // The status names every store the caller may read: another name is a mistake, not a wait.
+        const unknown = stores.filter((s) => !cursors.has(s));
+        if (unknown.length > 0) {
+          throw new NotFoundError(404, `no store ${unknown.join(", ")} (or not one you may read)`);
+        }
       }
       if (cursors.size === 0) throw new UsageError("there is no store to watch");
       while (!ctx.io.signal?.aborted) {
@@ -540,12 +544,13 @@ Options:
 
 /** The exit code a script sees for an error answer. */
 function exitCodeOf(err: TroveError): number {
-  if (err instanceof NotFoundError) return EXIT.notFound;
-  if (err instanceof PreconditionFailedError) return EXIT.preconditionFailed;
-  if (err instanceof ConflictError) return EXIT.conflict;
+  // By class, and by status for answers that are plain TroveErrors (e.g. "no project named X").
+  if (err instanceof NotFoundError || err.status === 404) return EXIT.notFound;
+  if (err instanceof PreconditionFailedError || err.status === 412) return EXIT.preconditionFailed;
+  if (err instanceof ConflictError || err.status === 409) return EXIT.conflict;
   if (err instanceof UnauthorizedError || err.status === 401) return EXIT.unauthorized;
-  if (err instanceof ForbiddenError) return EXIT.forbidden;
-  if (err instanceof ConnectionError || err instanceof UnavailableError) return EXIT.unavailable;
+  if (err instanceof ForbiddenError || err.status === 403) return EXIT.forbidden;
+  if (err instanceof ConnectionError || err instanceof UnavailableError || err.status === 503) return EXIT.unavailable;
   return EXIT.error;
 }
 
