@@ -279,7 +279,8 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(created.stdout).toMatch(/^cli-store {2}snapshot {2}sync,sync-snapshot {2}\S+\n/);
     expect(created.stdout).toContain("  keep-deleted=2d\n");
     const list = await trove(["stores"], { env });
-    expect(list.stdout.split("\n").map((l) => l.split("  ")[0])).toEqual(["cli-store", "home", ""]);
+    // Sorted by name (cli-shown is the store of the project created above).
+    expect(list.stdout.split("\n").map((l) => l.split("  ")[0])).toEqual(["cli-shown", "cli-store", "home", ""]);
     const json = JSON.parse((await trove(["stores", "get", "cli-store", "--json"], { env })).stdout);
     expect(json).toMatchObject({ name: "cli-store", type: "snapshot", settings: { "keep-deleted": "2d" } });
     const updated = await trove(["stores", "update", "cli-store", "--set", "keep-deleted=3h"], { env });
