@@ -75,7 +75,7 @@ describe("npm pack of @trove/sdk", () => {
   });
 
   it("installs from the tarball into an empty project and works against a running Trove", async () => {
-    // --ignore-scripts: dist/ is already built (by ensureSdkBuilt) and `prepare` would rebuild it.
+    // --ignore-scripts: dist/ is already built (by ensureSdkBuilt) and `prepack` would rebuild it.
     await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work], { cwd: SDK, env: NPM_ENV });
     const [tarball] = (await readdir(work)).filter((f) => f.endsWith(".tgz"));
     expect(tarball).toBe("trove-sdk-0.1.0.tgz");
@@ -85,6 +85,16 @@ describe("npm pack of @trove/sdk", () => {
     expect(files).toContain("package/dist/index.d.ts");
     expect(files).toContain("package/dist/cli/main.js");
     expect(files.some((f) => f.startsWith("package/src/"))).toBe(false);
+    // The license text ships (Apache-2.0, as package.json says), and no script runs in a consumer's
+    // install: dist/ is built before packing (prepack), never by the consumer.
+    expect(files).toContain("package/LICENSE");
+    const { stdout: license } = await run("tar", ["-xzOf", join(work, tarball as string), "package/LICENSE"]);
+    expect(license).toContain("Apache License\n                           Version 2.0, January 2004");
+    const { stdout: manifest } = await run("tar", ["-xzOf", join(work, tarball as string), "package/package.json"]);
+    const packed = JSON.parse(manifest) as { license: string; scripts?: Record<string, string> };
+    expect(packed.license).toBe("Apache-2.0");
+    const installScripts = ["preinstall", "install", "postinstall", "prepare", "preprepare", "postprepare"];
+    expect(Object.keys(packed.scripts ?? {}).filter((s) => installScripts.includes(s))).toEqual([]);
 
     const project = join(work, "project");
     await run("mkdir", ["-p", project]);
