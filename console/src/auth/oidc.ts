@@ -2,6 +2,7 @@
 // endpoint, the code exchange and refresh at its token endpoint. The embedded development issuer
 // lives on this server, so its endpoints are taken on the origin the page was loaded from.
 
+import { discoveryUrl, onOrigin } from "./issuer.js";
 import { authorizationUrl, challengeOf, randomToken } from "./pkce.js";
 import { type TokenSet, tokenSetOf } from "./renewal.js";
 
@@ -35,15 +36,8 @@ export async function loadConfig(): Promise<ConsoleConfig> {
   return (await res.json()) as ConsoleConfig;
 }
 
-/** An endpoint of the development issuer, on this page's origin (the server may call itself 127.0.0.1). */
-export function onOrigin(endpoint: string, origin: string): string {
-  const url = new URL(endpoint);
-  return `${origin}${url.pathname}${url.search}`;
-}
-
 export async function discover(config: ConsoleConfig): Promise<IssuerEndpoints> {
-  const base = config.devIssuer ? `${location.origin}/auth` : (config.issuer ?? "").replace(/\/$/, "");
-  const res = await fetch(`${base}/.well-known/openid-configuration`);
+  const res = await fetch(discoveryUrl(config, location.origin));
   if (!res.ok) throw new Error(`the issuer's discovery document answered HTTP ${res.status}`);
   const doc = (await res.json()) as { authorization_endpoint?: string; token_endpoint?: string };
   if (!doc.authorization_endpoint || !doc.token_endpoint) {
