@@ -141,6 +141,7 @@ function StoreForm(props: { store?: Store; onClose(): void; onSaved(name: string
 
   const submit = async (event: Event) => {
     event.preventDefault();
+    setError(undefined);
     const problem = existing ? undefined : nameProblem(name);
     if (problem) {
       setError(`Name: ${problem}`);
