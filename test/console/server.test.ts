@@ -187,3 +187,16 @@ function rawBytes(
     req.end();
   });
 }
+
+describe("--console-client-id", () => {
+  it("flag, then TROVE_CONSOLE_CLIENT_ID, then trove-console; empty is refused", async () => {
+    const { parseServeArgs, SERVE_HELP } = await import("../../src/server/config.js");
+    const id = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+      (parseServeArgs(args, env) as { consoleClientId: string }).consoleClientId;
+    expect(id([])).toBe("trove-console");
+    expect(id([], { TROVE_CONSOLE_CLIENT_ID: "from-env" })).toBe("from-env");
+    expect(id(["--console-client-id", "from-flag"], { TROVE_CONSOLE_CLIENT_ID: "from-env" })).toBe("from-flag");
+    expect(() => id(["--console-client-id", ""])).toThrow("console-client-id must not be empty");
+    expect(SERVE_HELP).toContain("--console-client-id ID");
+  });
+});
