@@ -170,7 +170,7 @@ describe("exit codes", () => {
     });
   }
 
-  it("serve: 2 for a bad value, 7 when its MongoDB cannot be reached", async () => {
+  it("serve: 2 for a bad value, 7 when its MongoDB cannot be reached, 1 when its port is taken", async () => {
     const bad = await trove(ROOT_BIN, ["serve", "--port", "nope"]);
     expect(bad).toEqual({
       code: 2,
@@ -190,6 +190,18 @@ describe("exit codes", () => {
     ]);
     expect(mongo.code).toBe(7);
     expect(mongo.stderr).toMatch(/^trove serve: cannot reach MongoDB: /);
+    // A port in use: it cannot start, an error (1), with the reason.
+    const taken = await trove(ROOT_BIN, [
+      "serve",
+      "--port",
+      new URL(server.url).port,
+      "--data",
+      join(work, "taken-data"),
+      "--log-level",
+      "silent",
+    ]);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/^trove serve: .*EADDRINUSE/);
     // The SDK's bin has no server: a usage mistake.
     expect(await trove(SDK_BIN, ["serve"])).toMatchObject({ code: 2 });
   }, 120_000);
