@@ -165,8 +165,8 @@ describe("trove completion", () => {
       );
       expect(r.code, command).toBe(2);
       const listed = /: ([a-z, ]+) or ([a-z]+)\n$/.exec(r.stderr);
-      expect(listed, r.stderr).not.toBeNull();
-      const accepted = [...(listed?.[1] as string).split(", "), listed?.[2] as string];
+      if (!listed) throw new Error(`${command}: no list of actions in ${JSON.stringify(r.stderr)}`);
+      const accepted = [...(listed[1] as string).split(", "), listed[2] as string];
       expect((await bashComplete(script, ["trove", command, ""])).sort(), command).toEqual(accepted.sort());
     }
   });
