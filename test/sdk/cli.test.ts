@@ -2,15 +2,14 @@
 // command's --help, outputs, exit codes, configuration sources, and the server
 // package's `trove` dispatching client commands to it.
 
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createRestClient, type TroveRestClient } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
-import { ensureSdkBuilt, ROOT_BIN, SDK_BIN } from "./build.js";
-import { type DevServer, startDevServer } from "./support.js";
+import { ensureSdkBuilt, ROOT_BIN } from "./build.js";
+import { type DevServer, runTrove, startDevServer } from "./support.js";
 
 interface Result {
   code: number | null;
@@ -24,25 +23,8 @@ let home: string;
 vi.setConfig({ testTimeout: 120_000 });
 
 function trove(args: string[], options: { env?: Record<string, string>; input?: string; bin?: string } = {}) {
-  return new Promise<Result>((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, ".config") };
-    const child = spawn(process.execPath, [options.bin ?? SDK_BIN, ...args], {
-      env: { ...env, ...options.env },
-      cwd: home,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding("utf8").on("data", (s: string) => {
-      stderr += s;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? "");
-  });
+  const env = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, ".config"), ...options.env };
+  return runTrove(args, { env, cwd: home, bin: options.bin, input: options.input });
 }
 
 afterAll(async () => {

@@ -3,7 +3,7 @@
 // `complete -C`; zsh: parsed, loaded under compinit and registered for trove), and they list
 // exactly the commands, options and actions the CLI accepts, for the SDK's bin and the server's.
 
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +11,7 @@ import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureSdkBuilt, ROOT_BIN, SDK_BIN } from "./build.js";
+import { runTrove } from "./support.js";
 
 const exec = promisify(execFile);
 
@@ -21,19 +22,7 @@ interface Result {
 }
 
 function trove(bin: string, args: string[], cwd: string): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd, env: { PATH: process.env.PATH, HOME: cwd } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding("utf8").on("data", (s: string) => {
-      stderr += s;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runTrove(args, { env: { PATH: process.env.PATH, HOME: cwd }, cwd, bin });
 }
 
 /** A shell on PATH; under CI=true a missing one fails (.ci/run says how to install it). */

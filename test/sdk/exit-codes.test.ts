@@ -4,7 +4,6 @@
 // the other codes (1, 4, 5, 6, 8) are checked once per bin. A new command without its cases here
 // fails the first test.
 
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +13,7 @@ import { createRestClient } from "../../sdk/src/index.js";
 import { freePort } from "../support/child-server.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt, ROOT_BIN, SDK_BIN } from "./build.js";
-import { type DevServer, startDevServer } from "./support.js";
+import { type DevServer, runTrove, startDevServer } from "./support.js";
 
 interface Result {
   code: number | null;
@@ -25,24 +24,8 @@ interface Result {
 let work: string;
 
 function trove(bin: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd: work,
-      env: { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: join(work, ".config"), ...env },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding("utf8").on("data", (s: string) => {
-      stderr += s;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end("x");
-  });
+  const all = { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: join(work, ".config"), ...env };
+  return runTrove(args, { env: all, cwd: work, bin, input: "x" });
 }
 
 /** Runs `each` over `items`, a few at a time (each case is a child process). */

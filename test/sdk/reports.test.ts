@@ -2,7 +2,6 @@
 // real server: projects by name, createReport, waitForReport (WatchReport, long polls, the
 // fallback through an HTTP/1.1-only proxy, a timeout), downloadReport, every query, typed errors.
 
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -23,8 +22,8 @@ import {
 import { type Issuer, startAuthServer, startIssuer } from "../auth/support.js";
 import { type ExampleProject, uploadExample } from "../insights/api-support.js";
 import { startServer, type TestServer } from "../support/server.js";
-import { ensureSdkBuilt, SDK_BIN } from "./build.js";
-import { rejection } from "./support.js";
+import { ensureSdkBuilt } from "./build.js";
+import { rejection, runTrove } from "./support.js";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -211,22 +210,7 @@ describe("insights client: waiting with no worker, and permissions", () => {
 
 describe("trove project / trove report (CLI)", () => {
   function trove(args: string[]) {
-    return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [SDK_BIN, ...args, "--url", server.url], {
-        env: { PATH: process.env.PATH, HOME: dir },
-        cwd: dir,
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (s: string) => {
-        stdout += s;
-      });
-      child.stderr.setEncoding("utf8").on("data", (s: string) => {
-        stderr += s;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    return runTrove([...args, "--url", server.url], { env: { PATH: process.env.PATH, HOME: dir }, cwd: dir });
   }
   beforeAll(() => ensureSdkBuilt(), 300_000);
 

@@ -63,14 +63,21 @@ export interface CliResult {
 }
 
 /**
- * Runs the SDK's `trove` bin in a child process with `env` only (stdin closed). The child is in
- * `children` until it exits, so that a test's teardown can kill what is left.
+ * Runs a `trove` bin (the SDK's unless `bin`) in a child process with `env` only, `input` on its
+ * stdin (then closed). The child is in `children` until it exits, so that a test's teardown can
+ * kill what is left.
  */
 export function runTrove(
   args: string[],
-  options: { env: Record<string, string | undefined>; cwd: string; children?: Set<ChildProcess> },
+  options: {
+    env: Record<string, string | undefined>;
+    cwd: string;
+    bin?: string;
+    input?: string;
+    children?: Set<ChildProcess>;
+  },
 ): Promise<CliResult> {
-  const child = spawn(process.execPath, [SDK_BIN, ...args], {
+  const child = spawn(process.execPath, [options.bin ?? SDK_BIN, ...args], {
     env: options.env,
     cwd: options.cwd,
     stdio: ["pipe", "pipe", "pipe"],
@@ -84,7 +91,7 @@ export function runTrove(
   child.stderr.setEncoding("utf8").on("data", (s: string) => {
     stderr += s;
   });
-  child.stdin.end();
+  child.stdin.end(options.input ?? "");
   return new Promise<CliResult>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {
