@@ -33,6 +33,13 @@ export const SCREENS: ScreenDefinition[] = [
     load: () => import("./browse.js").then((m) => m.BrowseScreen),
     title: (params) => `${params.store}/${params.path ?? ""}`,
   },
+  {
+    id: "insights",
+    match: (p) => (p === `${CONSOLE_ROOT}insights` ? {} : undefined),
+    load: () => import("./insights.js").then((m) => m.InsightsScreen),
+    title: () => "Insights",
+    nav: { label: "Insights", href: `${CONSOLE_ROOT}insights` },
+  },
 ];
 
 export function screenFor(pathname: string): { screen: ScreenDefinition; params: Record<string, string> } | undefined {
