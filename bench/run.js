@@ -7,12 +7,15 @@
 // `--mongodb-url URL` runs every Trove on that MongoDB (a fresh database per
 // server); `--only backends --mongodb-url URL [--mongodb-pid PID]` compares the
 // embedded store with MongoDB, alternating, with the CPU per request of Trove
-// and of the database server (PID) besides.
+// and of the database server (PID) besides. `--only apache` (and a bare `npm run
+// bench` where Apache httpd is installed) compares Trove at its defaults with
+// Apache mod_dav (bench/apache.js) and node:http: GET, 304 and PUT.
 
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
+import { apacheAvailable, prepareApache, startApache } from "./apache.js";
 import { BODY_4K, ETAG_4K } from "./payloads.js";
 import { buildDist, startBaseline, startTrove } from "./servers.js";
 import { runStream } from "./stream-1g.js";
@@ -82,7 +85,7 @@ const CASES = [
   { name: "GET 4 KiB", expected: [200], request: (t) => ({ path: t.get }) },
   {
     name: "PUT 4 KiB",
-    expected: [200, 201],
+    expected: [200, 201, 204],
     request: (t) => ({
       path: t.put,
       method: "PUT",
@@ -289,6 +292,71 @@ async function runBackends() {
   }
 }
 
+/**
+ * Trove at its defaults (a development-issuer token on every request, one log line per request
+ * at info to /dev/null) against Apache httpd with mod_dav and bare node:http, in alternating
+ * rounds; medians of `--rounds`, with Trove/Apache and Trove/node:http ratios (issue 14).
+ */
+async function runApache() {
+  if (!apacheAvailable()) throw new Error("--only apache needs Apache httpd: apt-get install apache2");
+  const rounds = Math.max(3, Number(opts.rounds));
+  const targets = [];
+  try {
+    targets.push({ label: "node:http", ...(await startBaseline()), get: "/r", put: "/r", etag: ETAG_4K });
+    targets.push({
+      label: "apache mod_dav",
+      ...(await prepareApache(await startApache(), BODY_4K, "/r.bin", "/p.bin")),
+    });
+    targets.push({
+      label: "trove (defaults)",
+      ...(await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl }))),
+    });
+    const [bare, apache, trove] = targets;
+    const rows = [];
+    // No HEAD: autocannon 8 waits for the body a HEAD answer's Content-Length announces, and counts
+    // no response at all (every server measured 0 req/s).
+    for (const c of [CASES[0], CASES[2], CASES[1]]) {
+      const runs = new Map(targets.map((t) => [t, []]));
+      for (const t of targets) if (warmup > 0) await load(t.url, requestFor(c, t), warmup);
+      for (let r = 0; r < rounds; r++) {
+        const order = r % 2 === 0 ? targets : [...targets].reverse();
+        for (const t of order) {
+          const s = summarize(await load(t.url, requestFor(c, t), duration), c.expected);
+          runs.get(t).push(s);
+          process.stderr.write(`  ${c.name}, ${t.label}, round ${r + 1}: ${Math.round(s.rps)} req/s ${s.other}\n`);
+        }
+      }
+      const rps = (t) => median(runs.get(t).map((x) => x.rps));
+      for (const t of targets) {
+        rows.push({
+          case: c.name,
+          target: t.label,
+          rps: rps(t),
+          p50: median(runs.get(t).map((x) => x.p50)),
+          p99: median(runs.get(t).map((x) => x.p99)),
+          vsApache: t === trove ? times(rps(trove) / rps(apache)) : "",
+          vsBare: t === trove ? times(rps(trove) / rps(bare)) : "",
+          other: runs
+            .get(t)
+            .map((x) => x.other)
+            .filter(Boolean)
+            .join(" "),
+        });
+      }
+    }
+    console.log(`\nTrove against Apache mod_dav and node:http, median of ${rounds} alternating rounds`);
+    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}  other`;
+    console.log(`${head}\n${"-".repeat(head.length + 6)}`);
+    for (const r of rows) {
+      console.log(
+        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 9, true)}${pad(r.p50, 8, true)}${pad(r.p99, 8, true)}${pad(r.vsApache, 9, true)}${pad(r.vsBare, 8, true)}  ${r.other}`,
+      );
+    }
+  } finally {
+    for (const t of targets) await t.stop();
+  }
+}
+
 console.log(
   `Trove benchmarks — ${new Date().toISOString()}, Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"})`,
 );
@@ -297,4 +365,5 @@ if (!opts["skip-build"]) buildDist();
 if (opts.only === undefined || opts.only === "requests") await runRequests();
 if (opts.only === "auth") await runAuth();
 if (opts.only === "backends") await runBackends();
+if (opts.only === undefined ? apacheAvailable() : opts.only === "apache") await runApache();
 if (opts.only === undefined || opts.only === "stream") await runStream({ sizeMiB: Number(opts["stream-size-mib"]) });
