@@ -5,6 +5,7 @@
 // Unit tests of the screen's own logic (the report's rows, the queries' lines) come first.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { layoutGraph, NODE_WIDTH } from "../../console/src/screens/insights-layout.js";
 import { queryRows, type ReportEntry, reportRows } from "../../console/src/screens/insights-model.js";
 import { call, uploadExample } from "../insights/api-support.js";
 import { type ConsoleRig, describeWithChromium, screenshot, signIn, startConsoleRig } from "./browser.js";
@@ -66,6 +67,61 @@ describe("insights screen logic", () => {
     expect(queryRows.related([{ path: "/b.block", type: "contentBlock", depth: 2, missing: false }])).toEqual([
       "/b.block (contentBlock, depth 2)",
     ]);
+  });
+});
+
+describe("dependency graph layout", () => {
+  const ref = (absolutePath: string) => ({ name: "x", relativePath: absolutePath, absolutePath });
+  const entry = (path: string, blocks: string[]): ReportEntry => ({
+    type: path.endsWith(".template") ? "template" : "contentBlock",
+    name: "x",
+    path,
+    tags: {},
+    pluggableObjects: [],
+    contentBlocks: blocks.map(ref),
+    datamodel: null,
+    themes: [],
+  });
+  const entries = [
+    entry("/t.template", ["/a.block", "/gone.block"]),
+    entry("/a.block", ["/b.block"]),
+    entry("/b.block", ["/a.block"]),
+    entry("/c.block", []),
+  ];
+
+  it("marks missing targets and the edges of a cycle, and puts referrers above what they use", () => {
+    const g = layoutGraph(entries);
+    expect(g.nodes.map((n) => n.path).sort()).toEqual([
+      "/a.block",
+      "/b.block",
+      "/c.block",
+      "/gone.block",
+      "/t.template",
+    ]);
+    expect(g.nodes.filter((n) => n.missing).map((n) => n.path)).toEqual(["/gone.block"]);
+    expect(
+      g.edges
+        .filter((e) => e.cycle)
+        .map((e) => `${e.from}>${e.to}`)
+        .sort(),
+    ).toEqual(["/a.block>/b.block", "/b.block>/a.block"]);
+    expect(g.edges.filter((e) => !e.cycle)).toHaveLength(2);
+    const y = (p: string) => g.nodes.find((n) => n.path === p)?.y ?? -1;
+    expect(y("/a.block")).toBeGreaterThan(y("/t.template"));
+    expect(y("/gone.block")).toBeGreaterThan(y("/t.template"));
+    expect(y("/b.block")).toBeGreaterThan(y("/a.block"));
+    // No two nodes overlap.
+    for (const a of g.nodes)
+      for (const b of g.nodes) if (a !== b) expect(a.y !== b.y || Math.abs(a.x - b.x) >= NODE_WIDTH).toBe(true);
+  });
+
+  it("the neighbourhood of a resource is it and what it uses, directly or not", () => {
+    expect(
+      layoutGraph(entries, "/a.block")
+        .nodes.map((n) => n.path)
+        .sort(),
+    ).toEqual(["/a.block", "/b.block"]);
+    expect(layoutGraph(entries, "/c.block").edges).toEqual([]);
   });
 });
 
@@ -168,5 +224,61 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
     await page.locator("button::-p-text(Cycles)").click();
     await page.waitForSelector(".query-result h3::-p-text(Cycles: 1)");
     await screenshot(page, "insights");
+
+    // The dependency graph (its own chunk): 55 resources and the missing target, the cycle in red.
+    await page.locator("button::-p-text(Show dependency graph)").click();
+    await page.waitForSelector("svg[aria-label='Dependency graph: 56 resources']");
+    expect(await page.$$eval("svg g.node.missing", (gs) => gs.map((g) => g.getAttribute("data-path")))).toEqual([
+      "/blocks/legal/sepa-terms.block",
+    ]);
+    const cycleEdges = await page.$$eval("svg path.edge.cycle", (ps) =>
+      ps.map((p) => `${p.getAttribute("data-from")} > ${p.getAttribute("data-to")}`).sort(),
+    );
+    expect(cycleEdges).toEqual([
+      "/blocks/marketing/cross-sell-offer.block > /blocks/marketing/loyalty-discount.block",
+      "/blocks/marketing/loyalty-discount.block > /blocks/marketing/cross-sell-offer.block",
+    ]);
+    const width = async () => Number(await page.$eval(".graph svg", (s) => s.getAttribute("width")));
+    const before = await width();
+    await page.locator("button::-p-text(Zoom in)").click();
+    expect(await width()).toBeGreaterThan(before);
+
+    await page.locator("button::-p-text(Export DOT)").click();
+    await page.waitForSelector("label[for=graph-export]::-p-text(DOT)");
+    expect(await page.$eval("#graph-export", (t) => (t as unknown as { value: string }).value)).toMatch(/^digraph /);
+    await page.locator("button::-p-text(Export Mermaid)").click();
+    await page.waitForSelector("label[for=graph-export]::-p-text(Mermaid)");
+    expect(await page.$eval("#graph-export", (t) => (t as unknown as { value: string }).value)).toMatch(
+      /^flowchart LR/,
+    );
+    await page.locator("button::-p-text(Export SVG)").click();
+    await page.waitForSelector("label[for=graph-export]::-p-text(SVG)");
+    const svg = await page.$eval("#graph-export", (t) => (t as unknown as { value: string }).value);
+    expect(svg).toMatch(/^<svg /);
+    expect(svg).toContain("sepa-terms.block");
+
+    // The whole environment at the smallest zoom, for the picture.
+    while (
+      await page.$eval("button.secondary::-p-text(Zoom out)", (b) => !(b as unknown as { disabled: boolean }).disabled)
+    ) {
+      await page.locator("button::-p-text(Zoom out)").click();
+    }
+    await page.$eval(".graph", (el) => el.scrollIntoView());
+    await screenshot(page, "insights-graph");
+
+    // The neighbourhood of the mandate template: it, what it uses, and its missing block.
+    await page.select("#graph-root", "/templates/letters/direct-debit-mandate.template");
+    await page.waitForSelector("svg g.node[data-path='/templates/letters/direct-debit-mandate.template']");
+    const around = await page.$$eval("svg g.node", (gs) => gs.map((g) => g.getAttribute("data-path")));
+    expect(around.length).toBeLessThan(56);
+    expect(around).toContain("/blocks/legal/sepa-terms.block");
+
+    // A click on a node opens its folder.
+    await page.locator("svg g.node[data-path='/templates/letters/direct-debit-mandate.template']").click();
+    await page.waitForFunction(
+      (href) => (globalThis as unknown as { location: { pathname: string } }).location.pathname === href,
+      {},
+      `/console/browse/${example.store}/draft/templates/letters/`,
+    );
   }, 180_000);
 });

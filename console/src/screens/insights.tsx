@@ -2,6 +2,7 @@
 // from generating to generated with WatchReport, read as a table) and the report queries.
 
 import { create as createMessage } from "@bufbuild/protobuf";
+import type { ComponentType } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { Environment, Project } from "../../../sdk/src/gen/trove/insights/v1/projects_pb.js";
 import {
@@ -12,6 +13,7 @@ import {
 } from "../../../sdk/src/gen/trove/insights/v1/reports_pb.js";
 import { errorText } from "../components/dialog.js";
 import { useApp } from "../context.js";
+import type { GraphProps } from "./insights-graph.js";
 import { type QueryResult, queryRows, type ReportDocument, type ReportEntry, reportRows } from "./insights-model.js";
 
 const ADDITIONAL_FIELDS = ["lastPromotedDate", "lastPromotedBy"] as const;
@@ -299,6 +301,15 @@ function EnvironmentView(props: { project: Project; environment: Environment }) 
         </p>
       )}
       {key && document && <Queries reportKey={key} />}
+      {key && document && (
+        <GraphLoader
+          key={key.reportId}
+          entries={document.resources}
+          reportKey={key}
+          store={project.store}
+          environmentName={environment.name}
+        />
+      )}
       {document && <ReportTable entries={document.resources} fields={fields} />}
     </section>
   );
@@ -453,5 +464,33 @@ function Queries(props: { reportKey: ReportKey }) {
         </div>
       )}
     </section>
+  );
+}
+
+/** The dependency graph is its own chunk, loaded when asked for. */
+function GraphLoader(props: GraphProps) {
+  const [Graph, setGraph] = useState<ComponentType<GraphProps>>();
+  const [error, setError] = useState<string>();
+  if (Graph) return <Graph {...props} />;
+  return (
+    <div class="buttons">
+      <button
+        type="button"
+        class="secondary"
+        onClick={() =>
+          import("./insights-graph.js").then(
+            (m) => setGraph(() => m.DependencyGraph),
+            (err) => setError(errorText(err)),
+          )
+        }
+      >
+        Show dependency graph
+      </button>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+    </div>
   );
 }
