@@ -184,7 +184,7 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
       trs.map((tr) => [...tr.children].map((c) => c.textContent ?? "")),
     );
     expect(rows).toHaveLength(51);
-    const welcome = rows.find((r) => r[0] === "/templates/letters/welcome-letter.template");
+    const welcome = rows.find((r) => r[0]?.trim() === "/templates/letters/welcome-letter.template");
     expect(welcome?.[1]).toBe("template");
     expect(welcome?.[3]).toContain("/blocks/common/letterhead.block");
     expect(welcome?.[4]).toBe("never");
@@ -280,5 +280,42 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
       {},
       `/console/browse/${example.store}/draft/templates/letters/`,
     );
+  }, 180_000);
+
+  it("promotes resources selected in the draft's report to production, shows each outcome, and production's next report says who promoted them", async () => {
+    const { page } = rig;
+    await page.goto(`${rig.url}/console/insights`);
+    await page.locator('button[aria-label="Open project acme-letters"]').click();
+    await page.locator('button[aria-label="Open environment draft"]').click();
+    await page.locator("button::-p-text(Create report)").click();
+    await page.waitForSelector("table.report caption::-p-text(55 resources)");
+
+    // Nothing selected: refused in the page (the API would promote the whole environment).
+    await page.locator("form[aria-label=Promote] button::-p-text(Promote)").click();
+    await page.waitForSelector("form[aria-label=Promote] [role=alert]::-p-text(Select the resources)");
+    const target = `${rig.url}/resources/v2/data/acme-letters/production/blocks/marketing/loyalty-discount.block`;
+    expect((await fetch(target, { method: "HEAD", headers: auth })).status).toBe(404);
+
+    await page.locator('input[aria-label="Select /blocks/marketing/loyalty-discount.block"]').click();
+    await page.locator("#promote-to").fill("production");
+    await page.locator("form[aria-label=Promote] button::-p-text(Promote)").click();
+    await page.waitForSelector("table.promoted caption::-p-text(1 promoted, 0 failed)");
+    expect(await page.$eval("table.promoted tbody tr", (tr) => tr.textContent)).toContain(
+      "/blocks/marketing/loyalty-discount.block",
+    );
+    await page.waitForSelector("[role=status]::-p-text(1 promoted to production.)");
+    const copied = await fetch(target, { headers: auth });
+    expect(copied.status).toBe(200);
+    expect(await copied.text()).toContain("loyalty");
+
+    await page.locator('button[aria-label="Open environment production"]').click();
+    await page.locator("button::-p-text(Create report)").click();
+    await page.waitForSelector("table.report caption::-p-text(52 resources)");
+    const promoted = await page.$$eval("table.report tbody tr", (trs) =>
+      trs.map((tr) => [...tr.children].map((c) => c.textContent ?? "")),
+    );
+    const row = promoted.find((r) => r[0]?.includes("/blocks/marketing/loyalty-discount.block"));
+    expect(row?.[4]).toMatch(/^\d{4}-\d{2}-\d{2}T.* by developer$/);
+    expect(promoted.filter((r) => r[4] === "never")).toHaveLength(51);
   }, 180_000);
 });

@@ -4,7 +4,7 @@
 import { create as createMessage } from "@bufbuild/protobuf";
 import type { ComponentType } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import type { Environment, Project } from "../../../sdk/src/gen/trove/insights/v1/projects_pb.js";
+import type { Environment, Project, PromoteResponse } from "../../../sdk/src/gen/trove/insights/v1/projects_pb.js";
 import {
   type ReportKey,
   ReportKeySchema,
@@ -209,18 +209,33 @@ function ProjectView(props: { project: Project; onStatus(s: string): void }) {
           <button type="submit">Create environment</button>
         </div>
       </form>
-      {environment && <EnvironmentView key={environment.id} project={project} environment={environment} />}
+      {environment && (
+        <EnvironmentView
+          key={environment.id}
+          project={project}
+          environment={environment}
+          others={(environments ?? []).filter((e) => e.id !== environment.id)}
+          onStatus={props.onStatus}
+        />
+      )}
     </section>
   );
 }
 
-function EnvironmentView(props: { project: Project; environment: Environment }) {
+function EnvironmentView(props: {
+  project: Project;
+  environment: Environment;
+  others: Environment[];
+  onStatus(s: string): void;
+}) {
   const { clients } = useApp();
   const { project, environment } = props;
   const [fields, setFields] = useState<string[]>([...ADDITIONAL_FIELDS]);
   const [report, setReport] = useState<ReportStatus>();
   const [key, setKey] = useState<ReportKey>();
   const [document, setDocument] = useState<ReportDocument>();
+  const [reportFields, setReportFields] = useState<string[]>([]);
+  const [selected, setSelected] = useState<string[]>([]);
   const [error, setError] = useState<string>();
 
   // Follows the report with WatchReport until it is no longer generating, then reads the document.
@@ -259,6 +274,8 @@ function EnvironmentView(props: { project: Project; environment: Environment }) 
         additionalFields: fields,
       });
       const reportId = r.reportId[0] ?? "";
+      setReportFields(fields);
+      setSelected([]);
       setKey(createMessage(ReportKeySchema, { reportId, projectId: project.id, environmentId: environment.id }));
     } catch (err) {
       setError(errorText(err));
@@ -310,7 +327,23 @@ function EnvironmentView(props: { project: Project; environment: Environment }) 
           environmentName={environment.name}
         />
       )}
-      {document && <ReportTable entries={document.resources} fields={fields} />}
+      {document && props.others.length > 0 && (
+        <Promote
+          project={project}
+          from={environment}
+          targets={props.others}
+          paths={selected}
+          onPromoted={(n, to) => props.onStatus(`${n} promoted to ${to}.`)}
+        />
+      )}
+      {document && (
+        <ReportTable
+          entries={document.resources}
+          fields={reportFields}
+          selected={selected}
+          onSelect={(path, on) => setSelected(on ? [...selected, path] : selected.filter((p) => p !== path))}
+        />
+      )}
     </section>
   );
 }
@@ -328,7 +361,12 @@ export function stateName(state: ReportState): string {
   }
 }
 
-function ReportTable(props: { entries: ReportEntry[]; fields: string[] }) {
+function ReportTable(props: {
+  entries: ReportEntry[];
+  fields: string[];
+  selected: string[];
+  onSelect(path: string, on: boolean): void;
+}) {
   const rows = reportRows(props.entries);
   return (
     <table class="grid report" aria-label={`Report: ${rows.length} resources`}>
@@ -346,6 +384,12 @@ function ReportTable(props: { entries: ReportEntry[]; fields: string[] }) {
         {rows.map((r) => (
           <tr key={r.path}>
             <th scope="row">
+              <input
+                type="checkbox"
+                aria-label={`Select ${r.path}`}
+                checked={props.selected.includes(r.path)}
+                onChange={(e) => props.onSelect(r.path, (e.target as HTMLInputElement).checked)}
+              />{" "}
               <code>{r.path}</code>
             </th>
             <td>{r.type}</td>
@@ -492,5 +536,91 @@ function GraphLoader(props: GraphProps) {
         </p>
       )}
     </div>
+  );
+}
+
+/** Promotes the resources selected in the report to another environment; shows each file's outcome. */
+function Promote(props: {
+  project: Project;
+  from: Environment;
+  targets: Environment[];
+  paths: string[];
+  onPromoted(count: number, to: string): void;
+}) {
+  const { clients } = useApp();
+  const [to, setTo] = useState(props.targets[0]?.id ?? "");
+  const [outcome, setOutcome] = useState<PromoteResponse>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const target = props.targets.find((t) => t.id === to) ?? props.targets[0];
+
+  const promote = async (event: Event) => {
+    event.preventDefault();
+    setError(undefined);
+    setOutcome(undefined);
+    // No selection would mean "the whole environment" to the API: the console never sends that by accident.
+    if (props.paths.length === 0 || !target) {
+      setError("Select the resources to promote in the table first.");
+      return;
+    }
+    setBusy(true);
+    try {
+      const r = await clients.projects.promote({
+        projectId: props.project.id,
+        fromEnvironmentId: props.from.id,
+        toEnvironmentId: target.id,
+        resources: props.paths.map((path) => ({ path })),
+      });
+      setOutcome(r);
+      props.onPromoted(r.promotedCount, target.name);
+    } catch (err) {
+      setError(errorText(err));
+    }
+    setBusy(false);
+  };
+
+  return (
+    <form class="form promote" onSubmit={promote} aria-label="Promote">
+      <fieldset>
+        <legend>Promote the selected resources ({props.paths.length})</legend>
+        <label for="promote-to">To environment</label>
+        <select id="promote-to" value={target?.id} onChange={(e) => setTo((e.target as HTMLSelectElement).value)}>
+          {props.targets.map((t) => (
+            <option key={t.id} value={t.id}>
+              {t.name}
+            </option>
+          ))}
+        </select>
+        <div class="buttons">
+          <button type="submit" disabled={busy}>
+            Promote
+          </button>
+        </div>
+        {error && (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        )}
+        {outcome && (
+          <table class="grid promoted" aria-label="Promotion result">
+            <caption>
+              {outcome.promotedCount} promoted, {outcome.failedCount} failed, by {outcome.promotedBy}
+            </caption>
+            <tbody>
+              {outcome.resources.map((r) => (
+                <tr key={r.path}>
+                  <th scope="row">
+                    <code>{r.path}</code>
+                  </th>
+                  <td class={r.error ? "error" : undefined}>
+                    {r.error ? `${r.code}: ${r.error}` : `promoted, tag ${r.tag}`}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </fieldset>
+    </form>
   );
 }
