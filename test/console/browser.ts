@@ -143,10 +143,15 @@ export async function startConsoleRig(chromium: string): Promise<ConsoleRig> {
   }
 }
 
-/** Saves a screenshot as docs/images/console-NAME.png. */
+/**
+ * Saves a screenshot as test-results/console/console-NAME.png (ignored by git), or as the
+ * documentation's docs/images/console-NAME.png when TROVE_UPDATE_SCREENSHOTS=1.
+ */
 export async function screenshot(page: Page, name: string): Promise<void> {
-  await mkdir(join(ROOT, "docs", "images"), { recursive: true });
-  await page.screenshot({ path: join(ROOT, "docs", "images", `console-${name}.png`) as `${string}.png` });
+  const dir =
+    process.env.TROVE_UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "images") : join(ROOT, "test-results", "console");
+  await mkdir(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, `console-${name}.png`) as `${string}.png` });
 }
 
 /** Signs in through the development issuer's page: Sign in, then "Sign in as developer". */
