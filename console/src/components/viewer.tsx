@@ -9,6 +9,7 @@ import { overwriteSeen, type Seen } from "../lib/conflict.js";
 import { formatSize } from "../lib/format.js";
 import { putResource } from "../upload.js";
 import { Dialog, errorText } from "./dialog.js";
+import { ErrorLine } from "./error-line.js";
 
 const MAX_VIEW = 2 * 1024 * 1024;
 
@@ -94,11 +95,7 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
       <p class="hint">
         {entry.type || "no type"} · {formatSize(entry.size)} · tag <code>{"tag" in seen ? seen.tag : ""}</code>
       </p>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       {conflict && (
         <div class="conflict" role="alert">
           <p>

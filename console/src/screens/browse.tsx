@@ -7,6 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Resource } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
 import { Dialog, errorText } from "../components/dialog.js";
+import { ErrorLine } from "../components/error-line.js";
 import { type FeedEntry, FeedPanel, LiveBadge } from "../components/feed.js";
 import { Listing } from "../components/listing.js";
 import { FolderTree } from "../components/tree.js";
@@ -258,11 +259,7 @@ export function BrowseScreen({ params }: ScreenProps) {
         <p class="status" role="status">
           {status}
         </p>
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorLine text={error} />
         {uploads.length > 0 && (
           <UploadList uploads={uploads} onOverwrite={overwriteUpload} onClear={() => setUploads([])} />
         )}
@@ -372,11 +369,7 @@ function MakeFolder(props: { store: string; dir: string; onClose(): void; onMade
   return (
     <Dialog title={`New folder in /${props.dir}`} onClose={props.onClose}>
       <form class="form" onSubmit={submit}>
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorLine text={error} />
         <label for="folder-name">Name</label>
         <input id="folder-name" value={name} onInput={(e) => setName(e.currentTarget.value)} autofocus required />
         <div class="buttons">
@@ -440,11 +433,7 @@ function DeleteEntry(props: { store: string; entry: Resource; onClose(): void; o
     : `The resource ${entry.name} goes.`;
   return (
     <Dialog title={`Delete ${entry.path}?`} onClose={props.onClose}>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       <p>{what} Followers of the store see the deletion; the store keeps a tombstone for its keep-deleted time.</p>
       <div class="buttons">
         <button

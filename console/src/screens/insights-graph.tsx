@@ -5,6 +5,7 @@
 import { useMemo, useRef, useState } from "preact/hooks";
 import { GraphFormat, type ReportKey } from "../../../sdk/src/gen/trove/insights/v1/reports_pb.js";
 import { errorText } from "../components/dialog.js";
+import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import { browseHref } from "../lib/paths.js";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, nodeLabel } from "./insights-layout.js";
@@ -190,11 +191,7 @@ export function DependencyGraph(props: GraphProps) {
           Export Mermaid
         </button>
       </div>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       {exported && (
         <div class="form">
           <label for="graph-export">{exported.format}</label>

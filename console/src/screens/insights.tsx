@@ -12,6 +12,7 @@ import {
   type ReportStatus,
 } from "../../../sdk/src/gen/trove/insights/v1/reports_pb.js";
 import { errorText } from "../components/dialog.js";
+import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import type { GraphProps } from "./insights-graph.js";
 import { type QueryResult, queryRows, type ReportDocument, type ReportEntry, reportRows } from "./insights-model.js";
@@ -45,11 +46,7 @@ export function InsightsScreen() {
       <p class="status" role="status">
         {status}
       </p>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       <h2>Projects</h2>
       {projects === undefined && !error && <p class="loading">Loading projects…</p>}
       {projects && (
@@ -126,11 +123,7 @@ function NewProject(props: { onCreated(p: Project): void }) {
     <form class="form" onSubmit={submit} aria-label="New project">
       <fieldset>
         <legend>New project</legend>
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorLine text={error} />
         <label for="project-name">Name</label>
         <input id="project-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         <label for="project-account">Account</label>
@@ -179,11 +172,7 @@ function ProjectView(props: { project: Project; onStatus(s: string): void }) {
   return (
     <section aria-labelledby="project-title">
       <h2 id="project-title">Project {project.name}: environments</h2>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       {environments && (
         <ul class="environments">
           {environments.length === 0 && <li>No environments yet.</li>}
@@ -306,11 +295,7 @@ function EnvironmentView(props: {
           <button type="submit">Create report</button>
         </div>
       </form>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       {report && (
         <p class="report-state" aria-live="polite">
           Report <code>{report.id[0]}</code>: <strong>{stateName(report.state)}</strong>
@@ -484,11 +469,7 @@ function Queries(props: { reportKey: ReportKey }) {
           </button>
         </div>
       </form>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       {result && (
         <div class="query-result" aria-live="polite">
           <h3>
@@ -530,11 +511,7 @@ function GraphLoader(props: GraphProps) {
       >
         Show dependency graph
       </button>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
     </div>
   );
 }
@@ -596,11 +573,7 @@ function Promote(props: {
             Promote
           </button>
         </div>
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorLine text={error} />
         {outcome && (
           <table class="grid promoted" aria-label="Promotion result">
             <caption>

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 import type { ConsoleConfig } from "../auth/oidc.js";
 import { pastedTokenSet, type TokenSet } from "../auth/renewal.js";
+import { ErrorLine } from "../components/error-line.js";
 
 export interface SignInProps {
   config: ConsoleConfig;
@@ -39,11 +40,7 @@ export function SignIn({ config, error, onSignIn, onToken }: SignInProps) {
     <main class="sign-in" id="main">
       <h1>Trove console</h1>
       <p>Browse and change stores, and watch their changes live.</p>
-      {problem && (
-        <p role="alert" class="error">
-          {problem}
-        </p>
-      )}
+      <ErrorLine text={problem} />
       <button type="button" onClick={signIn} disabled={busy}>
         {busy ? "Signing in…" : "Sign in"}
       </button>

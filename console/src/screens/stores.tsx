@@ -5,6 +5,7 @@ import { create } from "@bufbuild/protobuf";
 import { useEffect, useState } from "preact/hooks";
 import { type Store, StoreSchema } from "../../../sdk/src/gen/trove/resources/v2/stores_pb.js";
 import { Dialog, errorText } from "../components/dialog.js";
+import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import { browseHref, nameProblem } from "../lib/paths.js";
 
@@ -41,11 +42,7 @@ export function StoresScreen() {
       <p class="status" role="status">
         {status}
       </p>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       {stores === undefined && !error && <p class="loading">Loading stores…</p>}
       {stores && (
         <table class="grid stores">
@@ -176,11 +173,7 @@ function StoreForm(props: { store?: Store; onClose(): void; onSaved(name: string
   return (
     <Dialog title={existing ? `Edit store ${existing.name}` : "New store"} onClose={props.onClose}>
       <form onSubmit={submit} class="form">
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorLine text={error} />
         {!existing && (
           <>
             <label for="store-name">Name</label>
@@ -276,11 +269,7 @@ function DeleteStore(props: { store: Store; onClose(): void; onDeleted(): void }
 
   return (
     <Dialog title={`Delete store ${props.store.name}?`} onClose={props.onClose}>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine text={error} />
       <p>
         {count === undefined
           ? "Counting what it holds…"
