@@ -5,7 +5,7 @@
 
 import type { Page } from "puppeteer-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type ConsoleRig, describeWithChromium, screenshot, signIn, startConsoleRig } from "./browser.js";
+import { type ConsoleRig, describeWithChromium, screenshot, signedInRig } from "./browser.js";
 
 /** The text of the listing's rows, by name: [type, size, ...]. */
 async function rowText(page: Page, name: string): Promise<string[]> {
@@ -22,9 +22,7 @@ describeWithChromium("console browse (Chromium)", (chromium) => {
   let rig: ConsoleRig;
   let auth: Record<string, string>;
   beforeAll(async () => {
-    rig = await startConsoleRig(chromium);
-    auth = { Authorization: `Bearer ${await rig.token()}` };
-    await signIn(rig.page, rig.url);
+    ({ rig, auth } = await signedInRig(chromium));
   }, 120_000);
   afterAll(async () => {
     await rig?.close();

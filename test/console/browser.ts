@@ -154,6 +154,17 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(dir, `console-${name}.png`) as `${string}.png` });
 }
 
+/**
+ * A rig signed in through the development issuer's page, with `auth`, the Authorization header of
+ * a token of the same issuer, for REST calls from outside the page.
+ */
+export async function signedInRig(chromium: string): Promise<{ rig: ConsoleRig; auth: Record<string, string> }> {
+  const rig = await startConsoleRig(chromium);
+  const auth = { Authorization: `Bearer ${await rig.token()}` };
+  await signIn(rig.page, rig.url);
+  return { rig, auth };
+}
+
 /** Signs in through the development issuer's page: Sign in, then "Sign in as developer". */
 export async function signIn(page: Page, url: string): Promise<void> {
   await page.goto(`${url}/`);

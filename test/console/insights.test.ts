@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { layoutGraph, NODE_WIDTH } from "../../console/src/screens/insights-layout.js";
 import { queryRows, type ReportEntry, reportRows } from "../../console/src/screens/insights-model.js";
 import { call, uploadExample } from "../insights/api-support.js";
-import { type ConsoleRig, describeWithChromium, screenshot, signIn, startConsoleRig } from "./browser.js";
+import { type ConsoleRig, describeWithChromium, screenshot, signedInRig } from "./browser.js";
 
 describe("insights screen logic", () => {
   const entry = (over: Partial<ReportEntry>): ReportEntry => ({
@@ -129,9 +129,7 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
   let rig: ConsoleRig;
   let auth: Record<string, string>;
   beforeAll(async () => {
-    rig = await startConsoleRig(chromium);
-    auth = { Authorization: `Bearer ${await rig.token()}` };
-    await signIn(rig.page, rig.url);
+    ({ rig, auth } = await signedInRig(chromium));
   }, 120_000);
   afterAll(async () => {
     await rig?.close();

@@ -3,15 +3,13 @@
 // says what is lost.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type ConsoleRig, describeWithChromium, screenshot, signIn, startConsoleRig } from "./browser.js";
+import { type ConsoleRig, describeWithChromium, screenshot, signedInRig } from "./browser.js";
 
 describeWithChromium("console stores (Chromium)", (chromium) => {
   let rig: ConsoleRig;
   let auth: Record<string, string>;
   beforeAll(async () => {
-    rig = await startConsoleRig(chromium);
-    auth = { Authorization: `Bearer ${await rig.token()}` };
-    await signIn(rig.page, rig.url);
+    ({ rig, auth } = await signedInRig(chromium));
   }, 120_000);
   afterAll(async () => {
     await rig?.close();
