@@ -1,6 +1,6 @@
 // The console's static files (console/, built by Vite into dist/console/), served without a token
 // under /console/: the page is public, the APIs it calls need tokens. Every file is read (and
-// gzipped) once into memory, so a request path is only ever a key of that table: nothing outside
+// gzipped) once into memory at the first request for the console, so a request path is only ever a key of that table: nothing outside
 // the folder can be named. Paths that name no file serve index.html (client-side routing).
 
 import { createHash } from "node:crypto";
@@ -119,7 +119,9 @@ function acceptsGzip(header: string | string[] | undefined): boolean {
 export function consoleRoutes(options: ConsoleOptions): { routes: Array<[string, OpenRoute]>; tree: OpenRoute } {
   const root = options.root ?? CONSOLE_DIR;
   const policy = consolePolicy(options.issuer);
-  let files = load(root);
+  // Read (and gzipped) at the first request for it, not at start-up: most servers, and every test
+  // server, never serve it.
+  let files: Map<string, ConsoleFile> | undefined;
   const config = Buffer.from(
     `${JSON.stringify({ clientId: options.clientId, issuer: options.issuer ?? null, devIssuer: !options.issuer })}\n`,
   );
