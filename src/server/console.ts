@@ -1,7 +1,8 @@
 // The console's static files (console/, built by Vite into dist/console/), served without a token
 // under /console/: the page is public, the APIs it calls need tokens. Every file is read (and
-// gzipped) once into memory at the first request for the console, so a request path is only ever a key of that table: nothing outside
-// the folder can be named. Paths that name no file serve index.html (client-side routing).
+// gzipped) once into memory at the first request for the console, so a request path is only
+// ever a key of that table: nothing outside the folder can be named. Paths that name no file
+// serve index.html (client-side routing).
 
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
