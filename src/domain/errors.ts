@@ -49,6 +49,20 @@ export class PreconditionFailedError extends Error {
   }
 }
 
+/**
+ * A delete that asked for an empty directory (REST v1, or require_empty) found entries below it;
+ * `entries` is how many (a lower bound when the count stopped early).
+ */
+export class NotEmptyError extends Error {
+  override name = "NotEmptyError";
+  constructor(
+    message: string,
+    readonly entries: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The operation is not allowed on what is there, e.g. a resource named like a directory. */
 export class ForbiddenError extends Error {
   override name = "ForbiddenError";

@@ -3,7 +3,12 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { CHALLENGE_KEY, REALM } from "../auth/verifier.js";
 import { quoteTag } from "../domain/etag.js";
-import { DELETED_TAG_KEY, INSUFFICIENT_STORAGE_KEY, toConnectError } from "../services/connect-errors.js";
+import {
+  DELETED_TAG_KEY,
+  INSUFFICIENT_STORAGE_KEY,
+  NOT_EMPTY_KEY,
+  toConnectError,
+} from "../services/connect-errors.js";
 import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
 
 export type StatusTable = Partial<Record<Code, number>>;
@@ -38,6 +43,8 @@ export const INSIGHTS_STATUS: StatusTable = {
 export function statusOf(err: ConnectError, table: StatusTable = RESOURCES_STATUS): number {
   // Both "too large" and "the disk is full" are ResourceExhausted; the second is 507 (RFC 4918 11.5).
   if (err.code === Code.ResourceExhausted && err.metadata.get(INSUFFICIENT_STORAGE_KEY) !== null) return 507;
+  // A directory that is not empty (version 1's DELETE) is a conflict with what is stored, not a failed If-Match.
+  if (err.code === Code.FailedPrecondition && err.metadata.get(NOT_EMPTY_KEY) !== null) return 409;
   return table[err.code] ?? 500;
 }
 

@@ -10,6 +10,7 @@ import {
   DeletedError,
   ForbiddenError,
   InsufficientStorageError,
+  NotEmptyError,
   NotFoundError,
   PermissionDeniedError,
   PreconditionFailedError,
@@ -26,6 +27,14 @@ export const DELETED_TAG_KEY = "trove-deleted-tag";
  * large": REST answers them 507 Insufficient Storage instead of 413.
  */
 export const INSUFFICIENT_STORAGE_KEY = "trove-insufficient-storage";
+
+/**
+ * Metadata key set on FailedPrecondition errors of a directory that is not empty (a delete with
+ * require_empty): REST answers them 409 Conflict instead of 412, which means "If-Match failed".
+ */
+export const NOT_EMPTY_KEY = "trove-not-empty";
+/** `google.rpc.PreconditionFailure.Violation.type` of a directory that is not empty. */
+export const NOT_EMPTY_PRECONDITION = "NOT_EMPTY";
 
 /** `google.rpc.PreconditionFailure.Violation.type` of an If-Match that did not hold. */
 export const ETAG_PRECONDITION = "ETAG";
@@ -115,6 +124,16 @@ export function toConnectError(err: unknown, call?: CallSubject): ConnectError {
   }
   if (err instanceof NotFoundError) return new ConnectError(err.message, Code.NotFound);
   if (err instanceof PreconditionFailedError) return preconditionFailed(err, call);
+  if (err instanceof NotEmptyError) {
+    return new ConnectError(err.message, Code.FailedPrecondition, { [NOT_EMPTY_KEY]: String(err.entries) }, [
+      {
+        desc: PreconditionFailureSchema,
+        value: {
+          violations: [{ type: NOT_EMPTY_PRECONDITION, subject: resourceName(call), description: err.message }],
+        },
+      },
+    ]);
+  }
   if (err instanceof ForbiddenError) return new ConnectError(err.message, Code.AlreadyExists);
   if (err instanceof AlreadyExistsError) return new ConnectError(err.message, Code.AlreadyExists);
   if (err instanceof PermissionDeniedError) return new ConnectError(err.message, Code.PermissionDenied);

@@ -3,7 +3,14 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { accessOf, callerKey, type Operation } from "../auth/caller.js";
-import { BadRequestError, DeletedError, NotFoundError, TooLargeError } from "../domain/errors.js";
+import {
+  BadRequestError,
+  DeletedError,
+  NotEmptyError,
+  NotFoundError,
+  PreconditionFailedError,
+  TooLargeError,
+} from "../domain/errors.js";
 import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
@@ -32,10 +39,15 @@ import {
   type WriteResponse,
   WriteResponseSchema,
 } from "../gen/trove/resources/v2/resources_pb.js";
-import type { NodeRecord, StoragePort } from "../storage/port.js";
+import type { DeleteResult, NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
+
+/** A directory refused by a delete with require_empty: its entries are counted up to this many. */
+const NOT_EMPTY_COUNT_LIMIT = 10_000;
+/** Tries of a delete with require_empty whose directory keeps changing under it. */
+const NOT_EMPTY_ATTEMPTS = 5;
 
 // Base64 of a 16-byte digest, padded (RFC 1864): Buffer.from would skip junk and decode it anyway.
 const CONTENT_MD5 = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
@@ -220,11 +232,57 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
     const { store, path } = this.target(req);
     requireOperation(ctx.values.get(callerKey), "delete", { store, path });
-    const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
-    const { node, count } = await this.storage.deleteTree(store, path, pre, this.now()).catch((err) => {
+    const ifMatch = tags(req.ifMatch);
+    const deleted = req.requireEmpty
+      ? this.deleteIfEmpty(store, path, ifMatch)
+      : this.storage.deleteTree(store, path, ifMatch.length > 0 ? { ifMatch } : {}, this.now());
+    const { node, count } = await deleted.catch((err) => {
       throw inFaceNames(err, ctx);
     });
     return create(DeleteResponseSchema, { resource: toResource(node), deletedCount: BigInt(count) });
+  }
+
+  /**
+   * A delete with require_empty: a file as always, a directory only when nothing live is below it.
+   * The directory's tag, read before its entries are counted, is the delete's If-Match: in a store
+   * with sync-recursive a directory's tag changes with every change below it, so an entry added
+   * between the count and the delete fails the delete instead of being deleted with it, and the
+   * check runs again. A store without sync-recursive does not retag ancestors: there an entry
+   * created in that window (one storage round trip) is deleted with the directory (docs/rest.md).
+   */
+  private async deleteIfEmpty(store: string, path: string, ifMatch: string[]): Promise<DeleteResult> {
+    const asked = ifMatch.length > 0 ? { ifMatch } : {};
+    for (let attempt = 1; ; attempt++) {
+      const found = await this.storage.getStoreNode(store, path, { contents: false });
+      const node = found?.node;
+      // Not a live directory, or the caller's If-Match fails: deleteTree answers as it always does.
+      if (!node || node.deleted || !node.directory || (ifMatch.length > 0 && !tagMatches(ifMatch, node.tag))) {
+        return this.storage.deleteTree(store, path, asked, this.now());
+      }
+      const below = await this.countBelow(store, path);
+      if (below > 0) {
+        const count =
+          below >= NOT_EMPTY_COUNT_LIMIT ? `${below} or more entries` : `${below} ${below === 1 ? "entry" : "entries"}`;
+        throw new NotEmptyError(`directory /${path} is not empty: ${count} below it`, below);
+      }
+      try {
+        return await this.storage.deleteTree(store, path, { ifMatch: [node.tag] }, this.now());
+      } catch (err) {
+        // Something changed below (or at) the directory since it was read: look again.
+        if (err instanceof PreconditionFailedError && attempt < NOT_EMPTY_ATTEMPTS) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** Live entries below a directory, counted up to NOT_EMPTY_COUNT_LIMIT. */
+  private async countBelow(store: string, path: string): Promise<number> {
+    let count = 0;
+    for await (const batch of this.storage.listNodes(store, path, { recursive: true, includeDeleted: false })) {
+      count += batch.filter((n) => !n.deleted).length;
+      if (count >= NOT_EMPTY_COUNT_LIMIT) return count;
+    }
+    return count;
   }
 
   async *list(req: ListRequest, ctx: HandlerContext): AsyncIterable<ListResponse> {
