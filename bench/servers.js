@@ -137,8 +137,12 @@ export async function startTrove({ logLevel = "silent", auth = "dev", mongodbUrl
   if (pollWait !== undefined) args.push("--poll-wait", String(pollWait));
   const server = await startChild(args, "/auth/.well-known/openid-configuration", port, { cleanup });
   try {
-    const { fetchDevToken } = await import("../dist/auth/token-command.js");
-    const token = await fetchDevToken({ url: server.url, dataDir });
+    // As `trove token --data DIR` does: the development issuer's credentials in the data directory.
+    const token = execFileSync(
+      process.execPath,
+      [join(ROOT, "bin/trove.js"), "token", "--url", server.url, "--data", dataDir],
+      { encoding: "utf8" },
+    ).trim();
     return { ...server, ...backend, authorization: `Bearer ${token}` };
   } catch (err) {
     await server.stop();
