@@ -1,20 +1,33 @@
 // Store configuration rules: types, the features they give, and settings.
 
+import { isAbsolute, normalize } from "node:path";
 import { BadRequestError } from "./errors.js";
 import { validateStoreName } from "./path.js";
 
-export type StoreType = "recursive" | "snapshot";
-export const STORE_TYPES: readonly StoreType[] = ["recursive", "snapshot"];
+/** `filesystem`: the resources are the files of a folder (docs/filesystem-stores.md). */
+export type StoreType = "recursive" | "snapshot" | "filesystem";
+export const STORE_TYPES: readonly StoreType[] = ["recursive", "snapshot", "filesystem"];
 
 export function featuresOf(type: StoreType): string[] {
-  return type === "recursive" ? ["sync", "sync-recursive"] : ["sync", "sync-snapshot"];
+  return hasRecursiveTags(type) ? ["sync", "sync-recursive"] : ["sync", "sync-snapshot"];
 }
+
+/** Whether a change gives every ancestor directory a new tag (sync-recursive): all types but snapshot. */
+export function hasRecursiveTags(type: StoreType): boolean {
+  return type !== "snapshot";
+}
+
+/** A filesystem store's own settings: where its folder is, and where uploads are assembled. */
+export const FILESYSTEM_SETTINGS = ["filesystem-location", "filesystem-temp"] as const;
 
 /** Settings a client may set; every other setting in a listing is reported by the server. */
 export const WRITABLE_SETTINGS = ["keep-deleted"] as const;
 export const DEFAULT_KEEP_DELETED = "7d";
 
-/** Settings that describe the deployment; listed, never changed per store. */
+/**
+ * Settings that describe the deployment; listed, never changed per store. A filesystem store
+ * has filesystem-location and filesystem-temp of its own instead (FILESYSTEM_SETTINGS).
+ */
 export const REPORTED_SETTINGS = [
   "filesystem-location",
   "filesystem-temp",
@@ -73,7 +86,9 @@ export interface StoreInput {
 /**
  * Validates a store configuration as given by a client and merges it over the
  * current one (for an update). Reported settings are accepted only unchanged
- * (a client may send back a listing it read), never with a new value.
+ * (a client may send back a listing it read), never with a new value. A filesystem store needs
+ * filesystem-location (an absolute path, fixed once the store exists) and may set
+ * filesystem-temp; whether they name usable directories is the storage's check (I/O).
  */
 export function resolveStoreConfig(
   input: StoreInput,
@@ -90,6 +105,12 @@ export function resolveStoreConfig(
     }
     type = input.type as StoreType;
   }
+  if (current && (current.type === "filesystem") !== (type === "filesystem")) {
+    throw new BadRequestError(
+      `store ${name} is of type ${current.type} and cannot become ${type}: delete it and create it again`,
+    );
+  }
+  const filesystem = type === "filesystem";
   const settings: Record<string, string> = { ...(current?.settings ?? { "keep-deleted": DEFAULT_KEEP_DELETED }) };
   const seen = new Set<string>();
   for (const { name: key, value } of input.settings ?? []) {
@@ -98,6 +119,14 @@ export function resolveStoreConfig(
     if ((WRITABLE_SETTINGS as readonly string[]).includes(key)) {
       if (key === "keep-deleted") parseDuration(value);
       settings[key] = value.trim();
+    } else if (filesystem && (FILESYSTEM_SETTINGS as readonly string[]).includes(key)) {
+      const dir = directoryPath(key, value);
+      if (key === "filesystem-location" && current && current.settings[key] !== dir) {
+        throw new BadRequestError(
+          `the filesystem-location of store ${name} cannot be changed: delete the store and create another one`,
+        );
+      }
+      settings[key] = dir;
     } else if ((REPORTED_SETTINGS as readonly string[]).includes(key)) {
       if (reported[key] !== undefined && reported[key] !== value) {
         throw new BadRequestError(`setting ${JSON.stringify(key)} is managed by the server and cannot be changed`);
@@ -106,5 +135,19 @@ export function resolveStoreConfig(
       throw new BadRequestError(`unknown setting ${JSON.stringify(key)}`);
     }
   }
+  if (filesystem && !settings["filesystem-location"]) {
+    throw new BadRequestError(
+      "a filesystem store needs the setting filesystem-location: the absolute path of an existing directory",
+    );
+  }
   return { name, type, settings };
+}
+
+/** A directory setting in its stored form: absolute, normalized, without a trailing slash. */
+function directoryPath(key: string, value: string): string {
+  if (value === "" || !isAbsolute(value) || value.includes("\0")) {
+    throw new BadRequestError(`${key} must be the absolute path of a directory, not ${JSON.stringify(value)}`);
+  }
+  const dir = normalize(value);
+  return dir.length > 1 && dir.endsWith("/") ? dir.slice(0, -1) : dir;
 }

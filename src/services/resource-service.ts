@@ -197,7 +197,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   ): Promise<WriteResponse> {
     const { ifMatch } = options;
     await this.checkBeforeUpload(store, path, ifMatch);
-    const blob = await this.storage.writeBlob(contents, { maxSize: this.maxResourceSize });
+    const blob = await this.storage.writeBlob(contents, { maxSize: this.maxResourceSize, store });
     let refusal: BadRequestError | undefined;
     if (options.contentLength !== undefined && BigInt(blob.size) !== options.contentLength) {
       refusal = new BadRequestError(`received ${blob.size} bytes, but ${options.contentLength} were announced`);

@@ -96,9 +96,14 @@ export class StoreCore implements ServiceImpl<typeof StoreService> {
 
   toStore(record: StoreRecord): Store {
     const reported = this.storage.reportedSettings();
+    // A filesystem store's own filesystem-location and filesystem-temp take the place of the
+    // deployment's (docs/filesystem-stores.md).
+    const own = record.config.settings;
     const settings = [
-      ...Object.entries(record.config.settings),
-      ...Object.entries(reported).map(([name, value]) => [name, redact(name, value)] as const),
+      ...Object.entries(own),
+      ...Object.entries(reported)
+        .filter(([name]) => !(name in own))
+        .map(([name, value]) => [name, redact(name, value)] as const),
     ].map(([name, value]) => ({ name, value }));
     return create(StoreSchema, {
       name: record.config.name,

@@ -103,6 +103,11 @@ export interface DeleteResult {
 export interface WriteBlobOptions {
   /** Reject (TooLargeError) contents larger than this. */
   maxSize: number;
+  /**
+   * The store the contents are for, when known: a filesystem store assembles them in its
+   * filesystem-temp, on the same file system as its folder (docs/filesystem-stores.md).
+   */
+  store?: string;
 }
 
 /** A content-insights project: its environments are top-level directories of its store. */

@@ -17,7 +17,7 @@ import { AlreadyExistsError, NotFoundError, TooLargeError, UnavailableError } fr
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
-import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
+import { hasRecursiveTags, keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
 import { INLINE_MAX } from "../local/blob-files.js";
 import type {
@@ -862,7 +862,7 @@ export class MongoStorage implements StoragePort {
   }
 
   private ancestorsToRetag(config: { type: StoreType }, path: string): string[] {
-    return config.type === "recursive" ? ancestorsOf(path) : [];
+    return hasRecursiveTags(config.type) ? ancestorsOf(path) : [];
   }
 
   /**

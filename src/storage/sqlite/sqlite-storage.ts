@@ -9,7 +9,7 @@ import { NotFoundError, UnavailableError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
-import { keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
+import { hasRecursiveTags, keepDeletedMillis, type StoreConfig, type StoreType } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
 import { BlobFiles, OWNER_DIR, OWNER_FILE } from "../local/blob-files.js";
 import { SpaceReserve } from "../local/space-reserve.js";
@@ -834,12 +834,12 @@ export class SqliteStorage implements StoragePort {
   }
 
   private ancestorCount(config: StoreConfig, path: string): number {
-    return config.type === "recursive" ? ancestorsOf(path).length : 0;
+    return hasRecursiveTags(config.type) ? ancestorsOf(path).length : 0;
   }
 
   /** On sync-recursive stores, every ancestor directory gets a new tag (and an event). */
   private retagAncestors(config: StoreConfig, path: string, firstEventId: number): void {
-    if (config.type !== "recursive") return;
+    if (!hasRecursiveTags(config.type)) return;
     let eventId = firstEventId;
     for (const dir of ancestorsOf(path)) {
       this.stmt.retag.run({ store: config.name, path: dir, tag: newTag(), eventId });
