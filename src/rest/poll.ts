@@ -1,8 +1,10 @@
-// REST v2 poll: GET /resources/v2/poll, the long poll of the change feed, in
-// the spec's plain-text lines (docs/change-feed.md).
+// REST poll: GET /resources/v{1,2}/poll, the long poll of the change feed, in
+// the spec's plain-text lines (docs/change-feed.md). Version 1 neither follows nor reports
+// stores without sync-recursive (version.ts).
 
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext } from "@connectrpc/connect";
+import { callerKey } from "../auth/caller.js";
 import { BadRequestError } from "../domain/errors.js";
 import { ChangeService, type Event, Operation, PollRequestSchema } from "../gen/trove/resources/v2/changes_pb.js";
 import type { ChangeCore } from "../services/change-service.js";
@@ -14,6 +16,7 @@ import {
   restContextValues,
   send,
 } from "./http.js";
+import { type ApiVersion, checkVersion1Store, type StoreFeatures, servesStore } from "./version.js";
 
 export const POLL_PATH = "/resources/v2/poll";
 
@@ -56,7 +59,14 @@ export function eventLine(e: Event): string {
 export class PollRoutes {
   constructor(private readonly core: ChangeCore) {}
 
-  async handle(req: RestRequest, res: RestResponse, url: RequestUrl): Promise<void> {
+  /** `features` is asked on version 1 only: of each store followed, and of each store a status poll reports. */
+  async handle(
+    req: RestRequest,
+    res: RestResponse,
+    url: RequestUrl,
+    version: ApiVersion = 2,
+    features?: StoreFeatures,
+  ): Promise<void> {
     if (req.method !== "GET") {
       send(
         res,
@@ -67,6 +77,11 @@ export class PollRoutes {
       return;
     }
     const query = parsePollQuery(url.search);
+    const values = restContextValues(req);
+    if (version === 1 && features) {
+      const caller = values.get(callerKey);
+      for (const { store } of query.cursors) await checkVersion1Store(features, caller, "read", store, "");
+    }
     const ctx = createHandlerContext({
       service: ChangeService,
       method: ChangeService.method.poll,
@@ -74,7 +89,7 @@ export class PollRoutes {
       requestMethod: "GET",
       url: req.url ?? "",
       requestSignal: requestSignal(res),
-      contextValues: restContextValues(req),
+      contextValues: values,
     });
     let out: Awaited<ReturnType<ChangeCore["poll"]>>;
     try {
@@ -85,11 +100,23 @@ export class PollRoutes {
       throw err;
     }
     if (ctx.signal.aborted) return;
-    if (out.events.length === 0) {
+    let events = out.events;
+    // A status poll (no cursors) reports every store the caller may read: on version 1, only those it serves.
+    if (version === 1 && features && query.cursors.length === 0) {
+      const served = await Promise.all(
+        events.map(async (e) => {
+          const found = e.kind.case === undefined ? undefined : await features(e.kind.value.store);
+          // A store deleted since the core answered: its event stays, as version 2 gives it.
+          return found === undefined || servesStore(1, found);
+        }),
+      );
+      events = events.filter((_, i) => served[i]);
+    }
+    if (events.length === 0) {
       send(res, 204, { "Cache-Control": "no-store" });
       return;
     }
-    const body = `${out.events.map(eventLine).join("\n")}\n`;
+    const body = `${events.map(eventLine).join("\n")}\n`;
     send(res, 200, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" }, body);
   }
 }

@@ -32,9 +32,11 @@ import {
   start,
   write,
 } from "./http.js";
+import type { ApiVersion } from "./version.js";
 import { resourceElement, XML_DECLARATION, XML_TYPE } from "./xml.js";
 
 export const DATA_PREFIX = "/resources/v2/data/";
+// parseTarget takes /resources/v1/data/ paths too (the router's version 1): the prefixes are as long.
 
 interface Target {
   store: string;
@@ -193,7 +195,7 @@ function startResource(res: ServerResponse, r: Resource, query: Query): void {
 export class ResourceRoutes {
   constructor(private readonly core: ResourceCore) {}
 
-  async handle(req: RestRequest, res: RestResponse, url: RequestUrl): Promise<void> {
+  async handle(req: RestRequest, res: RestResponse, url: RequestUrl, version: ApiVersion = 2): Promise<void> {
     const target = parseTarget(url.pathname);
     switch (req.method) {
       case "GET":
@@ -202,7 +204,8 @@ export class ResourceRoutes {
       case "PUT":
         return this.put(req, res, target);
       case "DELETE":
-        return this.delete(req, res, target);
+        // Version 1 deletes a directory only when it is empty.
+        return this.delete(req, res, target, version === 1);
       default:
         send(
           res,
@@ -360,10 +363,10 @@ export class ResourceRoutes {
     w.end();
   }
 
-  private async delete(req: RestRequest, res: RestResponse, t: Target): Promise<void> {
+  private async delete(req: RestRequest, res: RestResponse, t: Target, requireEmpty: boolean): Promise<void> {
     const ifMatch = tagList(req, "if-match");
     await this.core.delete(
-      create(DeleteRequestSchema, { store: t.store, path: t.path, ifMatch }),
+      create(DeleteRequestSchema, { store: t.store, path: t.path, ifMatch, requireEmpty }),
       this.context(req, res, ResourceService.method.delete),
     );
     send(res, 200, {});

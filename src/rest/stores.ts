@@ -1,8 +1,10 @@
-// REST v2 store configuration: /resources/v2/stores and /resources/v2/stores/{name}.
+// REST store configuration: /resources/v{1,2}/stores and /resources/v{1,2}/stores/{name}.
+// Version 1 neither lists nor serves stores without sync-recursive (version.ts).
 
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { BadRequestError } from "../domain/errors.js";
+import { featuresOf, STORE_TYPES, type StoreType } from "../domain/store.js";
 import {
   CreateStoreRequestSchema,
   DeleteStoreRequestSchema,
@@ -24,6 +26,14 @@ import {
   restContextValues,
   send,
 } from "./http.js";
+import {
+  type ApiVersion,
+  notInVersion1,
+  prefixOf,
+  type StoreFeatures,
+  servesStore,
+  VERSION_1_FEATURE,
+} from "./version.js";
 import {
   parseStoreJson,
   parseStoreXml,
@@ -53,19 +63,47 @@ function toStoreMessage(body: StoreBody, name: string): Store {
   return create(StoreSchema, { name, type: body.type ?? "", settings: body.settings });
 }
 
-export class StoreRoutes {
-  constructor(private readonly core: StoreCore) {}
+/** Refuses, on version 1, a store type whose stores version 1 would not serve. */
+function checkVersion1Type(version: ApiVersion, type: string | undefined): void {
+  // An unknown type is the core's to refuse; no type keeps the current one or takes the default.
+  if (version === 2 || type === undefined || !(STORE_TYPES as readonly string[]).includes(type)) return;
+  const features = featuresOf(type as StoreType);
+  if (servesStore(version, features)) return;
+  throw new BadRequestError(
+    `store type ${type} is not served by version 1 of the API: it lacks the ${VERSION_1_FEATURE} feature ` +
+      `(its features: ${features.join(", ")}); use /resources/v2/stores`,
+  );
+}
 
-  async handle(req: RestRequest, res: RestResponse, url: RequestUrl): Promise<void> {
-    const rest = url.pathname.slice(STORES_PATH.length);
-    if (rest === "" || rest === "/") return this.collection(req, res);
+export class StoreRoutes {
+  /** The features of a live store, without an access check: for the routes' version 1 decisions. */
+  readonly features: StoreFeatures;
+
+  constructor(private readonly core: StoreCore) {
+    this.features = (name) => core.featuresOfStore(name);
+  }
+
+  async handle(req: RestRequest, res: RestResponse, url: RequestUrl, version: ApiVersion = 2): Promise<void> {
+    const rest = url.pathname.slice(`${prefixOf(version)}/stores`.length);
+    if (rest === "" || rest === "/") return this.collection(req, res, version);
     let name: string;
     try {
       name = decodeURIComponent(rest.slice(1));
     } catch {
       throw new BadRequestError("malformed percent-encoding in the store name");
     }
-    return this.single(req, res, name);
+    return this.single(req, res, name, version);
+  }
+
+  /** The store, read with the caller's access; on version 1 refused (404) when version 1 does not serve it. */
+  private async served(req: RestRequest, res: RestResponse, name: string, version: ApiVersion): Promise<Store> {
+    const out = await this.core.getStore(
+      create(GetStoreRequestSchema, { name }),
+      this.context(req, res, StoreService.method.getStore),
+    );
+    const store = out.store as Store;
+    if (!servesStore(version, store.features)) throw notInVersion1(store.name, store.features);
+    return store;
   }
 
   private context(
@@ -84,18 +122,20 @@ export class StoreRoutes {
     });
   }
 
-  private async collection(req: RestRequest, res: RestResponse): Promise<void> {
+  private async collection(req: RestRequest, res: RestResponse, version: ApiVersion): Promise<void> {
     if (req.method === "GET" || req.method === "HEAD") {
       const out = await this.core.listStores(
         create(ListStoresRequestSchema),
         this.context(req, res, StoreService.method.listStores),
       );
-      send(res, 200, { "Content-Type": XML_TYPE }, req.method === "HEAD" ? undefined : storesDocument(out.stores));
+      const stores = out.stores.filter((s) => servesStore(version, s.features));
+      send(res, 200, { "Content-Type": XML_TYPE }, req.method === "HEAD" ? undefined : storesDocument(stores));
       return;
     }
     if (req.method === "POST") {
       const body = await parseStoreBody(req);
       if (!body.name) throw new BadRequestError("the store needs a name");
+      checkVersion1Type(version, body.type);
       const out = await this.core.createStore(
         create(CreateStoreRequestSchema, { store: toStoreMessage(body, body.name) }),
         this.context(req, res, StoreService.method.createStore),
@@ -104,7 +144,7 @@ export class StoreRoutes {
       send(
         res,
         201,
-        { "Content-Type": XML_TYPE, Location: `${STORES_PATH}/${encodeURIComponent(store.name)}` },
+        { "Content-Type": XML_TYPE, Location: `${prefixOf(version)}/stores/${encodeURIComponent(store.name)}` },
         `${XML_DECLARATION}${storeElement(store)}\n`,
       );
       return;
@@ -117,19 +157,16 @@ export class StoreRoutes {
     );
   }
 
-  private async single(req: RestRequest, res: RestResponse, name: string): Promise<void> {
+  private async single(req: RestRequest, res: RestResponse, name: string, version: ApiVersion): Promise<void> {
     switch (req.method) {
       case "GET":
       case "HEAD": {
-        const out = await this.core.getStore(
-          create(GetStoreRequestSchema, { name }),
-          this.context(req, res, StoreService.method.getStore),
-        );
+        const store = await this.served(req, res, name, version);
         send(
           res,
           200,
           { "Content-Type": XML_TYPE },
-          req.method === "HEAD" ? undefined : `${XML_DECLARATION}${storeElement(out.store as Store)}\n`,
+          req.method === "HEAD" ? undefined : `${XML_DECLARATION}${storeElement(store)}\n`,
         );
         return;
       }
@@ -140,6 +177,10 @@ export class StoreRoutes {
             `the body names store ${body.name}, the URL store ${name}; a store cannot be renamed`,
           );
         }
+        if (version === 1) {
+          await this.served(req, res, name, version);
+          checkVersion1Type(version, body.type);
+        }
         const out = await this.core.updateStore(
           create(UpdateStoreRequestSchema, { store: toStoreMessage(body, name) }),
           this.context(req, res, StoreService.method.updateStore),
@@ -148,6 +189,7 @@ export class StoreRoutes {
         return;
       }
       case "DELETE":
+        if (version === 1) await this.served(req, res, name, version);
         await this.core.deleteStore(
           create(DeleteStoreRequestSchema, { name }),
           this.context(req, res, StoreService.method.deleteStore),

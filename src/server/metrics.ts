@@ -66,6 +66,10 @@ const REPORT_VIEWS = new Set([
 
 /** The route template of a REST or insights path, without its method; undefined when it has none. */
 function restTemplate(path: string): string | undefined {
+  // Version 1 has version 2's routes (src/rest/version.ts), labelled with its own prefix.
+  if (path.startsWith("/resources/v1/")) {
+    return restTemplate(`/resources/v2/${path.slice(14)}`)?.replace("/resources/v2/", "/resources/v1/");
+  }
   if (path.startsWith(DATA_PREFIX)) return `${DATA_PREFIX}{store}/{path}`;
   if (path === STORES_PATH) return STORES_PATH;
   if (path.startsWith(`${STORES_PATH}/`)) return `${STORES_PATH}/{store}`;

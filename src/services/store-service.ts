@@ -94,6 +94,16 @@ export class StoreCore implements ServiceImpl<typeof StoreService> {
     return create(DeleteStoreResponseSchema, { store: this.toStore(record) });
   }
 
+  /**
+   * The features of a live store, or undefined when there is none. No access check: a face asks
+   * it for its own decisions (REST version 1 serves only sync-recursive stores) after checking the
+   * caller's access itself, and never returns it as data.
+   */
+  async featuresOfStore(name: string): Promise<string[] | undefined> {
+    const record = await this.storage.getStore(name);
+    return record && !record.deleted ? featuresOf(record.config.type) : undefined;
+  }
+
   toStore(record: StoreRecord): Store {
     const reported = this.storage.reportedSettings();
     // A filesystem store's own filesystem-location and filesystem-temp take the place of the
