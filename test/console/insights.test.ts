@@ -4,9 +4,22 @@
 // table, and run the queries that find the draft's missing reference and cycle.
 // Unit tests of the screen's own logic (the report's rows, the queries' lines) come first.
 
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { layoutGraph, NODE_WIDTH } from "../../console/src/screens/insights-layout.js";
+import {
+  dependencyGraph,
+  edgePath,
+  fitScale,
+  type GraphLayout,
+  layoutGraph,
+  NODE_HEIGHT,
+  NODE_WIDTH,
+  nodeLabel,
+  placeGraph,
+  VIEW_WIDTH,
+} from "../../console/src/screens/insights-layout.js";
 import { queryRows, type ReportEntry, reportRows } from "../../console/src/screens/insights-model.js";
+import { buildReport, fileSource } from "../../src/insights/index.js";
 import { call, uploadExample } from "../insights/api-support.js";
 import { type ConsoleRig, describeWithChromium, screenshot, signedInRig } from "./browser.js";
 
@@ -70,7 +83,7 @@ describe("insights screen logic", () => {
   });
 });
 
-describe("dependency graph layout", () => {
+describe("dependency graph layout (issue 15: laid out automatically by dagre, missing references and cycles marked)", () => {
   const ref = (absolutePath: string) => ({ name: "x", relativePath: absolutePath, absolutePath });
   const entry = (path: string, blocks: string[]): ReportEntry => ({
     type: path.endsWith(".template") ? "template" : "contentBlock",
@@ -88,17 +101,40 @@ describe("dependency graph layout", () => {
     entry("/b.block", ["/a.block"]),
     entry("/c.block", []),
   ];
+  const overlapping = (g: GraphLayout) =>
+    g.nodes.flatMap((a) =>
+      g.nodes
+        .filter((b) => a.path < b.path && Math.abs(a.x - b.x) < NODE_WIDTH && Math.abs(a.y - b.y) < NODE_HEIGHT)
+        .map((b) => `${a.path} / ${b.path}`),
+    );
+  const inside = (g: GraphLayout) =>
+    g.nodes.every((n) => n.x >= 0 && n.y >= 0 && n.x + NODE_WIDTH <= g.width && n.y + NODE_HEIGHT <= g.height);
+  /** Each edge starts on its referrer's box and ends on its target's (dagre clips routes to the boxes). */
+  const edgesOnBoxes = (g: GraphLayout) => {
+    const at = new Map(g.nodes.map((n) => [n.path, n]));
+    const onBox = (p: { x: number; y: number } | undefined, path: string) => {
+      const n = at.get(path);
+      if (!p || !n) return false;
+      const e = 0.5;
+      const within = p.x >= n.x - e && p.x <= n.x + NODE_WIDTH + e && p.y >= n.y - e && p.y <= n.y + NODE_HEIGHT + e;
+      const onEdge =
+        Math.abs(p.x - n.x) < e ||
+        Math.abs(p.x - n.x - NODE_WIDTH) < e ||
+        Math.abs(p.y - n.y) < e ||
+        Math.abs(p.y - n.y - NODE_HEIGHT) < e;
+      return within && onEdge;
+    };
+    return g.edges
+      .filter((x) => x.from !== x.to)
+      .every((x) => onBox(x.points[0], x.from) && onBox(x.points.at(-1), x.to));
+  };
 
   it("marks missing targets and the edges of a cycle, and puts referrers above what they use", () => {
     const g = layoutGraph(entries);
-    expect(g.nodes.map((n) => n.path).sort()).toEqual([
-      "/a.block",
-      "/b.block",
-      "/c.block",
-      "/gone.block",
-      "/t.template",
-    ]);
+    expect(g.direction).toBe("TB");
+    expect(g.nodes.map((n) => n.path)).toEqual(["/a.block", "/b.block", "/c.block", "/gone.block", "/t.template"]);
     expect(g.nodes.filter((n) => n.missing).map((n) => n.path)).toEqual(["/gone.block"]);
+    expect(g.nodes.find((n) => n.missing)?.type).toBe("missing");
     expect(
       g.edges
         .filter((e) => e.cycle)
@@ -109,19 +145,88 @@ describe("dependency graph layout", () => {
     const y = (p: string) => g.nodes.find((n) => n.path === p)?.y ?? -1;
     expect(y("/a.block")).toBeGreaterThan(y("/t.template"));
     expect(y("/gone.block")).toBeGreaterThan(y("/t.template"));
-    expect(y("/b.block")).toBeGreaterThan(y("/a.block"));
-    // No two nodes overlap.
-    for (const a of g.nodes)
-      for (const b of g.nodes) if (a !== b) expect(a.y !== b.y || Math.abs(a.x - b.x) >= NODE_WIDTH).toBe(true);
+    expect(overlapping(g)).toEqual([]);
+    expect(inside(g)).toBe(true);
+    expect(edgesOnBoxes(g)).toBe(true);
+  });
+
+  it("a resource referring to itself is a cycle of one", () => {
+    const g = dependencyGraph([entry("/self.block", ["/self.block"]), entry("/t.template", ["/self.block"])]);
+    expect(g.edges).toEqual([
+      { from: "/self.block", to: "/self.block", cycle: true },
+      { from: "/t.template", to: "/self.block", cycle: false },
+    ]);
+    const placed = placeGraph(g, "TB");
+    expect(placed.edges.every((e) => e.points.length >= 2)).toBe(true);
   });
 
   it("the neighbourhood of a resource is it and what it uses, directly or not", () => {
-    expect(
-      layoutGraph(entries, "/a.block")
-        .nodes.map((n) => n.path)
-        .sort(),
-    ).toEqual(["/a.block", "/b.block"]);
+    expect(layoutGraph(entries, "/a.block").nodes.map((n) => n.path)).toEqual(["/a.block", "/b.block"]);
     expect(layoutGraph(entries, "/c.block").edges).toEqual([]);
+  });
+
+  it("left to right on request: referrers left of what they use", () => {
+    const g = layoutGraph(entries, undefined, "LR");
+    expect(g.direction).toBe("LR");
+    const x = (p: string) => g.nodes.find((n) => n.path === p)?.x ?? -1;
+    expect(x("/a.block")).toBeGreaterThan(x("/t.template"));
+    expect(x("/gone.block")).toBeGreaterThan(x("/t.template"));
+    expect(overlapping(g)).toEqual([]);
+    expect(edgesOnBoxes(g)).toBe(true);
+  });
+
+  it("the example's draft (56 resources, 180 references) reads left to right and fits a 1024 px window (issue 15: the whole-environment graph was too wide)", async () => {
+    const document = await buildReport(
+      fileSource(fileURLToPath(new URL("../../examples/acme-letters/draft", import.meta.url))),
+      {
+        creator: "test",
+        projectID: "p",
+        projectName: "acme-letters",
+        environmentID: "e",
+        environmentName: "draft",
+      },
+    );
+    const draft = JSON.parse(JSON.stringify(document)).resources as ReportEntry[];
+    const tb = placeGraph(dependencyGraph(draft), "TB");
+    const g = layoutGraph(draft);
+    expect(g.nodes).toHaveLength(56);
+    expect(g.direction).toBe("LR");
+    // Top to bottom it is several thousand pixels wide; left to right it fits the frame at nearly 100 %.
+    expect(tb.width).toBeGreaterThan(3 * VIEW_WIDTH);
+    expect(fitScale(g, VIEW_WIDTH)).toBeGreaterThan(0.9);
+    expect(overlapping(g)).toEqual([]);
+    expect(inside(g)).toBe(true);
+    expect(edgesOnBoxes(g)).toBe(true);
+    const x = new Map(g.nodes.map((n) => [n.path, n.x]));
+    const backwards = g.edges.filter((e) => !e.cycle && (x.get(e.to) ?? 0) <= (x.get(e.from) ?? 0));
+    expect(backwards).toEqual([]);
+    expect(g.nodes.filter((n) => n.missing).map((n) => n.path)).toEqual(["/blocks/legal/sepa-terms.block"]);
+    expect(g.edges.filter((e) => e.cycle).map((e) => `${e.from} > ${e.to}`)).toEqual([
+      "/blocks/marketing/cross-sell-offer.block > /blocks/marketing/loyalty-discount.block",
+      "/blocks/marketing/loyalty-discount.block > /blocks/marketing/cross-sell-offer.block",
+    ]);
+  });
+
+  it("fitScale never enlarges; an edge's route is a path through its points; long names are shortened", () => {
+    expect(fitScale({ width: 500 }, 960)).toBe(1);
+    expect(fitScale({ width: 1920 }, 960)).toBe(0.5);
+    expect(edgePath([])).toBe("");
+    expect(
+      edgePath([
+        { x: 0, y: 0 },
+        { x: 10, y: 0 },
+      ]),
+    ).toBe("M0,0 L10,0");
+    expect(
+      edgePath([
+        { x: 0, y: 0 },
+        { x: 10, y: 0 },
+        { x: 10, y: 10 },
+        { x: 20, y: 10 },
+      ]),
+    ).toBe("M0,0 Q10,0 10,5 Q10,10 15,10 L20,10");
+    expect(nodeLabel("/templates/letters/welcome-letter.template")).toBe("welcome-letter.template");
+    expect(nodeLabel("/templates/address-change-confirmation.template")).toBe("address-change-confirmatio…");
   });
 });
 
@@ -236,10 +341,20 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
       "/blocks/marketing/cross-sell-offer.block > /blocks/marketing/loyalty-discount.block",
       "/blocks/marketing/loyalty-discount.block > /blocks/marketing/cross-sell-offer.block",
     ]);
+    // Laid out left to right (the example is wide, not deep) and fitted to the frame's width.
+    expect(await page.$eval(".graph svg", (s) => s.getAttribute("data-direction"))).toBe("LR");
     const width = async () => Number(await page.$eval(".graph svg", (s) => s.getAttribute("width")));
-    const before = await width();
+    const frame = await page.$eval(".graph-canvas", (el) => el.clientWidth);
+    const fitted = await width();
+    expect(fitted).toBeLessThanOrEqual(frame);
+    expect(fitted).toBeGreaterThan(frame * 0.6);
     await page.locator("button::-p-text(Zoom in)").click();
-    expect(await width()).toBeGreaterThan(before);
+    expect(await width()).toBeGreaterThan(fitted);
+    await page.locator("button::-p-text(Zoom out)").click();
+    await page.locator("button::-p-text(Zoom out)").click();
+    expect(await width()).toBeLessThan(fitted);
+    await page.locator("button::-p-text(Fit to width)").click();
+    expect(await width()).toBe(fitted);
 
     await page.locator("button::-p-text(Export DOT)").click();
     await page.waitForSelector("label[for=graph-export]::-p-text(DOT)");
@@ -255,12 +370,7 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
     expect(svg).toMatch(/^<svg /);
     expect(svg).toContain("sepa-terms.block");
 
-    // The whole environment at the smallest zoom, for the picture.
-    while (
-      await page.$eval("button.secondary::-p-text(Zoom out)", (b) => !(b as unknown as { disabled: boolean }).disabled)
-    ) {
-      await page.locator("button::-p-text(Zoom out)").click();
-    }
+    // The whole environment fitted to the width, for the picture.
     await page.$eval(".graph", (el) => el.scrollIntoView());
     await screenshot(page, "insights-graph");
 

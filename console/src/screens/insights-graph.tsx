@@ -1,17 +1,29 @@
-// The dependency graph of a report, its own chunk (loaded when asked for): an SVG drawn here with a
-// layered layout (insights-layout.ts), zoomable, missing targets and cycle edges marked, a click on
-// a node opening its folder; exported as SVG (this drawing), DOT and Mermaid (ExportGraph).
+// The dependency graph of a report, its own chunk (loaded when asked for): laid out by dagre
+// (insights-layout.ts), drawn here as an SVG, fitted to the frame's width, zoomable, dragged to
+// pan; missing targets and cycle edges marked; a click (or Enter) on a node opens its folder;
+// exported as SVG (this drawing), DOT and Mermaid (ExportGraph).
 
-import { useMemo, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { GraphFormat, type ReportKey } from "../../../sdk/src/gen/trove/insights/v1/reports_pb.js";
 import { errorText } from "../components/dialog.js";
 import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import { browseHref } from "../lib/paths.js";
-import { layoutGraph, NODE_HEIGHT, NODE_WIDTH, nodeLabel } from "./insights-layout.js";
+import {
+  type Direction,
+  edgePath,
+  fitScale,
+  layoutGraph,
+  NODE_HEIGHT,
+  NODE_WIDTH,
+  nodeLabel,
+  VIEW_WIDTH,
+} from "./insights-layout.js";
 import type { ReportEntry } from "./insights-model.js";
 
-const ZOOMS = [0.25, 0.4, 0.6, 0.8, 1, 1.25, 1.6];
+const ZOOMS = [0.25, 0.33, 0.5, 0.67, 0.8, 1, 1.25, 1.6, 2];
+const MIN_ZOOM = ZOOMS[0] as number;
+const MAX_ZOOM = ZOOMS[ZOOMS.length - 1] as number;
 
 export interface GraphProps {
   entries: ReportEntry[];
@@ -23,24 +35,48 @@ export interface GraphProps {
 export function DependencyGraph(props: GraphProps) {
   const { clients, navigate } = useApp();
   const [root, setRoot] = useState("");
-  const [zoom, setZoom] = useState(2);
+  const [direction, setDirection] = useState<Direction | "">("");
+  // undefined: fitted to the frame's width.
+  const [zoom, setZoom] = useState<number>();
+  const [frameWidth, setFrameWidth] = useState(VIEW_WIDTH);
   const [exported, setExported] = useState<{ format: string; text: string }>();
   const [error, setError] = useState<string>();
   const svg = useRef<SVGSVGElement>(null);
-  const layout = useMemo(() => layoutGraph(props.entries, root || undefined), [props.entries, root]);
-  const at = new Map(layout.nodes.map((n) => [n.path, n]));
-  const scale = ZOOMS[zoom] ?? 1;
+  const frame = useRef<HTMLElement>(null);
+  const drag = useRef<{ x: number; y: number; left: number; top: number; moved: boolean } | undefined>(undefined);
+  const layout = useMemo(
+    () => layoutGraph(props.entries, root || undefined, direction || undefined),
+    [props.entries, root, direction],
+  );
+  const scale = zoom ?? Math.max(MIN_ZOOM, fitScale(layout, frameWidth));
+
+  useLayoutEffect(() => {
+    const el = frame.current;
+    if (!el) return;
+    const measure = () => setFrameWidth(Math.max(100, el.clientWidth - 4));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
 
   const open = (path: string) => {
+    if (drag.current?.moved) return;
     const dir = path.slice(0, path.lastIndexOf("/") + 1);
     navigate(browseHref(props.store, `${props.environmentName}${dir}`));
   };
+  const zoomOut = () => setZoom([...ZOOMS].reverse().find((z) => z < scale - 0.001) ?? MIN_ZOOM);
+  const zoomIn = () => setZoom(ZOOMS.find((z) => z > scale + 0.001) ?? MAX_ZOOM);
 
   const exportAs = async (format: "SVG" | "DOT" | "Mermaid") => {
     setError(undefined);
     try {
       if (format === "SVG") {
-        setExported({ format, text: new XMLSerializer().serializeToString(svg.current as SVGSVGElement) });
+        // At 100 %, whatever the zoom on screen.
+        const copy = (svg.current as SVGSVGElement).cloneNode(true) as SVGSVGElement;
+        copy.setAttribute("width", String(Math.ceil(layout.width)));
+        copy.setAttribute("height", String(Math.ceil(layout.height)));
+        setExported({ format, text: new XMLSerializer().serializeToString(copy) });
         return;
       }
       const r = await clients.reports.exportGraph({
@@ -62,12 +98,38 @@ export function DependencyGraph(props: GraphProps) {
     [exported],
   );
 
+  // Drag to pan: the frame scrolls; a drag that moved is not a click on the node it started on.
+  const onPointerDown = (e: PointerEvent) => {
+    const el = frame.current;
+    if (!el || e.button !== 0) return;
+    drag.current = { x: e.clientX, y: e.clientY, left: el.scrollLeft, top: el.scrollTop, moved: false };
+  };
+  const onPointerMove = (e: PointerEvent) => {
+    const d = drag.current;
+    const el = frame.current;
+    if (!d || !el || (e.buttons & 1) === 0) return;
+    const dx = e.clientX - d.x;
+    const dy = e.clientY - d.y;
+    if (!d.moved && Math.abs(dx) + Math.abs(dy) < 5) return;
+    if (!d.moved) el.setPointerCapture(e.pointerId);
+    d.moved = true;
+    el.scrollLeft = d.left - dx;
+    el.scrollTop = d.top - dy;
+  };
+
   return (
     <section aria-labelledby="graph-title" class="graph">
       <h2 id="graph-title">Dependency graph</h2>
       <div class="toolbar">
         <label for="graph-root">Neighbourhood of</label>
-        <select id="graph-root" value={root} onChange={(e) => setRoot((e.target as HTMLSelectElement).value)}>
+        <select
+          id="graph-root"
+          value={root}
+          onChange={(e) => {
+            setRoot((e.target as HTMLSelectElement).value);
+            setZoom(undefined);
+          }}
+        >
           <option value="">the whole environment</option>
           {props.entries.map((e) => (
             <option key={e.path} value={e.path}>
@@ -75,33 +137,55 @@ export function DependencyGraph(props: GraphProps) {
             </option>
           ))}
         </select>
-        <button type="button" class="secondary" onClick={() => setZoom(Math.max(0, zoom - 1))} disabled={zoom === 0}>
+        <label for="graph-direction">Direction</label>
+        <select
+          id="graph-direction"
+          value={direction}
+          onChange={(e) => {
+            setDirection((e.target as HTMLSelectElement).value as Direction | "");
+            setZoom(undefined);
+          }}
+        >
+          <option value="">automatic</option>
+          <option value="TB">top to bottom</option>
+          <option value="LR">left to right</option>
+        </select>
+      </div>
+      <div class="toolbar">
+        <button type="button" class="secondary" onClick={zoomOut} disabled={scale <= MIN_ZOOM}>
           Zoom out
         </button>
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => setZoom(Math.min(ZOOMS.length - 1, zoom + 1))}
-          disabled={zoom === ZOOMS.length - 1}
-        >
+        <button type="button" class="secondary" onClick={zoomIn} disabled={scale >= MAX_ZOOM}>
           Zoom in
         </button>
-        <span>{Math.round(scale * 100)} %</span>
+        <button type="button" class="secondary" onClick={() => setZoom(undefined)} disabled={zoom === undefined}>
+          Fit to width
+        </button>
+        <span aria-live="polite">{Math.round(scale * 100)} %</span>
       </div>
       <p class="hint">
-        {layout.nodes.length} resources, {layout.edges.length} references;{" "}
-        {layout.nodes.filter((n) => n.missing).length} missing (dashed, red),{" "}
-        {layout.edges.filter((e) => e.cycle).length} references on a cycle (red). Click a resource to open its folder.
+        {layout.nodes.length} resources, {layout.edges.length} references, drawn{" "}
+        {layout.direction === "LR" ? "left to right" : "top to bottom"}; {layout.nodes.filter((n) => n.missing).length}{" "}
+        missing (dashed, red), {layout.edges.filter((e) => e.cycle).length} references on a cycle (red). Click a
+        resource to open its folder; drag to pan.
       </p>
-      <div class="graph-canvas">
+      <section
+        class="graph-canvas"
+        ref={frame}
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling frame is focusable, so that the keyboard scrolls it
+        tabIndex={0}
+        aria-label="Dependency graph drawing (scrolls)"
+        onPointerDown={onPointerDown}
+        onPointerMove={onPointerMove}
+      >
         <svg
           ref={svg}
           xmlns="http://www.w3.org/2000/svg"
-          role="img"
           aria-label={`Dependency graph: ${layout.nodes.length} resources`}
-          width={layout.width * scale}
-          height={layout.height * scale}
-          viewBox={`0 0 ${layout.width} ${layout.height}`}
+          data-direction={layout.direction}
+          width={Math.ceil(layout.width * scale)}
+          height={Math.ceil(layout.height * scale)}
+          viewBox={`0 0 ${Math.ceil(layout.width)} ${Math.ceil(layout.height)}`}
           font-family="sans-serif"
           font-size="11"
         >
@@ -121,65 +205,52 @@ export function DependencyGraph(props: GraphProps) {
               <path d="M0,0 L10,5 L0,10 z" fill="#b00020" />
             </marker>
           </defs>
-          {layout.edges.map((e) => {
-            const a = at.get(e.from);
-            const b = at.get(e.to);
-            if (!a || !b) return null;
-            const down = b.y >= a.y;
-            const x1 = a.x + NODE_WIDTH / 2;
-            const y1 = down ? a.y + NODE_HEIGHT : a.y;
-            const x2 = b.x + NODE_WIDTH / 2;
-            const y2 = down ? b.y : b.y + NODE_HEIGHT;
-            const bend = a.y === b.y ? -40 : 0;
-            return (
-              <path
-                key={`${e.from}>${e.to}`}
-                class={e.cycle ? "edge cycle" : "edge"}
-                data-from={e.from}
-                data-to={e.to}
-                d={`M${x1},${y1} C${x1},${(y1 + y2) / 2 + bend} ${x2},${(y1 + y2) / 2 + bend} ${x2},${y2}`}
-                fill="none"
-                stroke={e.cycle ? "#b00020" : "#888"}
-                stroke-width={e.cycle ? 2 : 1}
-                marker-end={e.cycle ? "url(#arrow-cycle)" : "url(#arrow)"}
-              />
-            );
-          })}
-          {layout.nodes.map((n) => (
-            // biome-ignore lint/a11y/useSemanticElements: an SVG group cannot be a <button>
-            <g
-              key={n.path}
-              class={n.missing ? "node missing" : "node"}
-              data-path={n.path}
-              role="button"
-              tabIndex={n.missing ? -1 : 0}
-              aria-label={n.missing ? `${n.path} (missing)` : `Open ${n.path}`}
-              onClick={() => !n.missing && open(n.path)}
-              onKeyDown={(e) => {
-                if (!n.missing && (e.key === "Enter" || e.key === " ")) {
-                  e.preventDefault();
-                  open(n.path);
-                }
-              }}
-            >
-              <title>{n.missing ? `${n.path} (missing)` : `${n.path} (${n.type})`}</title>
-              <rect
-                x={n.x}
-                y={n.y}
-                width={NODE_WIDTH}
-                height={NODE_HEIGHT}
-                rx="4"
-                fill={n.missing ? "#fdecee" : "#eef3fb"}
-                stroke={n.missing ? "#b00020" : "#3a5a8c"}
-                stroke-dasharray={n.missing ? "4 3" : undefined}
-              />
-              <text x={n.x + 8} y={n.y + 18} fill={n.missing ? "#b00020" : "#111"}>
-                {nodeLabel(n.path)}
-              </text>
-            </g>
+          {layout.edges.map((e) => (
+            <path
+              key={`${e.from}>${e.to}`}
+              class={e.cycle ? "edge cycle" : "edge"}
+              data-from={e.from}
+              data-to={e.to}
+              d={edgePath(e.points)}
+              fill="none"
+              stroke={e.cycle ? "#b00020" : "#888"}
+              stroke-width={e.cycle ? 2 : 1}
+              marker-end={e.cycle ? "url(#arrow-cycle)" : "url(#arrow)"}
+            />
           ))}
+          {layout.nodes
+            .filter((n) => n.missing)
+            .map((n) => (
+              <g key={n.path} class="node missing" data-path={n.path}>
+                <title>{`${n.path} (missing)`}</title>
+                <NodeBox x={n.x} y={n.y} path={n.path} missing />
+              </g>
+            ))}
+          {layout.nodes
+            .filter((n) => !n.missing)
+            .map((n) => (
+              // biome-ignore lint/a11y/useSemanticElements: an SVG group cannot be a <button>
+              <g
+                key={n.path}
+                class="node"
+                data-path={n.path}
+                role="button"
+                tabIndex={0}
+                aria-label={`Open ${n.path}`}
+                onClick={() => open(n.path)}
+                onKeyDown={(e) => {
+                  if (e.key === "Enter" || e.key === " ") {
+                    e.preventDefault();
+                    open(n.path);
+                  }
+                }}
+              >
+                <title>{`${n.path} (${n.type})`}</title>
+                <NodeBox x={n.x} y={n.y} path={n.path} missing={false} />
+              </g>
+            ))}
         </svg>
-      </div>
+      </section>
       <div class="buttons">
         <button type="button" class="secondary" onClick={() => exportAs("SVG")}>
           Export SVG
@@ -205,5 +276,26 @@ export function DependencyGraph(props: GraphProps) {
         </div>
       )}
     </section>
+  );
+}
+
+/** A resource's box and its name; a missing target dashed and red. */
+function NodeBox(props: { x: number; y: number; path: string; missing: boolean }) {
+  return (
+    <>
+      <rect
+        x={props.x}
+        y={props.y}
+        width={NODE_WIDTH}
+        height={NODE_HEIGHT}
+        rx="4"
+        fill={props.missing ? "#fdecee" : "#eef3fb"}
+        stroke={props.missing ? "#b00020" : "#3a5a8c"}
+        stroke-dasharray={props.missing ? "4 3" : undefined}
+      />
+      <text x={props.x + 7} y={props.y + 17} fill={props.missing ? "#b00020" : "#111"}>
+        {nodeLabel(props.path)}
+      </text>
+    </>
   );
 }

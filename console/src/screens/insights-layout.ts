@@ -1,13 +1,23 @@
 // The dependency graph of a report without the page: nodes (resources and missing targets), edges
-// (references), the edges on a cycle (strongly connected components), and a layered layout
-// (referrers above what they use; back edges of cycles ignored for the layering).
+// (references), the edges on a cycle (strongly connected components), and the layout, by dagre
+// (@dagrejs/dagre: layered, crossings reduced, cycles broken for the ranking, each edge routed as a
+// polyline). Top to bottom or left to right, whichever reads larger at the console's width.
 
+import { layout as dagreLayout, graphlib } from "@dagrejs/dagre";
 import type { ReportEntry } from "./insights-model.js";
+
+export type Direction = "TB" | "LR";
+
+export interface Point {
+  x: number;
+  y: number;
+}
 
 export interface GraphNode {
   path: string;
   type: string;
   missing: boolean;
+  /** The box's top left corner. */
   x: number;
   y: number;
 }
@@ -16,6 +26,8 @@ export interface GraphEdge {
   from: string;
   to: string;
   cycle: boolean;
+  /** The route from the referrer's box to the target's, at least two points. */
+  points: Point[];
 }
 
 export interface GraphLayout {
@@ -23,16 +35,27 @@ export interface GraphLayout {
   edges: GraphEdge[];
   width: number;
   height: number;
+  direction: Direction;
 }
 
-export const NODE_WIDTH = 200;
-export const NODE_HEIGHT = 28;
-const GAP_X = 16;
-const GAP_Y = 70;
+/** The graph before layout: which resources, which references, which of them on a cycle. */
+export interface DependencyGraphModel {
+  nodes: { path: string; type: string; missing: boolean }[];
+  edges: { from: string; to: string; cycle: boolean }[];
+}
+
+export const NODE_WIDTH = 180;
+export const NODE_HEIGHT = 26;
+/** The width the layout is chosen for: the graph's frame in a 1024 px wide window. */
+export const VIEW_WIDTH = 960;
 const MARGIN = 10;
+const SPACING: Record<Direction, { nodesep: number; ranksep: number }> = {
+  TB: { nodesep: 16, ranksep: 60 },
+  LR: { nodesep: 8, ranksep: 90 },
+};
 
 /** The graph of the report, or of `root` and what it uses (directly or not) when given. */
-export function layoutGraph(entries: ReportEntry[], root?: string): GraphLayout {
+export function dependencyGraph(entries: ReportEntry[], root?: string): DependencyGraphModel {
   const type = new Map<string, string>();
   const out = new Map<string, string[]>();
   for (const e of entries) {
@@ -42,7 +65,7 @@ export function layoutGraph(entries: ReportEntry[], root?: string): GraphLayout 
     for (const r of refs) if (!targets.includes(r.absolutePath)) targets.push(r.absolutePath);
     out.set(e.path, targets);
   }
-  let paths = [...new Set([...out.keys(), ...[...out.values()].flat()])];
+  let paths = [...new Set([...out.keys(), ...[...out.values()].flat()])].sort();
   if (root !== undefined) {
     const keep = new Set<string>();
     const visit = (p: string) => {
@@ -54,100 +77,75 @@ export function layoutGraph(entries: ReportEntry[], root?: string): GraphLayout 
     paths = paths.filter((p) => keep.has(p));
   }
   const inGraph = new Set(paths);
-  const edges: GraphEdge[] = [];
-  for (const from of paths)
-    for (const to of out.get(from) ?? []) if (inGraph.has(to)) edges.push({ from, to, cycle: false });
-
   const component = stronglyConnected(paths, out);
-  for (const e of edges) {
-    const c = component.get(e.from);
-    e.cycle = e.from === e.to || (c !== undefined && c === component.get(e.to) && componentSize(component, c) > 1);
-  }
-
-  // Layers: the longest path from a node nobody refers to, without the back edges of a depth-first
-  // walk that starts from those nodes (so a cycle is drawn top-down, with one edge going back up).
-  const layer = new Map<string, number>();
-  const incoming = new Map<string, string[]>(paths.map((p) => [p, []]));
-  for (const e of backEdgesRemoved(paths, edges)) incoming.get(e.to)?.push(e.from);
-  const depth = (p: string, seen: Set<string>): number => {
-    const known = layer.get(p);
-    if (known !== undefined) return known;
-    if (seen.has(p)) return 0;
-    seen.add(p);
-    const parents = incoming.get(p) ?? [];
-    const d = parents.length === 0 ? 0 : Math.max(...parents.map((q) => depth(q, seen))) + 1;
-    seen.delete(p);
-    layer.set(p, d);
-    return d;
-  };
-  for (const p of paths) depth(p, new Set());
-
-  const rows: string[][] = [];
-  for (const p of [...paths].sort()) {
-    const d = layer.get(p) ?? 0;
-    rows[d] ??= [];
-    rows[d].push(p);
-  }
-  // Each row ordered by the mean position of its referrers in the rows above (one barycentre pass).
-  const position = new Map<string, number>();
-  rows.forEach((row, d) => {
-    if (d > 0) {
-      const mean = (p: string) => {
-        const xs = (incoming.get(p) ?? []).map((q) => position.get(q) ?? 0);
-        return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length;
-      };
-      row.sort((a, b) => mean(a) - mean(b) || (a < b ? -1 : 1));
+  const size = new Map<number, number>();
+  for (const c of component.values()) size.set(c, (size.get(c) ?? 0) + 1);
+  const edges: DependencyGraphModel["edges"] = [];
+  for (const from of paths) {
+    for (const to of out.get(from) ?? []) {
+      if (!inGraph.has(to)) continue;
+      const c = component.get(from) as number;
+      edges.push({ from, to, cycle: from === to || (c === component.get(to) && (size.get(c) ?? 0) > 1) });
     }
-    row.forEach((p, i) => {
-      position.set(p, i);
-    });
-  });
-  const widest = Math.max(1, ...rows.map((r) => r?.length ?? 0));
-  const width = MARGIN * 2 + widest * (NODE_WIDTH + GAP_X) - GAP_X;
-  const nodes: GraphNode[] = [];
-  rows.forEach((row, d) => {
-    const offset = (width - (row.length * (NODE_WIDTH + GAP_X) - GAP_X)) / 2;
-    row.forEach((p, i) => {
-      nodes.push({
-        path: p,
-        type: type.get(p) ?? "missing",
-        missing: !type.has(p),
-        x: offset + i * (NODE_WIDTH + GAP_X),
-        y: MARGIN + d * (NODE_HEIGHT + GAP_Y),
-      });
-    });
-  });
-  const height = MARGIN * 2 + rows.length * (NODE_HEIGHT + GAP_Y) - GAP_Y;
-  return { nodes, edges, width, height };
+  }
+  const nodes = paths.map((path) => ({ path, type: type.get(path) ?? "missing", missing: !type.has(path) }));
+  return { nodes, edges };
 }
 
-function backEdgesRemoved(paths: string[], edges: GraphEdge[]): GraphEdge[] {
-  const out = new Map<string, GraphEdge[]>(paths.map((p) => [p, []]));
-  const referred = new Set<string>();
-  for (const e of edges) {
-    out.get(e.from)?.push(e);
-    referred.add(e.to);
-  }
-  const state = new Map<string, "open" | "done">();
-  const back = new Set<GraphEdge>();
-  const walk = (p: string) => {
-    state.set(p, "open");
-    for (const e of out.get(p) ?? []) {
-      const s = state.get(e.to);
-      if (s === "open") back.add(e);
-      else if (s === undefined) walk(e.to);
-    }
-    state.set(p, "done");
-  };
-  for (const p of paths) if (!referred.has(p) && !state.has(p)) walk(p);
-  for (const p of paths) if (!state.has(p)) walk(p);
-  return edges.filter((e) => !back.has(e));
+/** Places the graph with dagre in one direction: referrers before (above, or left of) what they use. */
+export function placeGraph(graph: DependencyGraphModel, direction: Direction): GraphLayout {
+  const g = new graphlib.Graph({});
+  g.setGraph({ rankdir: direction, ...SPACING[direction], edgesep: 8, marginx: MARGIN, marginy: MARGIN });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const n of graph.nodes) g.setNode(n.path, { width: NODE_WIDTH, height: NODE_HEIGHT });
+  for (const e of graph.edges) g.setEdge(e.from, e.to);
+  dagreLayout(g);
+  const nodes = graph.nodes.map((n) => {
+    const placed = g.node(n.path);
+    // dagre gives the centre.
+    return { ...n, x: (placed.x ?? 0) - NODE_WIDTH / 2, y: (placed.y ?? 0) - NODE_HEIGHT / 2 };
+  });
+  const edges = graph.edges.map((e) => ({
+    ...e,
+    points: ((g.edge(e.from, e.to) as { points?: Point[] }).points ?? []).map(({ x, y }) => ({ x, y })),
+  }));
+  const label = g.graph();
+  return { nodes, edges, width: label.width ?? 0, height: label.height ?? 0, direction };
 }
 
-function componentSize(component: Map<string, number>, c: number): number {
-  let n = 0;
-  for (const v of component.values()) if (v === c) n++;
-  return n;
+/** The scale at which a layout fits `width` (never enlarged past 100 %). */
+export function fitScale(layout: { width: number }, width: number): number {
+  return layout.width <= 0 ? 1 : Math.min(1, width / layout.width);
+}
+
+/**
+ * The graph laid out in `direction`, or (by default) in the direction whose drawing is the larger
+ * once fitted to VIEW_WIDTH; top to bottom when both fit. A wide environment (many resources using
+ * the same few blocks) reads left to right: its ranks become columns, and the frame scrolls down.
+ */
+export function layoutGraph(entries: ReportEntry[], root?: string, direction?: Direction): GraphLayout {
+  const graph = dependencyGraph(entries, root);
+  if (direction) return placeGraph(graph, direction);
+  const tb = placeGraph(graph, "TB");
+  if (fitScale(tb, VIEW_WIDTH) === 1) return tb;
+  const lr = placeGraph(graph, "LR");
+  return fitScale(lr, VIEW_WIDTH) > fitScale(tb, VIEW_WIDTH) ? lr : tb;
+}
+
+/** An edge's route as an SVG path: straight ends, the bends smoothed (quadratic through midpoints). */
+export function edgePath(points: Point[]): string {
+  const [first, ...rest] = points;
+  if (!first) return "";
+  const r = (n: number) => Math.round(n * 10) / 10;
+  let d = `M${r(first.x)},${r(first.y)}`;
+  for (let i = 0; i < rest.length - 1; i++) {
+    const p = rest[i] as Point;
+    const q = rest[i + 1] as Point;
+    d += ` Q${r(p.x)},${r(p.y)} ${r((p.x + q.x) / 2)},${r((p.y + q.y) / 2)}`;
+  }
+  const last = rest[rest.length - 1];
+  if (last) d += ` L${r(last.x)},${r(last.y)}`;
+  return d;
 }
 
 /** Tarjan's strongly connected components: each node's component number. */
@@ -190,5 +188,5 @@ function stronglyConnected(nodes: string[], out: Map<string, string[]>): Map<str
 /** The label of a node: the file name, shortened to fit the box. */
 export function nodeLabel(path: string): string {
   const name = path.slice(path.lastIndexOf("/") + 1);
-  return name.length > 26 ? `${name.slice(0, 25)}…` : name;
+  return name.length > 27 ? `${name.slice(0, 26)}…` : name;
 }
