@@ -22,7 +22,7 @@ afterEach(async () => {
 test.each([
   ["GET", "/resources/v2/nothing-here", 404],
   ["HEAD", "/resources/v2/nothing-here", 404],
-  ["GET", "/resources/v1/data/home/", 404],
+  ["GET", "/resources/v3/data/home/", 404],
   ["GET", "/resources/v2/data", 400],
   ["POST", `${DATA}/home/a.txt`, 405],
   ["PATCH", STORES, 405],
