@@ -109,7 +109,7 @@ export class DeletedError extends NotFoundError {
   }
 }
 
-/** 409: a name already taken (a project, an environment). */
+/** 409: a name already taken (a project, an environment), or a directory that is not empty (REST v1 delete). */
 export class ConflictError extends TroveError {
   override name = "ConflictError";
 }

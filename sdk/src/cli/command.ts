@@ -27,7 +27,7 @@ export const EXIT_MEANING: Record<(typeof EXIT)[keyof typeof EXIT], string> = {
   5: "not authenticated or not authorized",
   6: "forbidden",
   7: "server unreachable or unavailable",
-  8: "conflict (a name already taken)",
+  8: "conflict (a name already taken; with --api-version 1, rm of a directory that is not empty)",
 };
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };

@@ -5,6 +5,7 @@ import { access, readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { clientCredentials, DEV_ISSUER_FILE, devIssuer, staticToken, type TokenProvider } from "../auth.js";
+import type { ApiVersion } from "../rest/client.js";
 
 export interface CliConfig {
   url: string;
@@ -17,9 +18,22 @@ export interface CliConfig {
   audience?: string;
   /** Data directory of a local development server (its dev-issuer.json gives tokens). */
   data: string;
+  /** The REST API version the commands speak: 2 (default) or 1 (docs/rest.md, "Version 1"). */
+  apiVersion: ApiVersion;
 }
 
-const KEYS = ["url", "token", "clientId", "clientSecret", "tokenUrl", "issuer", "scope", "audience", "data"] as const;
+const KEYS = [
+  "url",
+  "token",
+  "clientId",
+  "clientSecret",
+  "tokenUrl",
+  "issuer",
+  "scope",
+  "audience",
+  "data",
+  "apiVersion",
+] as const;
 type Key = (typeof KEYS)[number];
 
 const ENV: Record<Key, string> = {
@@ -32,6 +46,7 @@ const ENV: Record<Key, string> = {
   scope: "TROVE_SCOPE",
   audience: "TROVE_AUDIENCE",
   data: "TROVE_DATA",
+  apiVersion: "TROVE_API_VERSION",
 };
 
 /** The flag of each key, as the global options spell it. */
@@ -45,6 +60,7 @@ export const FLAGS: Record<Key, string> = {
   scope: "scope",
   audience: "audience",
   data: "data",
+  apiVersion: "api-version",
 };
 
 export class UsageError extends Error {
@@ -95,9 +111,13 @@ export async function resolveConfig(flags: Record<string, unknown>, env: NodeJS.
   const url = (pick("url") ?? "http://127.0.0.1:13242").replace(/\/+$/, "");
   if (!/^https?:\/\/[^/]+(\/.*)?$/.test(url))
     throw new UsageError(`--url must be an address such as http://127.0.0.1:13242`);
-  const config: CliConfig = { url, data: pick("data") ?? ".trove-data" };
+  const apiVersion = pick("apiVersion") ?? "2";
+  if (apiVersion !== "1" && apiVersion !== "2") {
+    throw new UsageError(`--api-version must be 1 or 2, not ${JSON.stringify(apiVersion)}`);
+  }
+  const config: CliConfig = { url, data: pick("data") ?? ".trove-data", apiVersion: apiVersion === "1" ? 1 : 2 };
   for (const k of KEYS) {
-    if (k === "url" || k === "data") continue;
+    if (k === "url" || k === "data" || k === "apiVersion") continue;
     const v = pick(k);
     if (v !== undefined) config[k] = v;
   }

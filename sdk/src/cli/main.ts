@@ -58,6 +58,7 @@ const GLOBAL_OPTIONS = {
   scope: { type: "string" },
   audience: { type: "string" },
   data: { type: "string" },
+  "api-version": { type: "string" },
   config: { type: "string" },
   quiet: { type: "boolean", short: "q" },
   help: { type: "boolean", short: "h" },
@@ -75,6 +76,9 @@ const GLOBAL_HELP = `Connection options of every client command (flag, environme
   --data DIR             TROVE_DATA           data           data directory of a local development server
                                                              (default ./.trove-data; its dev-issuer.json
                                                              gives tokens when nothing else is set)
+  --api-version 1|2      TROVE_API_VERSION    apiVersion     REST API version (default 2); 1: rm refuses a
+                                                             directory that is not empty, and stores
+                                                             without sync-recursive are not served
   --config FILE          TROVE_CONFIG                        JSON config file (default
                                                              ~/.config/trove/config.json)
   -q, --quiet                                                no progress bars
@@ -380,7 +384,8 @@ Options:
   rm: {
     help: `Usage: trove rm STORE/PATH [options]
 
-Deletes a resource, or a directory with everything in it.
+Deletes a resource, or a directory with everything in it (with --api-version 1 only an
+empty directory: one that is not empty exits 8 and nothing is deleted).
 
 Options:
       --if-match TAG   delete only if the stored tag is TAG (exit 4 otherwise)
@@ -672,7 +677,12 @@ async function runCommand(spec: Command, args: string[], io: CliIo): Promise<num
     config,
     progress: values.quiet !== true,
     async rest() {
-      client ??= createRestClient({ baseUrl: config.url, auth: await tokenProviderOf(config), fetch: noting.fetch });
+      client ??= createRestClient({
+        baseUrl: config.url,
+        auth: await tokenProviderOf(config),
+        fetch: noting.fetch,
+        apiVersion: config.apiVersion,
+      });
       return client;
     },
     answeredByDirectory: noting.answeredByDirectory,

@@ -1,5 +1,5 @@
-// A typed client for the Resource Server REST API v2: one method per operation,
-// typed errors, bearer tokens from a TokenProvider (renewed once after a 401).
+// A typed client for the Resource Server REST API (v2, or v1 with `apiVersion: 1`): one method
+// per operation, typed errors, bearer tokens from a TokenProvider (renewed once after a 401).
 
 import { Readable } from "node:stream";
 import { type Auth, type TokenProvider, toTokenProvider } from "../auth.js";
@@ -13,7 +13,17 @@ export interface RestClientOptions {
   /** A bearer token, a TokenProvider, or nothing (an anonymous server). */
   auth?: Auth;
   fetch?: typeof fetch;
+  /**
+   * The API version to speak: 2 (the default) or 1, /resources/v1/ (docs/rest.md, "Version 1"):
+   * `delete` of a directory that is not empty is refused (409, ConflictError), and stores without
+   * the sync-recursive feature are not listed and answer 404.
+   */
+  apiVersion?: ApiVersion;
 }
+
+/** The REST API versions the client speaks. */
+export type ApiVersion = 1 | 2;
+export const API_VERSIONS: readonly ApiVersion[] = [1, 2];
 
 /** Headers of a resource (GET, HEAD, PUT answers). Tags are unquoted. */
 export interface ResourceInfo {
@@ -110,13 +120,16 @@ export interface PollOptions extends RequestOptions {
 
 type FetchBody = NonNullable<RequestInit["body"]>;
 
-const PREFIX = "/resources/v2";
+/** `/resources/v1` or `/resources/v2`. */
+function prefixOf(apiVersion: ApiVersion): string {
+  return `/resources/v${apiVersion}`;
+}
 
 /** `store` and `path` as a URL path: each segment percent-encoded; a trailing "/" kept. */
-export function resourcePath(store: string, path: string): string {
+export function resourcePath(store: string, path: string, apiVersion: ApiVersion = 2): string {
   const trimmed = path.replace(/^\/+/, "");
   const segments = trimmed === "" ? [] : trimmed.split("/");
-  return `${PREFIX}/data/${encodeURIComponent(store)}/${segments.map(encodeURIComponent).join("/")}`;
+  return `${prefixOf(apiVersion)}/data/${encodeURIComponent(store)}/${segments.map(encodeURIComponent).join("/")}`;
 }
 
 function tagList(tags: string | string[]): string {
@@ -202,14 +215,23 @@ interface Call {
   onUploadProgress?: (n: number) => void;
 }
 
-/** Resources, stores and the change feed of one Trove server, over REST v2. */
+/** Resources, stores and the change feed of one Trove server, over REST v2 (or v1). */
 export class TroveRestClient {
   readonly baseUrl: string;
   readonly tokenProvider: TokenProvider | undefined;
+  readonly apiVersion: ApiVersion;
+  /** @internal `/resources/v{apiVersion}` */
+  readonly prefix: string;
   private readonly doFetch: typeof fetch;
   readonly stores: StoresApi;
 
   constructor(options: RestClientOptions) {
+    const apiVersion = options.apiVersion ?? 2;
+    if (!API_VERSIONS.includes(apiVersion)) {
+      throw new RangeError(`apiVersion must be 1 or 2, not ${JSON.stringify(options.apiVersion)}`);
+    }
+    this.apiVersion = apiVersion;
+    this.prefix = prefixOf(apiVersion);
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.tokenProvider = toTokenProvider(options.auth);
     this.doFetch = options.fetch ?? fetch;
@@ -226,7 +248,7 @@ export class TroveRestClient {
     if (options.contentLength !== undefined) headers["Content-Length"] = String(options.contentLength);
     const res = await this.call({
       method: "PUT",
-      target: resourcePath(store, path),
+      target: resourcePath(store, path, this.apiVersion),
       headers,
       body,
       signal: options.signal,
@@ -263,7 +285,7 @@ export class TroveRestClient {
   ): Promise<GetResult<Buffer | string | ReadableStream<Uint8Array>>> {
     const res = await this.call({
       method: "GET",
-      target: resourcePath(store, path) + query({ "override-mime": options.overrideMime }),
+      target: resourcePath(store, path, this.apiVersion) + query({ "override-mime": options.overrideMime }),
       headers: options.ifNoneMatch === undefined ? {} : { "If-None-Match": tagList(options.ifNoneMatch) },
       signal: options.signal,
       accept: [304],
@@ -284,7 +306,7 @@ export class TroveRestClient {
   async head(store: string, path: string, options: GetOptions = {}): Promise<HeadResult> {
     const res = await this.call({
       method: "HEAD",
-      target: resourcePath(store, path),
+      target: resourcePath(store, path, this.apiVersion),
       headers: options.ifNoneMatch === undefined ? {} : { "If-None-Match": tagList(options.ifNoneMatch) },
       signal: options.signal,
       accept: [304],
@@ -293,11 +315,14 @@ export class TroveRestClient {
     return { notModified: false, ...infoOf(res) };
   }
 
-  /** Deletes a resource, or a directory with everything in it. */
+  /**
+   * Deletes a resource, or a directory with everything in it; with `apiVersion: 1` only an empty
+   * directory (one that is not empty: ConflictError, 409, and nothing is deleted).
+   */
   async delete(store: string, path: string, options: RequestOptions & { ifMatch?: string | string[] } = {}) {
     const res = await this.call({
       method: "DELETE",
-      target: resourcePath(store, path),
+      target: resourcePath(store, path, this.apiVersion),
       headers: options.ifMatch === undefined ? {} : { "If-Match": tagList(options.ifMatch) },
       signal: options.signal,
     });
@@ -311,7 +336,7 @@ export class TroveRestClient {
     const res = await this.call({
       method: "GET",
       target:
-        resourcePath(store, dir) +
+        resourcePath(store, dir, this.apiVersion) +
         query({
           recursive: flag(options.recursive),
           "include-access": flag(options.includeAccess),
@@ -336,7 +361,7 @@ export class TroveRestClient {
     const search = params.toString();
     const res = await this.call({
       method: "GET",
-      target: `${PREFIX}/poll${search ? `?${search}` : ""}`,
+      target: `${this.prefix}/poll${search ? `?${search}` : ""}`,
       signal: options.signal,
     });
     if (res.status === 204) return [];
@@ -406,18 +431,26 @@ function query(params: Record<string, string | undefined>): string {
   return s ? `?${s}` : "";
 }
 
-/** Store configuration: /resources/v2/stores. */
+/** Store configuration: /resources/v{1,2}/stores. */
 export class StoresApi {
   constructor(private readonly client: TroveRestClient) {}
 
   /** The stores the caller may read something in. */
   async list(options: RequestOptions = {}): Promise<StoreInfo[]> {
-    const res = await this.client.call({ method: "GET", target: `${PREFIX}/stores`, signal: options.signal });
+    const res = await this.client.call({
+      method: "GET",
+      target: `${this.client.prefix}/stores`,
+      signal: options.signal,
+    });
     return parseStores(await res.text());
   }
 
   async get(name: string, options: RequestOptions = {}): Promise<StoreInfo> {
-    const res = await this.client.call({ method: "GET", target: storePath(name), signal: options.signal });
+    const res = await this.client.call({
+      method: "GET",
+      target: storePath(this.client, name),
+      signal: options.signal,
+    });
     return single(await res.text());
   }
 
@@ -425,7 +458,7 @@ export class StoresApi {
   async create(name: string, input: StoreInput = {}, options: RequestOptions = {}): Promise<StoreInfo> {
     const res = await this.client.call({
       method: "POST",
-      target: `${PREFIX}/stores`,
+      target: `${this.client.prefix}/stores`,
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ name, ...input }),
       signal: options.signal,
@@ -437,7 +470,7 @@ export class StoresApi {
   async update(name: string, input: StoreInput, options: RequestOptions = {}): Promise<StoreInfo> {
     const res = await this.client.call({
       method: "PUT",
-      target: storePath(name),
+      target: storePath(this.client, name),
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ name, ...input }),
       signal: options.signal,
@@ -447,13 +480,17 @@ export class StoresApi {
 
   /** Removes the store and everything in it. */
   async delete(name: string, options: RequestOptions = {}): Promise<void> {
-    const res = await this.client.call({ method: "DELETE", target: storePath(name), signal: options.signal });
+    const res = await this.client.call({
+      method: "DELETE",
+      target: storePath(this.client, name),
+      signal: options.signal,
+    });
     await res.body?.cancel();
   }
 }
 
-function storePath(name: string): string {
-  return `${PREFIX}/stores/${encodeURIComponent(name)}`;
+function storePath(client: TroveRestClient, name: string): string {
+  return `${client.prefix}/stores/${encodeURIComponent(name)}`;
 }
 
 function single(xml: string): StoreInfo {

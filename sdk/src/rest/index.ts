@@ -1,6 +1,8 @@
-// @trove/sdk/rest: the REST v2 client, its listing and feed types.
+// @trove/sdk/rest: the REST client (v2, or v1), its listing and feed types.
 
 export {
+  API_VERSIONS,
+  type ApiVersion,
   type Body,
   createRestClient,
   type GetOptions,
