@@ -18,6 +18,7 @@ import { STORES_PATH } from "../rest/stores.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import type { ReportJobObserver, ReportJobOutcome } from "../services/report-worker.js";
+import type { SkipReason } from "../storage/filesystem/reconciler.js";
 import { TROVE_VERSION } from "../version.js";
 import { type OpenRoute, TROVE_SERVICES } from "./faces.js";
 import type { StorageObserver } from "./metrics-storage.js";
@@ -290,6 +291,8 @@ export interface Metrics {
   readonly storage: StorageObserver;
   /** Report jobs of this instance's worker. */
   readonly reportJobs: ReportJobObserver;
+  /** An entry of a filesystem store's folder that is not served (docs/filesystem-stores.md). */
+  readonly filesystemSkipped: (reason: SkipReason) => void;
   /** Reads the armed waiters from the cores at each scrape. */
   watch(cores: { notifier: ChangeNotifier; reportNotifier: ReportNotifier }): void;
   /** Counts the token checks of `auth` until `close`. */
@@ -368,6 +371,14 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers,
   });
   for (const kind of ["put", "mkdir", "delete"]) changes.inc({ kind }, 0);
+
+  const skipped = new Counter({
+    name: "trove_filesystem_skipped_total",
+    help: "Entries of filesystem stores' folders that are not served, counted once each: names Trove's path rules refuse (name), symbolic links (link), special files (special).",
+    labelNames: ["reason"],
+    registers,
+  });
+  for (const reason of ["name", "link", "special"]) skipped.inc({ reason }, 0);
 
   const storageSeconds = new Histogram({
     name: "trove_storage_operation_duration_seconds",
@@ -484,6 +495,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
         reportJobs.inc({ outcome });
         reportSeconds.observe({ outcome }, seconds);
       },
+    },
+    filesystemSkipped(reason) {
+      skipped.inc({ reason });
     },
     watch(c) {
       cores = c;

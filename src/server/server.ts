@@ -9,6 +9,7 @@ import type { Authenticator } from "../auth/verifier.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
 import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
+import { createFilesystemStorage, type FilesystemStorageOptions } from "../storage/filesystem/filesystem-storage.js";
 import type { StoragePort } from "../storage/port.js";
 import { CONSOLE_PREFIX, type ConsoleOptions, consoleRoutes } from "./console.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
@@ -58,6 +59,8 @@ export interface TroveServerOptions {
   healthInterval?: number;
   /** The console under /console/ (default: dist/console/, client id trove-console); false serves none. */
   console?: Partial<ConsoleOptions> | false;
+  /** Filesystem stores: rescan interval, notification settle delay, default filesystem-temp (docs/filesystem-stores.md). */
+  filesystem?: Pick<FilesystemStorageOptions, "rescanInterval" | "settleDelay" | "tempRoot" | "mayScan">;
 }
 
 export interface TroveServer {
@@ -81,7 +84,11 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   const maxResourceSize = options.maxResourceSize ?? DEFAULT_MAX_RESOURCE_SIZE;
   const { devIssuer } = options;
   const metrics = options.metrics === false ? undefined : createMetrics({ backend: options.storage.backend });
-  const storage = metrics ? measuredStorage(options.storage, metrics.storage) : options.storage;
+  // Filesystem stores wrap the (measured) port: the changes their scanners record are counted too.
+  const storage = createFilesystemStorage(
+    metrics ? measuredStorage(options.storage, metrics.storage) : options.storage,
+    { ...options.filesystem, logger, now, skipped: metrics?.filesystemSkipped },
+  );
   const cores = createCores({
     storage,
     logger,

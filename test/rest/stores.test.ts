@@ -277,7 +277,7 @@ describe("store configuration errors", () => {
     [
       "unknown type",
       json({ name: "y", type: "archive" }),
-      'unknown store type "archive": use one of recursive, snapshot\n',
+      'unknown store type "archive": use one of recursive, snapshot, filesystem\n',
     ],
     ["unknown setting", json({ name: "y", settings: { colour: "blue" } }), 'unknown setting "colour"\n'],
     [
@@ -315,7 +315,11 @@ describe("store configuration errors", () => {
   test.each([
     ["malformed XML", xml("<store><store-settings>"), /^malformed XML at line 1, column \d+: .+\n$/],
     ["malformed JSON", json("{settings:"), /^malformed JSON: .+\n$/],
-    ["unknown type", json({ type: "archive" }), 'unknown store type "archive": use one of recursive, snapshot\n'],
+    [
+      "unknown type",
+      json({ type: "archive" }),
+      'unknown store type "archive": use one of recursive, snapshot, filesystem\n',
+    ],
     ["unknown setting", json({ settings: { colour: "blue" } }), 'unknown setting "colour"\n'],
     [
       "a changed server-reported setting (database-driver)",

@@ -1,0 +1,468 @@
+// Filesystem stores (docs/filesystem-stores.md): a decorator around any StoragePort. A store of
+// type `filesystem` serves the plain files of a folder; its metadata (tags, MD5, event ids,
+// tombstones) stays in the inner adapter, its contents only in the folder. Writes are assembled
+// in filesystem-temp, flushed and renamed into place; external changes are reconciled into the
+// index by a Scanner per store. Every other store, and everything else, passes through unchanged.
+
+import { randomUUID } from "node:crypto";
+import { mkdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { BadRequestError, NotFoundError, UnavailableError } from "../../domain/errors.js";
+import { parentOf } from "../../domain/path.js";
+import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
+import type { StoreConfig } from "../../domain/store.js";
+import {
+  type BlobInfo,
+  type DeleteResult,
+  type GetStoreNodeOptions,
+  type InsightsStorage,
+  type ListOptions,
+  type NodeRecord,
+  type Preconditions,
+  type StorageLogger,
+  type StoragePort,
+  type StoreNode,
+  type StoreRecord,
+  silentStorageLogger,
+  type WriteBlobOptions,
+  type WriteResult,
+} from "../port.js";
+import {
+  assemble,
+  checkDirectories,
+  emptyDirectory,
+  isWithin,
+  kindOf,
+  lstatOf,
+  openVersion,
+  syncDirectory,
+  versionOf,
+} from "./folder.js";
+import { Reconciler, type SkipReason } from "./reconciler.js";
+import { Scanner } from "./scanner.js";
+
+export interface FilesystemStorageOptions {
+  logger?: StorageLogger;
+  now?: () => number;
+  /**
+   * Where a filesystem store's filesystem-temp is by default: `<tempRoot>/<store>`. Default: a
+   * `filesystem` directory in the inner adapter's own filesystem-temp (inside Trove's data
+   * directory on SQLite), else in the system's temporary directory.
+   */
+  tempRoot?: string;
+  /** How often each folder is walked in full, in milliseconds (default 60 s). */
+  rescanInterval?: number;
+  /** Quiet time after a change notification before the changed paths are read (default 100 ms). */
+  settleDelay?: number;
+  /** Whether this instance may scan a store now (default: always; the seam for a lease, issue 17 item 7). */
+  mayScan?: (store: string) => boolean | Promise<boolean>;
+  /** Counts an entry of a folder that is not served (a refused name, a link, a special file). */
+  skipped?: (reason: SkipReason) => void;
+}
+
+/** A filesystem store this instance serves: its folder, its index reconciler and its scanner. */
+interface Folder {
+  config: StoreConfig;
+  temp: string;
+  reconciler: Reconciler;
+  scanner: Scanner;
+}
+
+/** Contents assembled in a store's filesystem-temp, waiting for putFile. */
+interface Upload {
+  store: string;
+  file: string;
+}
+
+export function createFilesystemStorage(inner: StoragePort, options: FilesystemStorageOptions = {}): FilesystemStorage {
+  return new FilesystemStorage(inner, options);
+}
+
+export class FilesystemStorage implements StoragePort {
+  readonly backend: string;
+  readonly insights: InsightsStorage;
+  private readonly inner: StoragePort;
+  private readonly logger: StorageLogger;
+  private readonly now: () => number;
+  private readonly tempRoot: string;
+  private readonly options: FilesystemStorageOptions;
+  private readonly folders = new Map<string, Folder>();
+  private readonly uploads = new Map<string, Upload>();
+  /** Start-up: every filesystem store attached, its filesystem-temp emptied, its rescan started. */
+  private readonly ready: Promise<void>;
+  private closed = false;
+
+  constructor(inner: StoragePort, options: FilesystemStorageOptions) {
+    this.inner = inner;
+    this.backend = inner.backend;
+    this.insights = inner.insights;
+    this.options = options;
+    this.logger = options.logger ?? silentStorageLogger;
+    this.now = options.now ?? Date.now;
+    const innerTemp = inner.reportedSettings()["filesystem-temp"];
+    this.tempRoot = options.tempRoot ?? join(innerTemp ?? join(tmpdir(), "trove"), "filesystem");
+    this.ready = this.start();
+  }
+
+  /** Resolves once the filesystem stores found at start-up are attached (their first rescan runs on). */
+  whenStarted(): Promise<void> {
+    return this.ready;
+  }
+
+  /** A full rescan of a filesystem store's folder, resolved when it has ended (operations, tests). */
+  async rescan(store: string): Promise<void> {
+    await this.ready;
+    const folder = this.folders.get(store);
+    if (!folder) throw new NotFoundError(`filesystem store ${store} not found`);
+    await folder.scanner.rescan();
+  }
+
+  private async start(): Promise<void> {
+    let stores: StoreRecord[];
+    try {
+      stores = await this.inner.listStores();
+    } catch (err) {
+      this.logger.warn({ err }, "filesystem stores not started: the stores could not be listed");
+      return;
+    }
+    for (const record of stores) {
+      if (record.config.type !== "filesystem" || this.folders.has(record.config.name)) continue;
+      const temp = this.tempOf(record.config);
+      // Uploads a crash cut short are only ever here, never in the folder.
+      await mkdir(temp, { recursive: true }).catch((err) =>
+        this.logger.warn({ err, store: record.config.name, temp }, "filesystem-temp could not be created"),
+      );
+      await emptyDirectory(temp);
+      this.attach(record.config);
+    }
+  }
+
+  private tempOf(config: StoreConfig): string {
+    return config.settings["filesystem-temp"] ?? join(this.tempRoot, config.name);
+  }
+
+  /** Starts serving a filesystem store (idempotent). */
+  private attach(config: StoreConfig): Folder {
+    const existing = this.folders.get(config.name);
+    if (existing) return existing;
+    const location = config.settings["filesystem-location"] ?? "";
+    const reconciler = new Reconciler({
+      inner: this.inner,
+      store: config.name,
+      location,
+      now: this.now,
+      logger: this.logger,
+      skipped: this.options.skipped,
+    });
+    const mayScan = this.options.mayScan;
+    const scanner = new Scanner({
+      reconciler,
+      logger: this.logger,
+      rescanInterval: this.options.rescanInterval,
+      settleDelay: this.options.settleDelay,
+      mayScan: mayScan && (() => mayScan(config.name)),
+    });
+    const folder: Folder = { config, temp: this.tempOf(config), reconciler, scanner };
+    this.folders.set(config.name, folder);
+    if (!this.closed) scanner.start();
+    return folder;
+  }
+
+  private async detach(name: string): Promise<Folder | undefined> {
+    const folder = this.folders.get(name);
+    if (!folder) return undefined;
+    this.folders.delete(name);
+    await folder.scanner.stop();
+    return folder;
+  }
+
+  /** The folder of a store known to be a filesystem store by its configuration (read by any instance). */
+  private folderOf(config: StoreConfig): Folder {
+    return this.folders.get(config.name) ?? this.attach(config);
+  }
+
+  /** The folder of a live filesystem store, or undefined for any other store. */
+  private async folderByName(store: string): Promise<Folder | undefined> {
+    const known = this.folders.get(store);
+    if (known) return known;
+    const record = await this.inner.getStore(store);
+    return record && !record.deleted && record.config.type === "filesystem" ? this.attach(record.config) : undefined;
+  }
+
+  reportedSettings(): Record<string, string> {
+    return this.inner.reportedSettings();
+  }
+
+  listStores(): Promise<StoreRecord[]> {
+    return this.inner.listStores();
+  }
+
+  getStore(name: string): Promise<StoreRecord | undefined> {
+    return this.inner.getStore(name);
+  }
+
+  async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    if (config.type !== "filesystem") return this.inner.createStore(config, now);
+    await this.ready;
+    const existing = await this.inner.getStore(config.name);
+    planCreateStore(existing, config.name);
+    const settings = { ...config.settings, "filesystem-temp": this.tempOf(config) };
+    await this.checkFolder(config.name, settings);
+    const record = await this.inner.createStore({ ...config, settings }, now);
+    this.attach(record.config);
+    return record;
+  }
+
+  async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
+    if (config.type !== "filesystem") return this.inner.updateStore(config, now);
+    await this.ready;
+    const settings = { ...config.settings, "filesystem-temp": this.tempOf(config) };
+    const current = await this.inner.getStore(config.name);
+    if (current && !current.deleted && current.config.settings["filesystem-temp"] !== settings["filesystem-temp"]) {
+      await this.checkFolder(config.name, settings);
+    }
+    const folder = this.folders.get(config.name);
+    const update = () => this.inner.updateStore({ ...config, settings }, now);
+    const record = folder ? await folder.reconciler.lock.run(update) : await update();
+    if (folder) {
+      folder.config = record.config;
+      folder.temp = this.tempOf(record.config);
+    }
+    return record;
+  }
+
+  /**
+   * Deletes the store: its index, events and tombstones go, its folder stays as it is (the files
+   * belong to the team; the store only stops serving them).
+   */
+  async deleteStore(name: string, now: number): Promise<StoreRecord> {
+    await this.ready;
+    const folder = await this.detach(name);
+    if (!folder) return this.inner.deleteStore(name, now);
+    const record = await folder.reconciler.lock.run(() => this.inner.deleteStore(name, now));
+    await emptyDirectory(folder.temp);
+    return record;
+  }
+
+  /** The checks of a new (or changed) filesystem store's directories; BadRequestError with the reason. */
+  private async checkFolder(name: string, settings: Record<string, string>): Promise<void> {
+    const location = settings["filesystem-location"] ?? "";
+    const temp = settings["filesystem-temp"] ?? "";
+    await checkDirectories(location, temp);
+    for (const other of await this.inner.listStores()) {
+      const theirs = other.config.settings["filesystem-location"];
+      if (other.config.type !== "filesystem" || other.config.name === name || theirs === undefined) continue;
+      if (isWithin(location, theirs) || isWithin(theirs, location)) {
+        throw new BadRequestError(
+          `filesystem-location ${location} overlaps the folder of filesystem store ${other.config.name} (${theirs})`,
+        );
+      }
+    }
+  }
+
+  getNode(store: string, path: string): Promise<NodeRecord | undefined> {
+    return this.inner.getNode(store, path);
+  }
+
+  async getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
+    const found = await this.inner.getStoreNode(store, path, options);
+    if (found?.config.type !== "filesystem") return found;
+    const folder = this.folderOf(found.config);
+    if (await this.inLine(folder, path, found.node)) return found;
+    const result = await folder.reconciler.sync(path);
+    if (result.kind === "directory") folder.scanner.notify(path);
+    if (result.unsettled) folder.scanner.notify(path);
+    return this.inner.getStoreNode(store, path, options);
+  }
+
+  /** Whether the index holds what the folder holds at a path (one lstat; files by their version). */
+  private async inLine(folder: Folder, path: string, node: NodeRecord | undefined): Promise<boolean> {
+    if (path === "") return true;
+    const st = await lstatOf(folder.reconciler.fileOf(path));
+    const live = node && !node.deleted ? node : undefined;
+    switch (kindOf(st)) {
+      case "file":
+        return live !== undefined && !live.directory && st !== undefined && live.blob === versionOf(st);
+      case "directory":
+        return live?.directory === true;
+      default:
+        return live === undefined;
+    }
+  }
+
+  listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
+    return this.inner.listNodes(store, dir, options);
+  }
+
+  async putFile(
+    store: string,
+    path: string,
+    blob: BlobInfo,
+    type: string,
+    pre: Preconditions,
+    now: number,
+  ): Promise<WriteResult> {
+    const upload = this.uploads.get(blob.blob);
+    this.uploads.delete(blob.blob);
+    const folder = await this.folderByName(store);
+    if (!folder && !upload) return this.inner.putFile(store, path, blob, type, pre, now);
+    if (!folder || !upload || upload.store !== store) {
+      if (upload) await unlink(upload.file).catch(() => {});
+      else await this.inner.discardBlob(blob);
+      throw new UnavailableError(`store ${store} changed while its contents were received: send them again`);
+    }
+    const { reconciler } = folder;
+    const file = reconciler.fileOf(path);
+    return reconciler.lock.run(async () => {
+      let version: string;
+      try {
+        await reconciler.syncLocked(path);
+        const { target, parent } = await this.current(folder, path, now);
+        planPutFile(path, target, parent, pre.ifMatch);
+        version = versionOf(await stat(upload.file, { bigint: true }));
+        await rename(upload.file, file);
+      } catch (err) {
+        await unlink(upload.file).catch(() => {});
+        throw err;
+      }
+      await syncDirectory(dirname(file));
+      try {
+        const stored = { blob: version, size: blob.size, md5: blob.md5, inline: null };
+        return await this.inner.putFile(store, path, stored, type, pre, now);
+      } catch (err) {
+        // The file is in place: the index records what the folder holds, and the caller learns of the failure.
+        await reconciler.syncLocked(path).catch(() => {});
+        throw err;
+      }
+    });
+  }
+
+  async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
+    const folder = await this.folderByName(store);
+    if (!folder) return this.inner.makeDirectory(store, path, pre, now);
+    const { reconciler } = folder;
+    return reconciler.lock.run(async () => {
+      await reconciler.syncLocked(path);
+      const { target, parent } = await this.current(folder, path, now);
+      const { created } = planMakeDirectory(path, target, path === "" ? undefined : parent, pre.ifMatch);
+      if (created) {
+        await mkdir(reconciler.fileOf(path)).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== "EEXIST") throw err;
+        });
+      }
+      return this.inner.makeDirectory(store, path, pre, now);
+    });
+  }
+
+  async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
+    const folder = await this.folderByName(store);
+    if (!folder) return this.inner.deleteTree(store, path, pre, now);
+    const { reconciler } = folder;
+    let moved: string | undefined;
+    const result = await reconciler.lock.run(async () => {
+      await reconciler.syncLocked(path);
+      const { target } = await this.current(folder, path, now);
+      planDelete(path, target, pre.ifMatch);
+      const file = reconciler.fileOf(path);
+      // A directory leaves the tree in one rename; its contents are removed after the commit.
+      try {
+        if (target?.directory) {
+          moved = join(folder.temp, `deleted-${randomUUID()}`);
+          await rename(file, moved);
+        } else {
+          await unlink(file);
+        }
+      } catch (err) {
+        moved = undefined;
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+      try {
+        return await this.inner.deleteTree(store, path, pre, now);
+      } catch (err) {
+        await reconciler.syncLocked(path).catch(() => {});
+        throw err;
+      }
+    });
+    if (moved) {
+      await rm(moved, { recursive: true, force: true }).catch((err) =>
+        this.logger.warn({ err, store, moved }, "could not remove a deleted directory from filesystem-temp"),
+      );
+    }
+    return result;
+  }
+
+  /** The target of a write and its parent as the rules see them (expired tombstones absent). */
+  private async current(
+    folder: Folder,
+    path: string,
+    now: number,
+  ): Promise<{ target: NodeRecord | undefined; parent: NodeRecord | undefined }> {
+    const store = folder.config.name;
+    const record = await this.inner.getStore(store);
+    if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
+    const visible = (node: NodeRecord | undefined) =>
+      node && !isExpiredTombstone(node, record.config, now) ? node : undefined;
+    const target = visible(await this.inner.getNode(store, path));
+    const parentPath = parentOf(path);
+    const parent = parentPath === undefined ? undefined : visible(await this.inner.getNode(store, parentPath));
+    return { target, parent };
+  }
+
+  async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
+    const folder = options.store === undefined ? undefined : this.folders.get(options.store);
+    if (!folder) return this.inner.writeBlob(source, options);
+    await this.ready;
+    const assembled = await assemble(folder.temp, source, options.maxSize);
+    const blob = randomUUID();
+    this.uploads.set(blob, { store: folder.config.name, file: assembled.temp });
+    return { blob, size: assembled.size, md5: assembled.md5, inline: null };
+  }
+
+  async *readBlob(node: NodeRecord): AsyncIterable<Uint8Array> {
+    const folder = this.folders.get(node.store);
+    if (!folder || node.directory) {
+      yield* this.inner.readBlob(node);
+      return;
+    }
+    const contents = await openVersion(folder.reconciler.fileOf(node.path), node.blob);
+    if (!contents) {
+      // Changed in the folder since the node was read: record it, so that the next read is right.
+      await folder.reconciler.sync(node.path).catch(() => {});
+      throw new NotFoundError(`/${node.path} changed in the folder of store ${node.store}`);
+    }
+    yield* contents;
+  }
+
+  async discardBlob(blob: BlobInfo): Promise<void> {
+    const upload = this.uploads.get(blob.blob);
+    if (!upload) return this.inner.discardBlob(blob);
+    this.uploads.delete(blob.blob);
+    await unlink(upload.file).catch((err) =>
+      this.logger.warn({ err, file: upload.file }, "could not remove a discarded upload from filesystem-temp"),
+    );
+  }
+
+  changesSince(store: string, afterEventId: number, limit: number): Promise<NodeRecord[]> {
+    return this.inner.changesSince(store, afterEventId, limit);
+  }
+
+  onChange(listener: (store: string) => void): () => void {
+    return this.inner.onChange(listener);
+  }
+
+  purgeExpired(now: number): Promise<number> {
+    return this.inner.purgeExpired(now);
+  }
+
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.ready;
+    for (const name of [...this.folders.keys()]) await this.detach(name);
+    await this.inner.close();
+  }
+}

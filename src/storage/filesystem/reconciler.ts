@@ -1,0 +1,178 @@
+// Brings the index (the inner adapter's nodes) in line with what a filesystem store's folder holds
+// at one path, through the same putFile / makeDirectory / deleteTree writes every face makes, so
+// that an external change becomes ordinary change events. One lock per store serializes these
+// writes with Trove's own writes to the folder: a version already recorded is never recorded twice.
+
+import { join } from "node:path";
+import { UnavailableError } from "../../domain/errors.js";
+import { typeFromName } from "../../domain/mime.js";
+import { ancestorsOf, joinPath, nameOf } from "../../domain/path.js";
+import type { NodeRecord, StorageLogger, StoragePort } from "../port.js";
+import { type EntryKind, hashFile, kindOf, lstatOf, versionOf } from "./folder.js";
+
+/** Why an entry of the folder is not served: a name Trove's path rules refuse, a symbolic link, a special file. */
+export type SkipReason = "name" | "link" | "special";
+
+/** Runs tasks one at a time, in call order. */
+export class StoreLock {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(task, task);
+    this.tail = result.catch(() => {});
+    return result;
+  }
+}
+
+export interface ReconcilerOptions {
+  inner: StoragePort;
+  store: string;
+  /** The folder (filesystem-location). */
+  location: string;
+  now: () => number;
+  logger: StorageLogger;
+  /** Counts an entry that is not served (once per path). */
+  skipped?: (reason: SkipReason) => void;
+}
+
+export interface SyncResult {
+  /** What the index holds at the path now. */
+  kind: "file" | "directory" | "absent";
+  /** The file was being written while it was read: not recorded; read it again on its next change. */
+  unsettled: boolean;
+}
+
+const MAX_REPORTED = 10_000;
+
+export class Reconciler {
+  readonly store: string;
+  readonly location: string;
+  readonly lock = new StoreLock();
+  private readonly inner: StoragePort;
+  private readonly now: () => number;
+  private readonly logger: StorageLogger;
+  private readonly onSkipped: ((reason: SkipReason) => void) | undefined;
+  /** Paths already reported as skipped: a rescan does not report them again. */
+  private readonly reported = new Set<string>();
+
+  constructor(options: ReconcilerOptions) {
+    this.inner = options.inner;
+    this.store = options.store;
+    this.location = options.location;
+    this.now = options.now;
+    this.logger = options.logger;
+    this.onSkipped = options.skipped;
+  }
+
+  /** The absolute file name of a store path. */
+  fileOf(path: string): string {
+    return path === "" ? this.location : join(this.location, ...path.split("/"));
+  }
+
+  /** Whether a name (one segment) is one Trove serves; reports it otherwise. */
+  acceptsName(path: string, name: string | Buffer): boolean {
+    const text = name.toString();
+    let ok = typeof name === "string" || Buffer.from(text).equals(name);
+    if (ok) {
+      try {
+        joinPath(path.split("/"));
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok) this.skip(path, "name");
+    return ok;
+  }
+
+  skip(path: string, reason: SkipReason): void {
+    const key = `${reason} ${path}`;
+    if (this.reported.has(key)) return;
+    if (this.reported.size >= MAX_REPORTED) this.reported.clear();
+    this.reported.add(key);
+    this.logger.warn(
+      { store: this.store, path, reason },
+      reason === "name"
+        ? "a name in the folder of a filesystem store is refused by Trove's path rules: not served"
+        : reason === "link"
+          ? "a symbolic link in the folder of a filesystem store is never followed: not served"
+          : "a special file in the folder of a filesystem store is not served",
+    );
+    this.onSkipped?.(reason);
+  }
+
+  /** Throws UnavailableError when the folder itself is missing (never read as "everything was deleted"). */
+  async requireFolder(): Promise<void> {
+    const st = await lstatOf(this.location);
+    if (kindOf(st) !== "directory") {
+      throw new UnavailableError(
+        `the folder of filesystem store ${this.store} (${this.location}) is missing or not a directory`,
+      );
+    }
+  }
+
+  /** `syncLocked` under the store's lock. */
+  sync(path: string): Promise<SyncResult> {
+    return this.lock.run(() => this.syncLocked(path));
+  }
+
+  /** Brings a path and each of its ancestors in line with the folder. The caller holds the lock. */
+  async syncLocked(path: string): Promise<SyncResult> {
+    await this.requireFolder();
+    for (const dir of ancestorsOf(path).reverse()) {
+      if (dir === "") continue;
+      const result = await this.syncEntry(dir);
+      if (result.kind !== "directory") return { kind: "absent", unsettled: false };
+    }
+    return path === "" ? { kind: "directory", unsettled: false } : this.syncEntry(path);
+  }
+
+  /** `syncEntry` under the lock: for a walk, whose parent directory is known to be in line. */
+  syncChild(path: string): Promise<SyncResult> {
+    return this.lock.run(() => this.syncEntry(path));
+  }
+
+  /** The live node at a path of the index, or undefined. */
+  async indexed(path: string): Promise<NodeRecord | undefined> {
+    const node = await this.inner.getNode(this.store, path);
+    return node && !node.deleted ? node : undefined;
+  }
+
+  /** The live children of a directory of the index, in batches. */
+  children(dir: string): AsyncIterable<NodeRecord[]> {
+    return this.inner.listNodes(this.store, dir, { recursive: false, includeDeleted: false });
+  }
+
+  /** One path, its parent already in line. The caller holds the lock. */
+  private async syncEntry(path: string): Promise<SyncResult> {
+    if (!this.acceptsName(path, nameOf(path))) return { kind: "absent", unsettled: false };
+    const file = this.fileOf(path);
+    const st = await lstatOf(file);
+    let kind: EntryKind = kindOf(st);
+    if (kind === "other") {
+      this.skip(path, st?.isSymbolicLink() ? "link" : "special");
+      kind = "absent";
+    }
+    const node = await this.indexed(path);
+    if (kind === "absent") {
+      if (node) await this.inner.deleteTree(this.store, path, {}, this.now());
+      return { kind: "absent", unsettled: false };
+    }
+    if (kind === "directory") {
+      if (node?.directory) return { kind: "directory", unsettled: false };
+      if (node) await this.inner.deleteTree(this.store, path, {}, this.now());
+      await this.inner.makeDirectory(this.store, path, {}, this.now());
+      return { kind: "directory", unsettled: false };
+    }
+    if (node && !node.directory && st && node.blob === versionOf(st)) return { kind: "file", unsettled: false };
+    const hashed = await hashFile(file);
+    const again = hashed && (await lstatOf(file));
+    if (!hashed || !again || kindOf(again) !== "file" || versionOf(again) !== hashed.version) {
+      return { kind: node ? (node.directory ? "directory" : "file") : "absent", unsettled: true };
+    }
+    if (node?.directory) await this.inner.deleteTree(this.store, path, {}, this.now());
+    const type = node && !node.directory ? node.type : typeFromName(nameOf(path));
+    const blob = { blob: hashed.version, size: hashed.size, md5: hashed.md5, inline: null };
+    await this.inner.putFile(this.store, path, blob, type, {}, this.now());
+    return { kind: "file", unsettled: false };
+  }
+}

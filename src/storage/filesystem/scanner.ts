@@ -1,0 +1,249 @@
+// Notices changes made to a filesystem store's folder by other programs: one change notification
+// (fs.watch, inotify on Linux) per directory, a full rescan at start-up and periodically as the
+// floor, and a walk of every directory a notification names. Each difference goes to the
+// Reconciler, which records it as ordinary change events. One task at a time per store.
+
+import { type FSWatcher, watch } from "node:fs";
+import { opendir } from "node:fs/promises";
+import type { StorageLogger } from "../port.js";
+import { kindOf, lstatOf, versionOf } from "./folder.js";
+import type { Reconciler } from "./reconciler.js";
+
+export interface ScannerOptions {
+  reconciler: Reconciler;
+  logger: StorageLogger;
+  /** How often the whole folder is walked, in milliseconds (default 60 s). */
+  rescanInterval?: number;
+  /** Quiet time after a notification before the changed paths are read, in milliseconds (default 100). */
+  settleDelay?: number;
+  /**
+   * Whether this instance may scan the store now (default: always). The seam for a lease held by
+   * one instance among several (issue 17, item 7): while it answers false, nothing is watched or walked.
+   */
+  mayScan?: () => boolean | Promise<boolean>;
+}
+
+export const DEFAULT_RESCAN_INTERVAL = 60_000;
+const DEFAULT_SETTLE_DELAY = 100;
+/** Longest a notified path waits for quiet before it is read anyway. */
+const MAX_SETTLE = 1000;
+/** Most directories watched per store; beyond, changes there are found by the rescans only. */
+const MAX_WATCHES = 50_000;
+
+export class Scanner {
+  private readonly reconciler: Reconciler;
+  private readonly logger: StorageLogger;
+  private readonly rescanInterval: number;
+  private readonly settleDelay: number;
+  private readonly mayScan: () => boolean | Promise<boolean>;
+  private readonly watches = new Map<string, FSWatcher>();
+  private readonly pending = new Set<string>();
+  private fullRequested = false;
+  private fullWaiters: Array<() => void> = [];
+  private running: Promise<void> | undefined;
+  private settleTimer: NodeJS.Timeout | undefined;
+  private firstPending = 0;
+  private rescanTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private watchFailureLogged = false;
+
+  constructor(options: ScannerOptions) {
+    this.reconciler = options.reconciler;
+    this.logger = options.logger;
+    this.rescanInterval = options.rescanInterval ?? DEFAULT_RESCAN_INTERVAL;
+    this.settleDelay = options.settleDelay ?? DEFAULT_SETTLE_DELAY;
+    this.mayScan = options.mayScan ?? (() => true);
+  }
+
+  /** Starts watching, with a full rescan first (what changed while Trove was down). */
+  start(): void {
+    this.requestRescan();
+    this.rescanTimer = setInterval(() => this.requestRescan(), this.rescanInterval);
+    this.rescanTimer.unref();
+  }
+
+  /** Stops watching and rescanning; resolves when the task under way has ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.rescanTimer);
+    clearTimeout(this.settleTimer);
+    for (const watcher of this.watches.values()) watcher.close();
+    this.watches.clear();
+    this.pending.clear();
+    await this.running;
+    for (const resolve of this.fullWaiters.splice(0)) resolve();
+  }
+
+  /** A full rescan, resolved once one that started after this call has ended. */
+  rescan(): Promise<void> {
+    return new Promise((resolve) => {
+      this.fullWaiters.push(resolve);
+      this.requestRescan();
+    });
+  }
+
+  /** A path that may have changed (a notification, or a read that found the file changed). */
+  notify(path: string): void {
+    if (this.stopped) return;
+    if (this.pending.size === 0) this.firstPending = Date.now();
+    this.pending.add(path);
+    clearTimeout(this.settleTimer);
+    const wait = Math.max(0, Math.min(this.settleDelay, this.firstPending + MAX_SETTLE - Date.now()));
+    this.settleTimer = setTimeout(() => this.drain(), wait);
+    this.settleTimer.unref();
+  }
+
+  private requestRescan(): void {
+    if (this.stopped) {
+      for (const resolve of this.fullWaiters.splice(0)) resolve();
+      return;
+    }
+    this.fullRequested = true;
+    this.drain();
+  }
+
+  private drain(): void {
+    if (this.running || this.stopped) return;
+    this.running = this.work().finally(() => {
+      this.running = undefined;
+      if (!this.stopped && (this.fullRequested || this.pending.size > 0)) this.drain();
+    });
+  }
+
+  private async work(): Promise<void> {
+    try {
+      if (!(await this.mayScan())) {
+        this.pending.clear();
+        this.fullRequested = false;
+        for (const resolve of this.fullWaiters.splice(0)) resolve();
+        return;
+      }
+      if (this.fullRequested) {
+        this.fullRequested = false;
+        const waiters = this.fullWaiters.splice(0);
+        try {
+          await this.fullRescan();
+        } finally {
+          for (const resolve of waiters) resolve();
+        }
+        return;
+      }
+      const batch = [...this.pending].sort();
+      this.pending.clear();
+      for (const path of batch) {
+        if (this.stopped) return;
+        await this.syncNotified(path);
+      }
+    } catch (err) {
+      this.logger.warn({ err, store: this.reconciler.store }, "filesystem store scan failed; the next rescan retries");
+    }
+  }
+
+  private async fullRescan(): Promise<void> {
+    try {
+      await this.reconciler.requireFolder();
+    } catch (err) {
+      this.logger.warn({ err, store: this.reconciler.store }, "filesystem store not scanned");
+      return;
+    }
+    await this.walk("");
+  }
+
+  /** A notified path: it and its ancestors in line, then, for a directory, everything below it. */
+  private async syncNotified(path: string): Promise<void> {
+    const result = await this.reconciler.sync(path);
+    if (result.unsettled) this.notify(path);
+    if (result.kind === "directory") await this.walk(path);
+    else this.unwatchBelow(path);
+  }
+
+  /**
+   * Walks a directory that the index holds as a directory: each entry compared with its node
+   * (a file by its version: size, mtime and inode, never read when unchanged), differences
+   * reconciled, then each subdirectory. One directory's entries in memory at a time, streamed.
+   */
+  private async walk(dir: string): Promise<void> {
+    if (this.stopped) return;
+    this.watchDirectory(dir);
+    const indexed = new Map<string, { directory: boolean; blob: string }>();
+    for await (const batch of this.reconciler.children(dir)) {
+      for (const node of batch) indexed.set(node.path, { directory: node.directory, blob: node.blob });
+    }
+    const subdirectories: string[] = [];
+    let handle: Awaited<ReturnType<typeof opendir>>;
+    try {
+      handle = await opendir(this.reconciler.fileOf(dir), { encoding: "buffer" as BufferEncoding });
+    } catch {
+      // Gone since: reconcile the directory itself.
+      await this.reconciler.sync(dir);
+      return;
+    }
+    for await (const entry of handle) {
+      if (this.stopped) return;
+      const raw = entry.name as unknown as Buffer;
+      const name = raw.toString();
+      const path = dir === "" ? name : `${dir}/${name}`;
+      const node = indexed.get(path);
+      indexed.delete(path);
+      if (!this.reconciler.acceptsName(path, raw)) continue;
+      if (entry.isSymbolicLink() || !(entry.isFile() || entry.isDirectory())) {
+        this.reconciler.skip(path, entry.isSymbolicLink() ? "link" : "special");
+        if (node) await this.reconciler.syncChild(path);
+        continue;
+      }
+      if (entry.isDirectory()) {
+        const kind = node?.directory ? "directory" : (await this.reconciler.syncChild(path)).kind;
+        if (kind === "directory") subdirectories.push(path);
+        continue;
+      }
+      if (node && !node.directory) {
+        const st = await lstatOf(this.reconciler.fileOf(path));
+        if (st && kindOf(st) === "file" && versionOf(st) === node.blob) continue;
+      }
+      const result = await this.reconciler.syncChild(path);
+      if (result.unsettled) this.notify(path);
+    }
+    for (const path of indexed.keys()) {
+      await this.reconciler.syncChild(path);
+      this.unwatchBelow(path);
+    }
+    for (const path of subdirectories) await this.walk(path);
+  }
+
+  private watchDirectory(dir: string): void {
+    if (this.watches.has(dir) || this.stopped || this.watches.size >= MAX_WATCHES) return;
+    let watcher: FSWatcher;
+    try {
+      watcher = watch(this.reconciler.fileOf(dir), { persistent: false }, (_event, name) => {
+        if (name === null) this.notify(dir);
+        else this.notify(dir === "" ? String(name) : `${dir}/${String(name)}`);
+      });
+    } catch (err) {
+      if (!this.watchFailureLogged) {
+        this.watchFailureLogged = true;
+        this.logger.warn(
+          { err, store: this.reconciler.store },
+          "change notifications unavailable for a filesystem store directory (inotify limit?): changes there are found by the periodic rescan",
+        );
+      }
+      return;
+    }
+    watcher.on("error", () => {
+      watcher.close();
+      if (this.watches.get(dir) === watcher) this.watches.delete(dir);
+      this.notify(dir);
+    });
+    this.watches.set(dir, watcher);
+  }
+
+  /** Stops watching a directory that left the index, and everything below it. */
+  private unwatchBelow(path: string): void {
+    const prefix = `${path}/`;
+    for (const [dir, watcher] of this.watches) {
+      if (dir === path || dir.startsWith(prefix)) {
+        watcher.close();
+        this.watches.delete(dir);
+      }
+    }
+  }
+}
