@@ -2,11 +2,15 @@
 // version 1's differences (spec: Versioning; docs/rest.md, "Version 1"): DELETE refuses a
 // directory that is not empty (409), and stores without sync-recursive are not served.
 
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { PreconditionFailureSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
+import { ADMIN, startAuthServer, startIssuer } from "../auth/support.js";
 import { startServer, type TestServer } from "../support/server.js";
 import {
   bytes,
@@ -306,6 +310,33 @@ describe("REST v1 on a recursive store works as v2 (issue 17 item 8; spec: Versi
   });
 });
 
+describe("REST v1 serves a filesystem store: the rule is by feature (issue 17 item 8; filesystem stores have sync-recursive)", () => {
+  test("a filesystem store is listed on v1, written and read through v1, and v1 refuses to delete its non-empty directory", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "trove-v1-fs-"));
+    try {
+      const created = await client.fetch("POST", `${V1}/stores`, {
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ name: "folder", type: "filesystem", settings: { "filesystem-location": folder } }),
+      });
+      expect(created.status, created.text).toBe(201);
+      expect(storeNames((await client.fetch("GET", `${V1}/stores`)).text).sort()).toEqual(["folder", "home"]);
+      expect((await client.fetch("PUT", `${V1_DATA}/folder/d/`)).status).toBe(201);
+      const put = await client.fetch("PUT", `${V1_DATA}/folder/d/a.txt`, { body: bytes("on disk") });
+      expect(put.status).toBe(201);
+      expect((await client.fetch("GET", `${V1_DATA}/folder/d/a.txt`)).text).toBe("on disk");
+      expectError(
+        await client.fetch("DELETE", `${V1_DATA}/folder/d/`),
+        409,
+        "directory /d is not empty: 1 entry below it",
+      );
+      expect(await readFile(join(folder, "d", "a.txt"), "utf8")).toBe("on disk");
+    } finally {
+      await client.fetch("DELETE", "/resources/v2/stores/folder");
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("REST v1 endpoints (issue 17 item 8)", () => {
   test("/resources/v1/data without a store answers 400, as v2 does", async () => {
     expectError(await client.fetch("GET", `${V1}/data`), 400, "a store name is required: /resources/v1/data/{store}/");
@@ -321,5 +352,45 @@ describe("REST v1 endpoints (issue 17 item 8)", () => {
     const reply = await client.fetch("POST", `${V1_DATA}/home/x`);
     expect(reply.status).toBe(405);
     expect(reply.headers.get("allow")).toBe("GET, HEAD, PUT, DELETE");
+  });
+});
+
+describe("REST v1 store refusal and access (issue 17 item 8; spec Authentication)", () => {
+  test("a caller without access to the snapshot store gets v2's 401 on v1, never the v1 reason that would reveal the store", async () => {
+    const issuer = await startIssuer();
+    const t = await startAuthServer(issuer);
+    try {
+      const admin = await issuer.token(ADMIN);
+      const json = { "Content-Type": "application/json" };
+      const created = await t.call("POST", "/resources/v2/stores", admin, {
+        headers: json,
+        body: JSON.stringify({ name: "snap", type: "snapshot" }),
+      });
+      expect(created.status).toBe(201);
+      const homeOnly = await issuer.token({ trove_grants: [{ store: "home", ops: ["read", "write", "delete"] }] });
+      for (const [method, path] of [
+        ["GET", `${V1_DATA}/snap/`],
+        ["PUT", `${V1_DATA}/snap/x.txt`],
+        ["DELETE", `${V1_DATA}/snap/x.txt`],
+        ["GET", `${V1}/poll?store=snap:0`],
+        ["GET", `${V1}/stores/snap`],
+      ] as const) {
+        const v1 = await t.call(method, path, homeOnly, method === "PUT" ? { body: "x" } : {});
+        const v2 = await t.call(method, path.replace("/resources/v1/", "/resources/v2/"), homeOnly, {
+          ...(method === "PUT" ? { body: "x" } : {}),
+        });
+        expect([method, path, v1.status], await v1.text()).toEqual([method, path, 401]);
+        expect(v2.status).toBe(401);
+      }
+      // The same caller is served on v1 where it has access.
+      expect((await t.call("GET", `${V1_DATA}/home/`, homeOnly)).status).toBe(200);
+      // With access, the v1 reason is given.
+      const refused = await t.call("GET", `${V1_DATA}/snap/`, admin);
+      expect(refused.status).toBe(404);
+      expect(await refused.text()).toMatch(/^store snap is not served by version 1 of the API/);
+    } finally {
+      await t.stop();
+      await issuer.stop();
+    }
   });
 });
