@@ -54,6 +54,10 @@ export function App(props: AppProps) {
     if (!link.pathname.startsWith("/console/")) return;
     event.preventDefault();
     context.navigate(link.pathname + link.search);
+    // A link in the content (a listing's folder, a store) goes away with the screen it opens: the
+    // focus moves to the new content, where the next Tab goes on, rather than back to the page's
+    // top. Links in a navigation (sections, breadcrumbs, folder tree) stay, and keep the focus.
+    if (!link.closest("nav")) document.getElementById("main")?.focus();
   };
 
   if (state.kind === "signed-out") {

@@ -1,10 +1,12 @@
-// What the console's end-to-end suites share: the Chromium they drive (the Debian package
-// `chromium`, found through TROVE_TEST_CHROMIUM_BIN or the standard paths; never downloaded), the
-// built console (rebuilt when console/ is newer), and a real Trove with its development issuer.
+// What the console's end-to-end suites share: the browser they drive (the Debian package
+// `chromium` over CDP, or `firefox-esr` over WebDriver BiDi; found through TROVE_TEST_CHROMIUM_BIN /
+// TROVE_TEST_FIREFOX_BIN or the standard paths; never downloaded), the built console (rebuilt when
+// console/ is newer), a real Trove with its development issuer, and axe-core's accessibility check.
 
 import { execFile } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,14 +17,29 @@ import { type DevIssuer, openDevIssuer } from "../../src/auth/dev-issuer.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const CHROMIUM_ENV = "TROVE_TEST_CHROMIUM_BIN";
-const STANDARD_PATHS = [
-  "/usr/bin/chromium",
-  "/usr/bin/chromium-browser",
-  "/usr/bin/google-chrome",
-  "/snap/bin/chromium",
-];
-const NAMES = ["chromium", "chromium-browser", "google-chrome"];
+
+/** The browsers the suites drive: the Debian packages `chromium` and `firefox-esr`, never a download. */
+export type BrowserKind = "chromium" | "firefox";
+
+const BROWSERS: Record<BrowserKind, { title: string; env: string; paths: string[]; names: string[]; debian: string }> =
+  {
+    chromium: {
+      title: "Chromium",
+      env: "TROVE_TEST_CHROMIUM_BIN",
+      paths: ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/snap/bin/chromium"],
+      names: ["chromium", "chromium-browser", "google-chrome"],
+      debian: "chromium",
+    },
+    firefox: {
+      title: "Firefox",
+      env: "TROVE_TEST_FIREFOX_BIN",
+      paths: ["/usr/bin/firefox", "/usr/bin/firefox-esr", "/snap/bin/firefox"],
+      names: ["firefox", "firefox-esr"],
+      debian: "firefox-esr",
+    },
+  };
+export const CHROMIUM_ENV = BROWSERS.chromium.env;
+export const FIREFOX_ENV = BROWSERS.firefox.env;
 
 function executable(path: string): boolean {
   try {
@@ -34,42 +51,60 @@ function executable(path: string): boolean {
 }
 
 /** The browser: the environment variable's, else a standard path, else one on PATH; undefined if none. */
-export function findChromium(): string | undefined {
-  const named = process.env[CHROMIUM_ENV];
+export function findBrowser(kind: BrowserKind): string | undefined {
+  const { env, paths, names } = BROWSERS[kind];
+  const named = process.env[env];
   if (named) return executable(named) ? named : undefined;
-  const standard = STANDARD_PATHS.find(executable);
+  const standard = paths.find(executable);
   if (standard) return standard;
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    for (const name of NAMES) if (dir && executable(join(dir, name))) return join(dir, name);
+    for (const name of names) if (dir && executable(join(dir, name))) return join(dir, name);
   }
   return undefined;
 }
 
-const HINT =
-  `no Chromium is installed (${CHROMIUM_ENV}, ${STANDARD_PATHS.join(", ")}, PATH): ` +
-  "install the Debian package with `apt-get install -y chromium` (.ci/run does), or name one in " +
-  `${CHROMIUM_ENV}. The console's end-to-end tests never download a browser.`;
+export function findChromium(): string | undefined {
+  return findBrowser("chromium");
+}
+
+function hint(kind: BrowserKind): string {
+  const { title, env, paths, debian } = BROWSERS[kind];
+  return (
+    `no ${title} is installed (${env}, ${paths.join(", ")}, PATH): ` +
+    `install the Debian package with \`apt-get install -y ${debian}\` (.ci/run does), or name one in ` +
+    `${env}. The console's end-to-end tests never download a browser.`
+  );
+}
 
 /**
  * `describe` with the browser's path. Without a browser: under CI=true one failing test says so;
  * elsewhere the suite is reported as not run, with the reason in its title and on stderr.
  */
-export function describeWithChromium(title: string, body: (path: string) => void): void {
-  const path = findChromium();
+export function describeWithBrowser(kind: BrowserKind, title: string, body: (path: string) => void): void {
+  const path = findBrowser(kind);
   if (path !== undefined) {
     describe(title, () => body(path));
     return;
   }
+  const { title: name } = BROWSERS[kind];
   if (process.env.CI === "true") {
     describe(title, () => {
-      it("needs Chromium", () => {
-        throw new Error(HINT);
+      it(`needs ${name}`, () => {
+        throw new Error(hint(kind));
       });
     });
     return;
   }
-  console.warn(`${title}: NOT RUN: ${HINT}`);
-  describe.skip(`${title} (NOT RUN: no Chromium installed)`, () => body(""));
+  console.warn(`${title}: NOT RUN: ${hint(kind)}`);
+  describe.skip(`${title} (NOT RUN: no ${name} installed)`, () => body(""));
+}
+
+export function describeWithChromium(title: string, body: (path: string) => void): void {
+  describeWithBrowser("chromium", title, body);
+}
+
+export function describeWithFirefox(title: string, body: (path: string) => void): void {
+  describeWithBrowser("firefox", title, body);
 }
 
 async function newestIn(dir: string): Promise<number> {
@@ -104,21 +139,40 @@ export interface ConsoleRig {
   close(): Promise<void>;
 }
 
-/** A real Trove (development issuer, console) on 127.0.0.1:0 and a headless Chromium with one page. */
-export async function startConsoleRig(chromium: string): Promise<ConsoleRig> {
+export interface RigOptions {
+  /** Chromium (over CDP) by default; Firefox over WebDriver BiDi. */
+  browser?: BrowserKind;
+  /** The page's size; 1280 x 900 by default. */
+  viewport?: { width: number; height: number };
+}
+
+/** A real Trove (development issuer, console) on 127.0.0.1:0 and a headless browser with one page. */
+export async function startConsoleRig(executablePath: string, options: RigOptions = {}): Promise<ConsoleRig> {
+  const kind = options.browser ?? "chromium";
+  const viewport = options.viewport ?? { width: 1280, height: 900 };
   await buildConsole();
   const issuerDir = await mkdtemp(join(tmpdir(), "trove-console-issuer-"));
   const issuer = await openDevIssuer({ dataDir: issuerDir });
   const trove = await startServer({ auth: issuer.authenticator, devIssuer: issuer });
   let browser: Browser | undefined;
   try {
-    browser = await launch({
-      executablePath: chromium,
-      headless: true,
-      // As root (CI containers) Chromium refuses to start without --no-sandbox.
-      args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900"],
-      defaultViewport: { width: 1280, height: 900 },
-    });
+    browser =
+      kind === "firefox"
+        ? // puppeteer-core drives Firefox over WebDriver BiDi (its only protocol for Firefox).
+          await launch({ browser: "firefox", executablePath, headless: true, defaultViewport: viewport })
+        : await launch({
+            browser: "chrome",
+            executablePath,
+            headless: true,
+            // As root (CI containers) Chromium refuses to start without --no-sandbox.
+            args: [
+              "--no-sandbox",
+              "--disable-dev-shm-usage",
+              "--disable-gpu",
+              `--window-size=${viewport.width},${viewport.height}`,
+            ],
+            defaultViewport: viewport,
+          });
     const page = await browser.newPage();
     page.setDefaultTimeout(20_000);
     const open = browser;
@@ -158,8 +212,11 @@ export async function screenshot(page: Page, name: string): Promise<void> {
  * A rig signed in through the development issuer's page, with `auth`, the Authorization header of
  * a token of the same issuer, for REST calls from outside the page.
  */
-export async function signedInRig(chromium: string): Promise<{ rig: ConsoleRig; auth: Record<string, string> }> {
-  const rig = await startConsoleRig(chromium);
+export async function signedInRig(
+  executablePath: string,
+  options: RigOptions = {},
+): Promise<{ rig: ConsoleRig; auth: Record<string, string> }> {
+  const rig = await startConsoleRig(executablePath, options);
   const auth = { Authorization: `Bearer ${await rig.token()}` };
   await signIn(rig.page, rig.url);
   return { rig, auth };
@@ -172,4 +229,50 @@ export async function signIn(page: Page, url: string): Promise<void> {
   await page.waitForSelector("form[action='/auth/authorize']");
   await Promise.all([page.waitForNavigation(), page.locator("button::-p-text(Sign in as developer)").click()]);
   await page.waitForSelector("header.top");
+}
+
+/** axe-core, from node_modules (never a CDN). */
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/**
+ * axe-core's violations of impact serious or critical on the page as it is now (WCAG 2.x A and AA
+ * and axe's best practices), one line each: rule, impact, help, the first elements concerned.
+ */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated by the driver rather than added as a <script>: the console's CSP allows no inline script.
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(async () => {
+    interface Violation {
+      id: string;
+      impact?: string | null;
+      help: string;
+      nodes: { target: unknown[] }[];
+    }
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: Violation[] }> } }).axe;
+    const { violations } = await axe.run();
+    return violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.help}: ${v.nodes
+            .slice(0, 5)
+            .map((n) => n.target.join(" "))
+            .join(", ")}${v.nodes.length > 5 ? ` and ${v.nodes.length - 5} more` : ""}`,
+      );
+  });
+}
+
+/** The page's width as it scrolls (document.documentElement.scrollWidth): over the window's, something overflows. */
+export async function scrollWidth(page: Page): Promise<number> {
+  return page.evaluate("document.documentElement.scrollWidth") as Promise<number>;
+}
+
+/** The elements that reach past the window's right edge (tag.class), for a failing width check's message. */
+export async function overflowing(page: Page): Promise<string[]> {
+  return page.evaluate(`[...document.querySelectorAll("body *")]
+    .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+    .slice(0, 12)
+    .map((e) => e.tagName.toLowerCase() + (e.className && typeof e.className === "string" ? "." + e.className.trim().replace(/\\s+/g, ".") : "") + " " + Math.round(e.getBoundingClientRect().right))`) as Promise<
+    string[]
+  >;
 }

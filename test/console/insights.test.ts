@@ -11,6 +11,7 @@ import {
   edgePath,
   fitScale,
   type GraphLayout,
+  LABEL_ROOM,
   layoutGraph,
   NODE_HEIGHT,
   NODE_WIDTH,
@@ -207,7 +208,7 @@ describe("dependency graph layout (issue 15: laid out automatically by dagre, mi
     ]);
   });
 
-  it("fitScale never enlarges; an edge's route is a path through its points; long names are shortened", () => {
+  it("fitScale never enlarges; an edge's route is a path through its points; a long name is squeezed, never cut", () => {
     expect(fitScale({ width: 500 }, 960)).toBe(1);
     expect(fitScale({ width: 1920 }, 960)).toBe(0.5);
     expect(edgePath([])).toBe("");
@@ -225,8 +226,15 @@ describe("dependency graph layout (issue 15: laid out automatically by dagre, mi
         { x: 20, y: 10 },
       ]),
     ).toBe("M0,0 Q10,0 10,5 Q10,10 15,10 L20,10");
-    expect(nodeLabel("/templates/letters/welcome-letter.template")).toBe("welcome-letter.template");
-    expect(nodeLabel("/templates/address-change-confirmation.template")).toBe("address-change-confirmatio…");
+    // The whole name, squeezed when it would not fit (at most to 70 %; the box clips the rest).
+    expect(nodeLabel("/templates/letters/welcome-letter.template")).toEqual({ text: "welcome-letter.template" });
+    expect(nodeLabel("/templates/address-change-confirmation.template")).toEqual({
+      text: "address-change-confirmation.template",
+      squeeze: LABEL_ROOM,
+    });
+    const long = nodeLabel(`/blocks/${"x".repeat(60)}.block`);
+    expect(long.text).toHaveLength(66);
+    expect(long.squeeze).toBeGreaterThan(LABEL_ROOM);
   });
 });
 

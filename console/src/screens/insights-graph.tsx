@@ -235,7 +235,8 @@ export function DependencyGraph(props: GraphProps) {
                 class="node"
                 data-path={n.path}
                 role="button"
-                tabIndex={0}
+                // Lower case: an SVG attribute is set as written, and only `tabindex` makes it focusable.
+                tabindex={0}
                 aria-label={`Open ${n.path}`}
                 onClick={() => open(n.path)}
                 onKeyDown={(e) => {
@@ -279,23 +280,31 @@ export function DependencyGraph(props: GraphProps) {
   );
 }
 
-/** A resource's box and its name; a missing target dashed and red. */
+/** A resource's box and its name (a nested <svg>: its viewport clips a name too long for the box); a missing target dashed and red. */
 function NodeBox(props: { x: number; y: number; path: string; missing: boolean }) {
+  const label = nodeLabel(props.path);
   return (
-    <>
+    // biome-ignore lint/a11y/noSvgWithoutTitle: a viewport that clips the box, not an image; the node around it is named
+    <svg x={props.x} y={props.y} width={NODE_WIDTH} height={NODE_HEIGHT} overflow="hidden">
       <rect
-        x={props.x}
-        y={props.y}
-        width={NODE_WIDTH}
-        height={NODE_HEIGHT}
+        x="0.5"
+        y="0.5"
+        width={NODE_WIDTH - 1}
+        height={NODE_HEIGHT - 1}
         rx="4"
         fill={props.missing ? "#fdecee" : "#eef3fb"}
         stroke={props.missing ? "#b00020" : "#3a5a8c"}
         stroke-dasharray={props.missing ? "4 3" : undefined}
       />
-      <text x={props.x + 7} y={props.y + 17} fill={props.missing ? "#b00020" : "#111"}>
-        {nodeLabel(props.path)}
+      <text
+        x="7"
+        y="17"
+        fill={props.missing ? "#b00020" : "#111"}
+        textLength={label.squeeze}
+        lengthAdjust={label.squeeze ? "spacingAndGlyphs" : undefined}
+      >
+        {label.text}
       </text>
-    </>
+    </svg>
   );
 }

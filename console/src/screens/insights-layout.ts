@@ -185,8 +185,17 @@ function stronglyConnected(nodes: string[], out: Map<string, string[]>): Map<str
   return component;
 }
 
-/** The label of a node: the file name, shortened to fit the box. */
-export function nodeLabel(path: string): string {
-  const name = path.slice(path.lastIndexOf("/") + 1);
-  return name.length > 27 ? `${name.slice(0, 26)}…` : name;
+/** Room for a node's name in its box, and the width of an average character of the 11 px label. */
+export const LABEL_ROOM = NODE_WIDTH - 14;
+const CHAR_WIDTH = 6.2;
+
+/**
+ * The label of a node: its file name, whole (so that what is seen is part of the node's accessible
+ * name), with the length to squeeze it into when it would not fit, at most to 70 % (the box clips
+ * the rest of a longer name).
+ */
+export function nodeLabel(path: string): { text: string; squeeze?: number } {
+  const text = path.slice(path.lastIndexOf("/") + 1);
+  const natural = text.length * CHAR_WIDTH;
+  return natural <= LABEL_ROOM ? { text } : { text, squeeze: Math.round(Math.max(LABEL_ROOM, natural * 0.7)) };
 }

@@ -1,0 +1,165 @@
+// Issue 15, accessibility: axe-core (from node_modules, evaluated in the page) finds no violation of
+// impact serious or critical on the console's main screens (sign-in, stores, browse with a dialog,
+// insights with a report, the dependency graph); a keyboard user reaches the listing with Tab and
+// opens a directory and a file with Enter; at 1024 x 768 nothing overflows horizontally.
+// In a real headless Chromium against a real Trove, as the other console suites.
+
+import type { Page } from "puppeteer-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { uploadExample } from "../insights/api-support.js";
+import {
+  type ConsoleRig,
+  describeWithChromium,
+  overflowing,
+  scrollWidth,
+  seriousViolations,
+  signIn,
+  startConsoleRig,
+} from "./browser.js";
+
+const WIDTH = 1024;
+
+/** Presses Tab until the focused element matches `selector`; how many presses it took (at most `max`). */
+async function tabTo(page: Page, selector: string, max = 40): Promise<number> {
+  for (let presses = 1; presses <= max; presses++) {
+    await page.keyboard.press("Tab");
+    if (await page.evaluate(`document.activeElement?.matches(${JSON.stringify(selector)}) ?? false`)) return presses;
+  }
+  throw new Error(`${max} presses of Tab never reached ${selector}`);
+}
+
+describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) => {
+  let rig: ConsoleRig;
+  let auth: Record<string, string>;
+  beforeAll(async () => {
+    rig = await startConsoleRig(chromium, { viewport: { width: WIDTH, height: 768 } });
+    auth = { Authorization: `Bearer ${await rig.token()}` };
+  }, 120_000);
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  /** The screen as it is: no serious or critical axe violation, nothing wider than the window. */
+  async function check(page: Page): Promise<void> {
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(await scrollWidth(page), `overflowing: ${(await overflowing(page)).join(", ")}`).toBeLessThanOrEqual(WIDTH);
+  }
+
+  it("the sign-in page, and the stores screen after signing in (issue 15: axe, 1024 px)", async () => {
+    const { page, url } = rig;
+    await page.goto(`${url}/console/`);
+    await page.waitForSelector("button::-p-text(Sign in)");
+    await check(page);
+    // The check sees what it should: a field without a label, added for the moment, is a critical violation.
+    await page.evaluate(
+      `document.querySelector("main, body").append(Object.assign(document.createElement("input"), { id: "unlabelled" }))`,
+    );
+    expect((await seriousViolations(page)).join("\n")).toMatch(/^label \(critical\).*#unlabelled/m);
+    await page.evaluate(`document.querySelector("#unlabelled").remove()`);
+    await page.locator("summary::-p-text(Paste a token instead)").click();
+    await check(page);
+
+    await signIn(page, url);
+    await page.waitForSelector("a::-p-text(home)");
+    await check(page);
+  });
+
+  it("the browse screen: listing, new-folder dialog, uploads, the viewer (issue 15: axe, 1024 px)", async () => {
+    const { page } = rig;
+    await page.locator("a::-p-text(home)").click();
+    await page.waitForSelector("h1::-p-text(/)");
+    await check(page);
+
+    await page.locator("button::-p-text(New folder)").click();
+    await page.waitForSelector("dialog[open] #folder-name");
+    await check(page);
+    await page.locator("#folder-name").fill("designs");
+    await page.locator("dialog button[type=submit]").click();
+    await page.waitForSelector('tr[data-name="designs"]');
+
+    await page.locator("a::-p-text(designs/)").click();
+    await page.waitForSelector("h1::-p-text(/designs)");
+    await page.evaluate(`(() => {
+      const data = new DataTransfer();
+      data.items.add(new File(["x".repeat(1200)], "letter.txt", { type: "text/plain" }));
+      data.items.add(new File(['{"theme":"blue"}'], "theme.json", { type: "application/json" }));
+      document.querySelector("section.directory").dispatchEvent(
+        new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }),
+      );
+    })()`);
+    await page.waitForSelector(".uploads li.done:nth-child(2)");
+    await page.waitForSelector('tr[data-name="theme.json"]');
+    await page.waitForSelector(".live.connected");
+    await check(page);
+
+    await page.locator("button.link::-p-text(theme.json)").click();
+    await page.waitForSelector("#viewer-text");
+    await check(page);
+    await page.locator("dialog button::-p-text(Close)").click();
+    await page.waitForFunction(`!document.querySelector("dialog[open]")`);
+  });
+
+  it("a keyboard user tabs from the top of the browse screen to the listing and opens a directory, then a file, with Enter (issue 15)", async () => {
+    const { page, url } = rig;
+    await page.goto(`${url}/console/browse/home/`);
+    await page.waitForSelector('tr[data-name="designs"] a');
+    await page.evaluate("document.activeElement?.blur()");
+
+    // The skip link comes first.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("Skip to content");
+    const presses = await tabTo(page, 'tr[data-name="designs"] a');
+    expect(presses).toBeLessThan(40);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("h1::-p-text(/designs)");
+    expect(new URL(page.url()).pathname).toBe("/console/browse/home/designs");
+
+    // The focus moved to the new content (the link that had it is gone): the next Tabs go on from there.
+    expect(await page.evaluate("document.activeElement?.id")).toBe("main");
+    await page.waitForSelector('tr[data-name="theme.json"] button.link');
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(`!!document.activeElement?.closest("main")`)).toBe(true);
+    await tabTo(page, 'tr[data-name="theme.json"] button.link');
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#viewer-text");
+    expect(await page.$eval("#viewer-text", (e) => (e as unknown as { value: string }).value)).toBe('{"theme":"blue"}');
+    // The dialog holds the focus, and Escape closes it and gives the focus back to the opener.
+    expect(await page.evaluate(`!!document.activeElement?.closest("dialog[open]")`)).toBe(true);
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(`!document.querySelector("dialog[open]")`);
+    expect(await page.evaluate(`document.activeElement?.textContent`)).toBe("theme.json");
+  });
+
+  it("the insights screen with the example's report, and the dependency graph (issue 15: axe, 1024 px)", async () => {
+    const { page } = rig;
+    await uploadExample(rig.url, "acme-letters", auth);
+    await page.locator("nav a::-p-text(Insights)").click();
+    await page.waitForSelector("h1::-p-text(Insights)");
+    await page.locator('button[aria-label="Open project acme-letters"]').click();
+    await page.locator('button[aria-label="Open environment draft"]').click();
+    await check(page);
+    await page.locator("button::-p-text(Create report)").click();
+    await page.waitForSelector(".report-state strong::-p-text(generated)", { timeout: 60_000 });
+    await page.waitForSelector("table.report caption::-p-text(55 resources)");
+    await page.locator("button::-p-text(Cycles)").click();
+    await page.waitForSelector(".query-result h3::-p-text(Cycles: 1)");
+    await check(page);
+
+    await page.locator("button::-p-text(Show dependency graph)").click();
+    await page.waitForSelector("svg[aria-label='Dependency graph: 56 resources']");
+    // Fitted to the frame at 1024 px: the drawing is no wider than its frame.
+    const frame = await page.$eval(".graph-canvas", (el) => el.clientWidth);
+    expect(Number(await page.$eval(".graph svg", (s) => s.getAttribute("width")))).toBeLessThanOrEqual(frame);
+    await check(page);
+
+    // By keyboard: the resources are in the Tab order (a missing target is not: nothing to open),
+    // and Enter on one opens its folder.
+    expect(await page.$eval("g.node.missing", (g) => g.getAttribute("tabindex"))).toBeNull();
+    await page.focus("#graph-direction");
+    const node = "g.node[data-path='/templates/letters/welcome-letter.template']";
+    await tabTo(page, node, 80);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("h1::-p-text(/draft/templates/letters)");
+    expect(new URL(page.url()).pathname).toMatch(/^\/console\/browse\/[^/]+\/draft\/templates\/letters\/$/);
+  }, 180_000);
+});
