@@ -5,7 +5,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { ConflictError, createRestClient, NotFoundError, type TroveRestClient } from "../../sdk/src/index.js";
+import {
+  ConflictError,
+  createRestClient,
+  DeletedError,
+  NotFoundError,
+  type TroveRestClient,
+} from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt } from "./build.js";
 import { rejection, runTrove } from "./support.js";
@@ -52,10 +58,10 @@ describe("SDK REST client apiVersion (issue 17 item 9; spec Versioning)", () => 
     expect(err).toBeInstanceOf(ConflictError);
     expect((err as ConflictError).status).toBe(409);
     expect((err as ConflictError).reason).toBe("directory /t1 is not empty: 3 entries below it");
-    expect((err as ConflictError).request.url).toBe(`${server.url}/resources/v1/data/home/t1/`);
+    expect((err as ConflictError).request?.url).toBe(`${server.url}/resources/v1/data/home/t1/`);
     expect(await names(v1, "t1/")).toEqual(["a.txt", "sub"]);
     await v2.delete("home", "t1/");
-    expect(await rejection(v2.list("home", "t1/"))).toBeInstanceOf(Error);
+    expect(await rejection(v2.list("home", "t1/"))).toBeInstanceOf(DeletedError);
   });
 
   it("apiVersion 1 deletes an empty directory and a file", async () => {
@@ -63,7 +69,7 @@ describe("SDK REST client apiVersion (issue 17 item 9; spec Versioning)", () => 
     await v1.put("home", "f1.txt", "f");
     await v1.delete("home", "empty1/");
     await v1.delete("home", "f1.txt");
-    expect((await rejection(v1.head("home", "f1.txt"))) as Error).toHaveProperty("name", "DeletedError");
+    expect(await rejection(v1.head("home", "f1.txt"))).toBeInstanceOf(DeletedError);
   });
 
   it("apiVersion 1 reads, writes and lists on a recursive store", async () => {
@@ -116,7 +122,7 @@ describe("trove --api-version (issue 17 item 9)", () => {
     expect(await names(v2, "c/")).toEqual(["a.txt", "sub"]);
     const ok = await trove(["rm", "home/c/"]);
     expect([ok.code, ok.stderr]).toEqual([0, ""]);
-    expect(await rejection(v2.list("home", "c/"))).toBeInstanceOf(Error);
+    expect(await rejection(v2.list("home", "c/"))).toBeInstanceOf(DeletedError);
   });
 
   it("TROVE_API_VERSION=1 has the same effect; --api-version 2 overrides it", async () => {
