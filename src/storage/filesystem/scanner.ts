@@ -214,9 +214,12 @@ export class Scanner {
     if (this.watches.has(dir) || this.stopped || this.watches.size >= MAX_WATCHES) return;
     let watcher: FSWatcher;
     try {
-      watcher = watch(this.reconciler.fileOf(dir), { persistent: false }, (_event, name) => {
-        if (name === null) this.notify(dir);
-        else this.notify(dir === "" ? String(name) : `${dir}/${String(name)}`);
+      // Names as bytes: one that is not UTF-8 is reported, never read under a replacement character.
+      watcher = watch(this.reconciler.fileOf(dir), { persistent: false, encoding: "buffer" }, (_event, raw) => {
+        if (raw === null) return this.notify(dir);
+        const name = raw.toString();
+        const path = dir === "" ? name : `${dir}/${name}`;
+        if (this.reconciler.acceptsName(path, raw)) this.notify(path);
       });
     } catch (err) {
       if (!this.watchFailureLogged) {
