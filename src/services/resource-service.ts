@@ -255,8 +255,14 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     for (let attempt = 1; ; attempt++) {
       const found = await this.storage.getStoreNode(store, path, { contents: false });
       const node = found?.node;
-      // Not a live directory, or the caller's If-Match fails: deleteTree answers as it always does.
-      if (!node || node.deleted || !node.directory || (ifMatch.length > 0 && !tagMatches(ifMatch, node.tag))) {
+      // The root, not a live directory, or the caller's If-Match fails: deleteTree answers as it always does.
+      if (
+        path === "" ||
+        !node ||
+        node.deleted ||
+        !node.directory ||
+        (ifMatch.length > 0 && !tagMatches(ifMatch, node.tag))
+      ) {
         return this.storage.deleteTree(store, path, asked, this.now());
       }
       const below = await this.countBelow(store, path);

@@ -121,6 +121,15 @@ describe("REST v1 DELETE (issue 17 item 8; spec Versioning: v2's DELETE no longe
     expect((await client.fetch("GET", `${V1_DATA}/home/empty/`)).status).toBe(200);
   });
 
+  test("v1 DELETE of a store's root answers 403 as v2 does, even with entries below it", async () => {
+    await tree();
+    const v1 = await client.fetch("DELETE", `${V1_DATA}/home/`);
+    const v2 = await client.fetch("DELETE", `${DATA}/home/`);
+    expect(v1.status).toBe(403);
+    expect([v1.status, v1.text]).toEqual([v2.status, v2.text]);
+    expect((await client.fetch("GET", `${V1_DATA}/home/docs/a.txt`)).text).toBe("a");
+  });
+
   test("v1 DELETE of a path that does not exist answers 404 as v2 does", async () => {
     const reply = await client.fetch("DELETE", `${V1_DATA}/home/nothing/`);
     expect(reply.status).toBe(404);
