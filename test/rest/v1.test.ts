@@ -121,6 +121,22 @@ describe("REST v1 DELETE (issue 17 item 8; spec Versioning: v2's DELETE no longe
     expect((await client.fetch("GET", `${V1_DATA}/home/empty/`)).status).toBe(200);
   });
 
+  test("v1 DELETE racing a PUT into the directory never deletes a file whose PUT succeeded (recursive store: the directory's tag is the delete's If-Match)", async () => {
+    for (let i = 0; i < 25; i++) {
+      await putDirectory(client, `race${i}/`);
+      const [del, put] = await Promise.all([
+        client.fetch("DELETE", `${V1_DATA}/home/race${i}/`),
+        client.fetch("PUT", `${V1_DATA}/home/race${i}/f.txt`, { body: bytes("kept") }),
+      ]);
+      const file = await client.fetch("GET", `${V1_DATA}/home/race${i}/f.txt`);
+      if (put.status === 201) {
+        expect([i, del.status, file.status, file.text]).toEqual([i, 409, 200, "kept"]);
+      } else {
+        expect([i, del.status, put.status]).toEqual([i, 200, 404]);
+      }
+    }
+  });
+
   test("v1 DELETE of a store's root answers 403 as v2 does, even with entries below it", async () => {
     await tree();
     const v1 = await client.fetch("DELETE", `${V1_DATA}/home/`);
