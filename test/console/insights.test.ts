@@ -378,9 +378,12 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
     expect(svg).toMatch(/^<svg /);
     expect(svg).toContain("sepa-terms.block");
 
-    // The whole environment fitted to the width, for the picture.
+    // The whole environment, for the picture: a taller window, one step below the fitted zoom.
+    await page.setViewport({ width: 1280, height: 1800 });
+    await page.locator("button::-p-text(Zoom out)").click();
     await page.$eval(".graph", (el) => el.scrollIntoView());
     await screenshot(page, "insights-graph");
+    await page.setViewport({ width: 1280, height: 900 });
 
     // The neighbourhood of the mandate template: it, what it uses, and its missing block.
     await page.select("#graph-root", "/templates/letters/direct-debit-mandate.template");
