@@ -45,7 +45,7 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
     expect(await scrollWidth(page), `overflowing: ${(await overflowing(page)).join(", ")}`).toBeLessThanOrEqual(WIDTH);
   }
 
-  it("the sign-in page, and the stores screen after signing in (issue 15: axe, 1024 px)", async () => {
+  it("the sign-in page, the development issuer's page, and the stores screen after signing in (issue 15: axe, 1024 px)", async () => {
     const { page, url } = rig;
     await page.goto(`${url}/console/`);
     await page.waitForSelector("button::-p-text(Sign in)");
@@ -57,6 +57,12 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
     expect((await seriousViolations(page)).join("\n")).toMatch(/^label \(critical\).*#unlabelled/m);
     await page.evaluate(`document.querySelector("#unlabelled").remove()`);
     await page.locator("summary::-p-text(Paste a token instead)").click();
+    await check(page);
+
+    // The development issuer's page, on the way.
+    await page.goto(`${url}/console/`);
+    await page.locator("button::-p-text(Sign in)").click();
+    await page.waitForSelector("form[action='/auth/authorize']");
     await check(page);
 
     await signIn(page, url);
