@@ -5,7 +5,7 @@
 // suites then run unchanged against it (see .ci/run).
 
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -17,6 +17,15 @@ import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 
 /** Which backend the server tests run on. */
 export const TEST_BACKEND = process.env.TROVE_TEST_BACKEND === "mongodb" ? "mongodb" : "sqlite";
+
+/**
+ * The type of the "home" store the suites use: "recursive", or "filesystem" (a folder in the
+ * data directory) when TROVE_TEST_STORE_TYPE=filesystem, as test/filesystem/rest-conformance.test.ts
+ * sets it to run the REST conformance suite's resource cases against a filesystem store.
+ */
+function homeStoreType(): "recursive" | "filesystem" {
+  return process.env.TROVE_TEST_STORE_TYPE === "filesystem" ? "filesystem" : "recursive";
+}
 
 async function openStorage(dataDir: string): Promise<{ storage: StoragePort; drop(): Promise<void> }> {
   if (TEST_BACKEND === "sqlite") return { storage: await SqliteStorage.open({ dataDir }), drop: async () => {} };
@@ -48,7 +57,14 @@ export interface TestServer {
 export async function startServer(options: Partial<Omit<TroveServerOptions, "storage">> = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "trove-test-"));
   const { storage, drop } = await openStorage(dataDir);
-  await ensureHomeStore(storage, (options.now ?? Date.now)());
+  if (homeStoreType() === "filesystem") {
+    const location = join(dataDir, "home-folder");
+    await mkdir(location);
+    const settings = { "keep-deleted": "7d", "filesystem-location": location };
+    await storage.createStore({ name: "home", type: "filesystem", settings }, (options.now ?? Date.now)());
+  } else {
+    await ensureHomeStore(storage, (options.now ?? Date.now)());
+  }
   // Anonymous full access unless a test passes its own authenticator (test/auth/).
   const server = createTroveServer({
     logger: pino({ level: "silent" }),

@@ -37,6 +37,7 @@ import {
   lstatOf,
   openVersion,
   syncDirectory,
+  tooLongAsBadRequest,
   versionOf,
 } from "./folder.js";
 import { Reconciler, type SkipReason } from "./reconciler.js";
@@ -324,7 +325,7 @@ export class FilesystemStorage implements StoragePort {
         await rename(upload.file, file);
       } catch (err) {
         await unlink(upload.file).catch(() => {});
-        throw err;
+        throw tooLongAsBadRequest(err, path);
       }
       await syncDirectory(dirname(file));
       try {
@@ -348,7 +349,7 @@ export class FilesystemStorage implements StoragePort {
       const { created } = planMakeDirectory(path, target, path === "" ? undefined : parent, pre.ifMatch);
       if (created) {
         await mkdir(reconciler.fileOf(path)).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== "EEXIST") throw err;
+          if (err.code !== "EEXIST") throw tooLongAsBadRequest(err, path);
         });
       }
       return this.inner.makeDirectory(store, path, pre, now);

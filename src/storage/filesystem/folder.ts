@@ -29,9 +29,18 @@ export async function lstatOf(file: string): Promise<BigIntStats | undefined> {
     return await lstat(file, { bigint: true });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    // Too long a name for the file system: nothing can be there.
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG") return undefined;
     throw err;
   }
+}
+
+/** A write the folder's file system refuses for the length of its name, as the client's error. */
+export function tooLongAsBadRequest(err: unknown, path: string): unknown {
+  if ((err as NodeJS.ErrnoException | undefined)?.code !== "ENAMETOOLONG") return err;
+  return new BadRequestError(
+    `/${path} is too long for the folder of this filesystem store: with the folder's own path it exceeds what the file system accepts`,
+  );
 }
 
 /**
@@ -62,7 +71,7 @@ export async function hashFile(file: string): Promise<HashedFile | undefined> {
     handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP") return undefined;
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === "ENAMETOOLONG") return undefined;
     throw err;
   }
   try {
@@ -98,7 +107,8 @@ export async function openVersion(file: string, expected: string): Promise<Async
     handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === "EISDIR") return undefined;
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === "EISDIR" || code === "ENAMETOOLONG")
+      return undefined;
     throw err;
   }
   const st = await handle.stat({ bigint: true }).catch(async (err) => {
