@@ -364,6 +364,33 @@ describeWithChromium("console insights (Chromium)", (chromium) => {
     await page.locator("button::-p-text(Fit to width)").click();
     expect(await width()).toBe(fitted);
 
+    // A drag pans the frame (it scrolls) and, though it starts on a node, opens nothing.
+    const here = new URL(page.url()).pathname;
+    await page.$eval(".graph-canvas", (el) => el.scrollIntoView());
+    const box = await (await page.$(".graph-canvas"))?.boundingBox();
+    if (!box) throw new Error("no graph frame");
+    // The lowest resource in view, its centre: where the drag starts.
+    const start = await page.$$eval(
+      "svg g.node:not(.missing)",
+      (gs, bottom) =>
+        gs
+          .map((g) => g.getBoundingClientRect())
+          .filter((r) => r.bottom < bottom)
+          .map((r) => ({ x: r.left + r.width / 2, y: r.top + r.height / 2 }))
+          .sort((a, b) => b.y - a.y)[0],
+      box.y + box.height - 5,
+    );
+    if (!start || start.y < box.y + 200) throw new Error("no resource low enough in the frame to drag from");
+    await page.mouse.move(start.x, start.y);
+    await page.mouse.down();
+    await page.mouse.move(start.x, box.y + 20, { steps: 8 });
+    await page.mouse.up();
+    expect(await page.$eval(".graph-canvas", (el) => el.scrollTop)).toBeGreaterThan(0);
+    expect(new URL(page.url()).pathname).toBe(here);
+    await page.$eval(".graph-canvas", (el) => {
+      el.scrollTop = 0;
+    });
+
     await page.locator("button::-p-text(Export DOT)").click();
     await page.waitForSelector("label[for=graph-export]::-p-text(DOT)");
     expect(await page.$eval("#graph-export", (t) => (t as unknown as { value: string }).value)).toMatch(/^digraph /);

@@ -61,7 +61,6 @@ export function DependencyGraph(props: GraphProps) {
   }, []);
 
   const open = (path: string) => {
-    if (drag.current?.moved) return;
     const dir = path.slice(0, path.lastIndexOf("/") + 1);
     navigate(browseHref(props.store, `${props.environmentName}${dir}`));
   };
@@ -98,7 +97,7 @@ export function DependencyGraph(props: GraphProps) {
     [exported],
   );
 
-  // Drag to pan: the frame scrolls; a drag that moved is not a click on the node it started on.
+  // Drag to pan: the frame scrolls.
   const onPointerDown = (e: PointerEvent) => {
     const el = frame.current;
     if (!el || e.button !== 0) return;
@@ -238,7 +237,8 @@ export function DependencyGraph(props: GraphProps) {
                 // Lower case: an SVG attribute is set as written, and only `tabindex` makes it focusable.
                 tabindex={0}
                 aria-label={`Open ${n.path}`}
-                onClick={() => open(n.path)}
+                // A drag that moved (to pan) is not a click on the node it started on.
+                onClick={() => !drag.current?.moved && open(n.path)}
                 onKeyDown={(e) => {
                   if (e.key === "Enter" || e.key === " ") {
                     e.preventDefault();
