@@ -93,6 +93,25 @@ describe("a filesystem store (issue 17, item 1)", () => {
     expect((await getFile(trove.client, "team", "templates/t.json")).bytes.toString()).toBe("{}");
   });
 
+  test("a filesystem-temp of the operator's choosing: uploads go through it, and a restart removes only what Trove put there", async () => {
+    const temp = await tempDir("temp");
+    await writeFile(join(temp, "notes.txt"), "the operator's");
+    try {
+      const reply = await createFolderStore(trove.client, "team", folder, { "filesystem-temp": temp });
+      expect(reply.status, reply.text).toBe(201);
+      expect(settingsOf(storeElement(reply.text))["filesystem-temp"]).toBe(temp);
+      expect((await trove.client.fetch("PUT", `${DATA}/team/a.txt`, { body: bytes("a") })).status).toBe(201);
+      await writeFile(join(temp, "upload-00000000-0000-4000-8000-000000000000"), "left by a crash");
+      await trove.close();
+      trove = await startFolderServer(dataDir);
+      await until(async () => (await readdir(temp)).length === 1, "the crash's leftover to be removed");
+      expect(await readdir(temp)).toEqual(["notes.txt"]);
+      expect((await getFile(trove.client, "team", "a.txt")).bytes.toString()).toBe("a");
+    } finally {
+      await cleanUp(temp);
+    }
+  });
+
   test("DELETE /resources/v2/stores/{name} -> 200; the store is gone, its folder keeps every file", async () => {
     expect((await createFolderStore(trove.client, "team", folder)).status).toBe(201);
     expect((await trove.client.fetch("PUT", `${DATA}/team/kept.txt`, { body: bytes("kept") })).status).toBe(201);
@@ -157,6 +176,14 @@ describe("a filesystem store that cannot serve is refused (issue 17, item 1)", (
       body: JSON.stringify({ name: "team", type: "filesystem" }),
     });
     expectError(reply, 400, /^a filesystem store needs the setting filesystem-location/);
+  });
+
+  test("a folder that holds Trove's own data directory -> 400 with the reason", async () => {
+    await refused(
+      dataDir,
+      {},
+      /^filesystem-location .* holds Trove's own data directory \(.*\): choose a folder outside it\n$/,
+    );
   });
 
   test("a folder that overlaps another filesystem store's -> 400 with the reason", async () => {

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { BadRequestError, NotFoundError, UnavailableError } from "../../domain/errors.js";
 import { parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
@@ -31,6 +31,7 @@ import {
 import {
   assemble,
   checkDirectories,
+  deletedName,
   emptyDirectory,
   isWithin,
   kindOf,
@@ -250,6 +251,13 @@ export class FilesystemStorage implements StoragePort {
   private async checkFolder(name: string, settings: Record<string, string>): Promise<void> {
     const location = settings["filesystem-location"] ?? "";
     const temp = settings["filesystem-temp"] ?? "";
+    // Trove's own data (SQLite: the directory of its blobs) is never served.
+    const blobs = this.inner.reportedSettings()["filesystem-location"];
+    if (blobs !== undefined && isAbsolute(blobs) && isWithin(dirname(blobs), location)) {
+      throw new BadRequestError(
+        `filesystem-location ${location} holds Trove's own data directory (${dirname(blobs)}): choose a folder outside it`,
+      );
+    }
     await checkDirectories(location, temp);
     for (const other of await this.inner.listStores()) {
       const theirs = other.config.settings["filesystem-location"];
@@ -369,7 +377,7 @@ export class FilesystemStorage implements StoragePort {
       // A directory leaves the tree in one rename; its contents are removed after the commit.
       try {
         if (target?.directory) {
-          moved = join(folder.temp, `deleted-${randomUUID()}`);
+          moved = join(folder.temp, deletedName());
           await rename(file, moved);
         } else {
           await unlink(file);

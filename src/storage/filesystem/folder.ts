@@ -148,7 +148,7 @@ export async function assemble(
   source: AsyncIterable<Uint8Array>,
   maxSize: number,
 ): Promise<AssembledUpload> {
-  const temp = join(tempDir, `upload-${randomUUID()}`);
+  const temp = join(tempDir, uploadName());
   const hash = createHash("md5");
   let size = 0;
   let handle: Awaited<ReturnType<typeof open>> | undefined;
@@ -179,10 +179,19 @@ export async function syncDirectory(dir: string): Promise<void> {
   await handle.close().catch(() => {});
 }
 
-/** Removes what filesystem-temp holds (uploads cut short by a crash, deleted trees); keeps the directory. */
+/** The names of what Trove puts in filesystem-temp: an upload, a deleted directory, a write check. */
+const TEMP_ENTRY = /^(upload|deleted|\.trove-write-check)-[0-9a-f-]{36}$/;
+
+export const uploadName = () => `upload-${randomUUID()}`;
+export const deletedName = () => `deleted-${randomUUID()}`;
+
+/**
+ * Removes what Trove left in filesystem-temp (uploads cut short by a crash, deleted trees), and
+ * nothing else: an operator may have pointed filesystem-temp at a directory that holds other things.
+ */
 export async function emptyDirectory(dir: string): Promise<void> {
   for (const name of await readdir(dir).catch(() => [])) {
-    await rm(join(dir, name), { recursive: true, force: true }).catch(() => {});
+    if (TEMP_ENTRY.test(name)) await rm(join(dir, name), { recursive: true, force: true }).catch(() => {});
   }
 }
 
