@@ -242,7 +242,14 @@ export class FilesystemStorage implements StoragePort {
     await this.ready;
     const folder = await this.detach(name);
     if (!folder) return this.inner.deleteStore(name, now);
-    const record = await folder.reconciler.lock.run(() => this.inner.deleteStore(name, now));
+    let record: StoreRecord;
+    try {
+      record = await folder.reconciler.lock.run(() => this.inner.deleteStore(name, now));
+    } catch (err) {
+      // Not deleted: it is served as before.
+      this.attach(folder.config);
+      throw err;
+    }
     await emptyDirectory(folder.temp);
     return record;
   }
