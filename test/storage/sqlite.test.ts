@@ -192,6 +192,20 @@ describe("SqliteStorage", () => {
     expect(Buffer.concat(parts).equals(data)).toBe(true);
   });
 
+  it("one process owns a data directory: a second opener is refused with the reason, the first keeps serving", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    await storage.createStore({ name: "s", type: "recursive", settings: { "keep-deleted": "1d" } }, T0);
+    await expect(SqliteStorage.open({ dataDir, busyTimeout: 50 })).rejects.toThrow(
+      /data directory .* is in use by another process/,
+    );
+    // No shared-memory WAL index: the exclusive lock keeps it in the owner's memory.
+    await expect(stat(join(dataDir, "trove.db-shm"))).rejects.toMatchObject({ code: "ENOENT" });
+    expect((await storage.getStore("s"))?.config.name).toBe("s");
+    await storage.close();
+    storage = await SqliteStorage.open({ dataDir });
+    expect((await storage.getStore("s"))?.config.name).toBe("s");
+  });
+
   it("reports its data locations and driver among the settings", async () => {
     storage = await SqliteStorage.open({ dataDir, busyTimeout: 1234 });
     const settings = storage.reportedSettings();
