@@ -38,6 +38,8 @@ DavLockDB "${dir}/lock/DavLock"
 DocumentRoot "${dir}/www"
 <Directory "${dir}/www">
   Dav On
+  # PROPFIND with Depth: infinity (the recursive listing case) is refused by default.
+  DavDepthInfinity On
   Require all granted
 </Directory>
 `;
