@@ -9,7 +9,8 @@
 // embedded store with MongoDB, alternating, with the CPU per request of Trove
 // and of the database server (PID) besides. `--only apache` (and a bare `npm run
 // bench` where Apache httpd is installed) compares Trove at its defaults with
-// Apache mod_dav (bench/apache.js) and node:http: GET, 304 and PUT.
+// Apache mod_dav (bench/apache.js) and node:http: GET, 304 and PUT. `--only durability`: PUT
+// with `--sqlite-synchronous full` against the default normal.
 
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -392,6 +393,60 @@ async function runApache() {
   }
 }
 
+/**
+ * The cost of `--sqlite-synchronous full` (docs/storage.md): PUT 4 KiB replacing and new, and a
+ * 64 KiB PUT (contents over the inline limit: a blob file and its directory are fsynced too),
+ * against the same server at its default `normal`, in alternating rounds (wrk where installed).
+ */
+async function runDurability() {
+  const rounds = Math.max(3, Number(opts.rounds));
+  const useWrk = wrkAvailable();
+  const body64k = Buffer.alloc(65536, "trove durability benchmark, 64 KiB. ");
+  const cases = APACHE_CASES.filter((c) => c.name.startsWith("PUT") && (useWrk || !c.wrkOnly));
+  cases.push({
+    name: "PUT 64 KiB (replacing)",
+    request: (t) => ({
+      path: t.put,
+      method: "PUT",
+      body: body64k,
+      headers: { "content-type": "application/octet-stream" },
+    }),
+  });
+  const targets = [];
+  try {
+    for (const mode of ["normal", "full"]) {
+      const trove = await prepareTrove(
+        await startTrove({ logLevel: "info", serveArgs: ["--sqlite-synchronous", mode] }),
+      );
+      targets.push({ label: `trove synchronous=${mode}`, ...trove, newPrefix: `/resources/v2/data/home/new-${mode}-` });
+    }
+    const measure = async (t, c, seconds) => {
+      const request = requestFor(c, t);
+      if (useWrk) return wrkLoad(t.url + request.path, request, seconds, connections);
+      return summarize(await load(t.url, request, seconds), [200, 201]);
+    };
+    console.log(`\nPUT durability: synchronous=normal (default) against full, median of ${rounds} alternating rounds`);
+    const head = `${pad("case", 26)}${pad("server", 28)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("/normal", 9, true)}`;
+    console.log(`${head}\n${"-".repeat(head.length)}`);
+    for (const c of cases) {
+      const runs = new Map(targets.map((t) => [t, []]));
+      for (const t of targets) if (warmup > 0) await measure(t, c, warmup);
+      for (let r = 0; r < rounds; r++) {
+        for (const t of r % 2 === 0 ? targets : [...targets].reverse()) runs.get(t).push(await measure(t, c, duration));
+      }
+      const rps = (t) => median(runs.get(t).map((x) => x.rps));
+      const ms = (x) => (Number.isNaN(x) ? "-" : x.toFixed(2));
+      for (const t of targets) {
+        console.log(
+          `${pad(c.name, 26)}${pad(t.label, 28)}${pad(Math.round(rps(t)), 9, true)}${pad(ms(median(runs.get(t).map((x) => x.p50))), 8, true)}${pad(ms(median(runs.get(t).map((x) => x.p99))), 8, true)}${pad(times(rps(t) / rps(targets[0])), 9, true)}`,
+        );
+      }
+    }
+  } finally {
+    for (const t of targets) await t.stop();
+  }
+}
+
 console.log(
   `Trove benchmarks — ${new Date().toISOString()}, Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"})`,
 );
@@ -401,4 +456,5 @@ if (opts.only === undefined || opts.only === "requests") await runRequests();
 if (opts.only === "auth") await runAuth();
 if (opts.only === "backends") await runBackends();
 if (opts.only === undefined ? apacheAvailable() : opts.only === "apache") await runApache();
+if (opts.only === "durability") await runDurability();
 if (opts.only === undefined || opts.only === "stream") await runStream({ sizeMiB: Number(opts["stream-size-mib"]) });

@@ -16,6 +16,8 @@ export interface ServeConfig {
   /** MongoDB connection string; the embedded SQLite store when absent. */
   mongodbUrl?: string;
   mongodbDatabase: string;
+  /** The embedded store's commits: "normal" (durable across a process crash) or "full" (also a power loss). */
+  sqliteSynchronous: "normal" | "full";
   /** Token issuer (OpenID discovery at `{issuer}/.well-known/openid-configuration`); the development issuer when absent. */
   issuer?: string;
   /** Audience tokens must be issued for. */
@@ -53,6 +55,9 @@ Options:
   --mongodb-url URL         keep everything on MongoDB instead of the embedded store
                             (TROVE_MONGODB_URL, e.g. mongodb://127.0.0.1:27017)
   --mongodb-database NAME   database on that server (TROVE_MONGODB_DATABASE, default trove)
+  --sqlite-synchronous MODE embedded store: normal (a write survives a crash of the process) or
+                            full (also a power loss; slower PUTs: docs/storage.md, Durability)
+                                                      (TROVE_SQLITE_SYNCHRONOUS, default normal)
   --issuer URL              OAuth 2.0 / OpenID issuer whose bearer tokens every request needs
                             (TROVE_ISSUER); without it, a development issuer runs under /auth/
   --audience AUD            audience (aud) tokens must carry (TROVE_AUDIENCE, default trove)
@@ -158,6 +163,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "poll-wait": { type: "string" },
       "mongodb-url": { type: "string" },
       "mongodb-database": { type: "string" },
+      "sqlite-synchronous": { type: "string" },
       issuer: { type: "string" },
       audience: { type: "string" },
       "token-lifetime": { type: "string" },
@@ -179,6 +185,10 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     allowPositionals: false,
   });
   if (values.help) return "help";
+  const synchronous = values["sqlite-synchronous"] ?? env.TROVE_SQLITE_SYNCHRONOUS ?? "normal";
+  if (synchronous !== "normal" && synchronous !== "full") {
+    throw new Error(`unknown --sqlite-synchronous ${JSON.stringify(synchronous)}: use normal or full`);
+  }
   const level = values["log-level"] ?? env.TROVE_LOG_LEVEL ?? "info";
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
     throw new Error(`unknown log level ${JSON.stringify(level)}`);
@@ -197,6 +207,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     pollWait: integer(values["poll-wait"] ?? env.TROVE_POLL_WAIT ?? "30", "poll-wait", 1, 3600) * 1000,
     mongodbUrl: mongodbUrl(values["mongodb-url"] ?? env.TROVE_MONGODB_URL),
     mongodbDatabase: values["mongodb-database"] ?? env.TROVE_MONGODB_DATABASE ?? "trove",
+    sqliteSynchronous: synchronous,
     issuer: issuerUrl(values.issuer ?? env.TROVE_ISSUER),
     audience: nonEmpty(values.audience ?? env.TROVE_AUDIENCE ?? "trove", "audience"),
     tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),

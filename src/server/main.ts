@@ -27,7 +27,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
   const logger = pino({ level: config.logLevel });
   const storage: StoragePort = config.mongodbUrl
     ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase, logger })
-    : await SqliteStorage.open({ dataDir: config.dataDir, logger });
+    : await SqliteStorage.open({ dataDir: config.dataDir, logger, synchronous: config.sqliteSynchronous });
   await ensureHomeStore(storage, Date.now());
   let auth: Authenticator;
   let devIssuer: DevIssuer | undefined;
@@ -59,7 +59,14 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
   const address = await server.listen(config.port, config.host);
   const backend = storage.backend;
   logger.info(
-    { version: TROVE_VERSION, storage: backend, host: address.address, port: address.port, data: config.dataDir },
+    {
+      version: TROVE_VERSION,
+      storage: backend,
+      ...(config.mongodbUrl ? {} : { synchronous: config.sqliteSynchronous }),
+      host: address.address,
+      port: address.port,
+      data: config.dataDir,
+    },
     `Trove ${TROVE_VERSION} listening on http://${config.host}:${address.port} (storage: ${backend})`,
   );
   if (devIssuer) process.stderr.write(devModeBanner(devIssuer, config));

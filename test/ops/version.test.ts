@@ -109,9 +109,27 @@ describe("the start-up log line", () => {
     const line = await startupLine([]);
     expect(line.version).toBe(serverVersion);
     expect(line.storage).toBe("sqlite");
+    expect(line.synchronous).toBe("normal");
     expect(line.msg).toMatch(
       new RegExp(`^Trove ${serverVersion.replace(/\./g, "\\.")} listening on .* \\(storage: sqlite\\)$`),
     );
+  });
+
+  it("says the embedded store's commit durability: --sqlite-synchronous full (issue 14, PUT durability)", async () => {
+    expect((await startupLine(["--sqlite-synchronous", "full"])).synchronous).toBe("full");
+    const child = spawn(process.execPath, [ROOT_BIN, "serve", "--sqlite-synchronous", "always"], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    children.push(child);
+    let stderr = "";
+    child.stderr?.setEncoding("utf8").on("data", (s: string) => {
+      stderr += s;
+    });
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    expect({ code, stderr }).toEqual({
+      code: 2,
+      stderr: 'trove serve: unknown --sqlite-synchronous "always": use normal or full\n',
+    });
   });
 
   it.runIf(FERRETDB_BIN)(

@@ -58,35 +58,38 @@ describe("SqliteStorage", () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("keeps stores, nodes and blobs across close and reopen", async () => {
-    storage = await SqliteStorage.open({ dataDir });
-    await storage.createStore({ name: "s", type: "recursive", settings: { "keep-deleted": "1d" } }, T0);
-    await storage.makeDirectory("s", "d", {}, T0);
-    const large = randomBytes(200_000);
-    const bigBlob = await storage.writeBlob(once(large), { maxSize: 1_000_000 });
-    await storage.putFile("s", "d/big.bin", bigBlob, "application/octet-stream", {}, T0);
-    const smallBlob = await storage.writeBlob(once(Buffer.from("small")), { maxSize: 1_000_000 });
-    await storage.putFile("s", "d/small.txt", smallBlob, "text/plain", {}, T0);
-    await storage.makeDirectory("s", "gone", {}, T0);
-    await storage.deleteTree("s", "gone", {}, T0);
-    const storeBefore = await storage.getStore("s");
-    const nodesBefore = await Promise.all(
-      ["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)),
-    );
-    await storage.close();
+  it.each(["normal", "full"] as const)(
+    "keeps stores, nodes and blobs across close and reopen (synchronous %s)",
+    async (synchronous) => {
+      storage = await SqliteStorage.open({ dataDir, synchronous });
+      await storage.createStore({ name: "s", type: "recursive", settings: { "keep-deleted": "1d" } }, T0);
+      await storage.makeDirectory("s", "d", {}, T0);
+      const large = randomBytes(200_000);
+      const bigBlob = await storage.writeBlob(once(large), { maxSize: 1_000_000 });
+      await storage.putFile("s", "d/big.bin", bigBlob, "application/octet-stream", {}, T0);
+      const smallBlob = await storage.writeBlob(once(Buffer.from("small")), { maxSize: 1_000_000 });
+      await storage.putFile("s", "d/small.txt", smallBlob, "text/plain", {}, T0);
+      await storage.makeDirectory("s", "gone", {}, T0);
+      await storage.deleteTree("s", "gone", {}, T0);
+      const storeBefore = await storage.getStore("s");
+      const nodesBefore = await Promise.all(
+        ["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)),
+      );
+      await storage.close();
 
-    storage = await SqliteStorage.open({ dataDir });
-    expect(await storage.getStore("s")).toEqual(storeBefore);
-    const nodesAfter = await Promise.all(
-      ["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)),
-    );
-    expect(nodesAfter).toEqual(nodesBefore);
-    const big = nodesAfter[2] as NodeRecord;
-    expect((await readAll(storage, big)).equals(large)).toBe(true);
-    expect((await readAll(storage, nodesAfter[3] as NodeRecord)).toString()).toBe("small");
-    const { node } = await storage.makeDirectory("s", "e", {}, T0 + 1);
-    expect(node.eventId).toBeGreaterThan(storeBefore?.lastEventId ?? Number.POSITIVE_INFINITY);
-  });
+      storage = await SqliteStorage.open({ dataDir, synchronous });
+      expect(await storage.getStore("s")).toEqual(storeBefore);
+      const nodesAfter = await Promise.all(
+        ["", "d", "d/big.bin", "d/small.txt", "gone"].map((p) => storage?.getNode("s", p)),
+      );
+      expect(nodesAfter).toEqual(nodesBefore);
+      const big = nodesAfter[2] as NodeRecord;
+      expect((await readAll(storage, big)).equals(large)).toBe(true);
+      expect((await readAll(storage, nodesAfter[3] as NodeRecord)).toString()).toBe("small");
+      const { node } = await storage.makeDirectory("s", "e", {}, T0 + 1);
+      expect(node.eventId).toBeGreaterThan(storeBefore?.lastEventId ?? Number.POSITIVE_INFINITY);
+    },
+  );
 
   it("removes temporary upload files left in <data>/tmp when it opens, and keeps finished blobs", async () => {
     storage = await SqliteStorage.open({ dataDir });

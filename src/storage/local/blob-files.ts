@@ -32,7 +32,14 @@ export class BlobFiles {
   readonly blobDir: string;
   readonly tempDir: string;
 
-  constructor(root: string) {
+  /**
+   * `syncDirectories`: after the rename of a blob file into its shard, fsync the shard directory
+   * too, so the file's name survives a power loss (with SQLite's synchronous=FULL).
+   */
+  constructor(
+    root: string,
+    private readonly syncDirectories = false,
+  ) {
     this.blobDir = join(root, "blobs");
     this.tempDir = join(root, "tmp");
   }
@@ -90,6 +97,14 @@ export class BlobFiles {
       const shard = join(this.blobDir, blob.slice(0, 2));
       if ((await mkdir(shard, { recursive: true, mode: OWNER_DIR })) !== undefined) await chmod(shard, OWNER_DIR);
       await rename(temp, final);
+      if (this.syncDirectories) {
+        const dir = await open(shard, "r");
+        try {
+          await dir.sync();
+        } finally {
+          await dir.close();
+        }
+      }
       return { blob, size, md5, inline: null };
     } catch (err) {
       await file?.close().catch(() => {});

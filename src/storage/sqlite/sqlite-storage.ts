@@ -36,6 +36,12 @@ export interface SqliteStorageOptions {
   dataDir: string;
   /** How long a writer waits for the database lock, in milliseconds. */
   busyTimeout?: number;
+  /**
+   * SQLite's `synchronous` in WAL mode: "normal" (default) makes a commit durable across a crash
+   * of the process; "full" also across a power loss or an OS crash, at the cost of an fsync of
+   * the WAL per commit (docs/storage.md, Durability).
+   */
+  synchronous?: "normal" | "full";
   /** Where failures that were recovered from are reported (default: nowhere). */
   logger?: StorageLogger;
   /**
@@ -253,6 +259,7 @@ export class SqliteStorage implements StoragePort {
   readonly insights: SqliteInsights;
   private readonly dbFile: string;
   private readonly busyTimeout: number;
+  private readonly synchronous: "normal" | "full";
   private readonly stmt;
   private readonly tx;
   private readonly listeners = new Set<(store: string) => void>();
@@ -298,7 +305,8 @@ export class SqliteStorage implements StoragePort {
     for (const file of [`${this.dbFile}-wal`, `${this.dbFile}-shm`]) {
       if (existsSync(file)) chmodSync(file, OWNER_FILE);
     }
-    this.db.pragma("synchronous = NORMAL");
+    this.synchronous = options.synchronous ?? "normal";
+    this.db.pragma(`synchronous = ${this.synchronous === "full" ? "FULL" : "NORMAL"}`);
     this.db.exec(SCHEMA);
     if (options.maxDatabaseBytes !== undefined) {
       const pageSize = this.db.pragma("page_size", { simple: true }) as number;
@@ -306,7 +314,7 @@ export class SqliteStorage implements StoragePort {
       this.pageCap = { all, writes: Math.max(1, all - Math.ceil(reserveBytes / pageSize)) };
       this.db.pragma(`max_page_count = ${this.pageCap.writes}`);
     }
-    this.blobs = new BlobFiles(dir);
+    this.blobs = new BlobFiles(dir, this.synchronous === "full");
     const writes: SqliteWrites = { write: (run) => this.write(run), free: (run) => this.free(run) };
     this.insights = new SqliteInsights(this.db, this.blobs, writes, this.logger);
     const db = this.db;
