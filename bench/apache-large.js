@@ -111,11 +111,11 @@ async function measure(t, c, seconds, connections) {
   const peakKnown = t.memory && resetPeak(t.pid);
   let s;
   if (c.method === "GET") {
-    s = await wrkLoad(t.url + t.bigGet(c.size), { headers: t.auth }, seconds, connections);
+    s = await wrkLoad(t.url + t.bigGet(c.size), { headers: t.auth }, seconds, connections, { timeout: 30 });
   } else if (c.size <= MiB) {
     const body = Buffer.concat([...cheapBody(c.size)]);
     const request = { method: "PUT", body, headers: { ...t.auth, "content-type": "application/octet-stream" } };
-    s = await wrkLoad(t.url + t.bigPut(c.size, 0), request, seconds, connections);
+    s = await wrkLoad(t.url + t.bigPut(c.size, 0), request, seconds, connections, { timeout: 30 });
   } else {
     s = await putLoad(t, c.size, seconds, connections);
   }

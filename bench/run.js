@@ -10,13 +10,18 @@
 // and of the database server (PID) besides. `--only apache` (and a bare `npm run
 // bench` where Apache httpd is installed) compares Trove at its defaults with
 // Apache mod_dav (bench/apache.js) and node:http: GET, 304 and PUT. `--only durability`: PUT
-// with `--sqlite-synchronous full` against the default normal.
+// with `--sqlite-synchronous full` against the default normal. `--only apache-large`
+// (bench/apache-large.js) compares GET and PUT of 1 MiB and 64 MiB, `--only apache-listing`
+// (bench/apache-listing.js) listings of 1,000 and 10,000 entries against PROPFIND; a bare `npm
+// run bench` runs both too where httpd and wrk are installed (4 connections, rounds of <= 5 s).
 
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { apacheAvailable, prepareApache, startApache } from "./apache.js";
+import { runApacheLarge } from "./apache-large.js";
+import { runApacheListing } from "./apache-listing.js";
 import { BODY_4K, ETAG_4K } from "./payloads.js";
 import { buildDist, startBaseline, startTrove } from "./servers.js";
 import { runStream } from "./stream-1g.js";
@@ -456,5 +461,11 @@ if (opts.only === undefined || opts.only === "requests") await runRequests();
 if (opts.only === "auth") await runAuth();
 if (opts.only === "backends") await runBackends();
 if (opts.only === undefined ? apacheAvailable() : opts.only === "apache") await runApache();
+const apacheCases = { duration: Math.min(duration, 5), warmup: Math.min(warmup, 1), rounds: Number(opts.rounds) };
+const withApache = apacheAvailable() && wrkAvailable();
+if (opts.only === undefined ? withApache : opts.only === "apache-large")
+  await runApacheLarge({ ...apacheCases, mongodbUrl });
+if (opts.only === undefined ? withApache : opts.only === "apache-listing")
+  await runApacheListing({ ...apacheCases, mongodbUrl });
 if (opts.only === "durability") await runDurability();
 if (opts.only === undefined || opts.only === "stream") await runStream({ sizeMiB: Number(opts["stream-size-mib"]) });

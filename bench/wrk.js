@@ -57,9 +57,10 @@ export function parseWrk(output) {
 
 /**
  * One wrk run against `url` (the full URL of the first request) for `seconds`:
- * { rps, p50, p99, other }. `request`: { method, headers, body (Buffer), uniquePrefix }.
+ * { rps, p50, p99, other }. `request`: { method, headers, body (Buffer), uniquePrefix }; `timeout`:
+ * seconds wrk waits for an answer (default 2).
  */
-export async function wrkLoad(url, request, seconds, connections) {
+export async function wrkLoad(url, request, seconds, connections, { timeout } = {}) {
   if (request.method === "HEAD") return abHead(url, request, seconds, connections);
   const dir = mkdtempSync(join(tmpdir(), "trove-wrk-"));
   try {
@@ -71,6 +72,8 @@ export async function wrkLoad(url, request, seconds, connections) {
     const file = join(dir, "script.lua");
     writeFileSync(file, script({ ...request, bodyFile }));
     const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", file, url];
+    // wrk gives up on an answer after 2 s by default: a long listing may take longer.
+    if (timeout !== undefined) args.splice(3, 0, "--timeout", `${timeout}s`);
     const output = await new Promise((resolve, reject) =>
       execFile("wrk", args, { encoding: "utf8" }, (err, stdout, stderr) =>
         err ? reject(new Error(`wrk failed: ${stderr || err.message}`)) : resolve(stdout),
