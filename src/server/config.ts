@@ -16,6 +16,8 @@ export interface ServeConfig {
   /** MongoDB connection string; the embedded SQLite store when absent. */
   mongodbUrl?: string;
   mongodbDatabase: string;
+  /** On MongoDB: how long an instance keeps the scan lease of a filesystem store without renewing it, in milliseconds. */
+  filesystemScanLease: number;
   /** The embedded store's commits: "normal" (durable across a process crash) or "full" (also a power loss). */
   sqliteSynchronous: "normal" | "full";
   /** Token issuer (OpenID discovery at `{issuer}/.well-known/openid-configuration`); the development issuer when absent. */
@@ -55,6 +57,9 @@ Options:
   --mongodb-url URL         keep everything on MongoDB instead of the embedded store
                             (TROVE_MONGODB_URL, e.g. mongodb://127.0.0.1:27017)
   --mongodb-database NAME   database on that server (TROVE_MONGODB_DATABASE, default trove)
+  --filesystem-scan-lease S on MongoDB, seconds an instance scans a filesystem store's folder
+                            without renewing its lease; others take over after it (docs/mongodb.md)
+                                                      (TROVE_FILESYSTEM_SCAN_LEASE, default 30)
   --sqlite-synchronous MODE embedded store: normal (a write survives a crash of the process) or
                             full (also a power loss; slower PUTs: docs/storage.md, Durability)
                                                       (TROVE_SQLITE_SYNCHRONOUS, default normal)
@@ -163,6 +168,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "poll-wait": { type: "string" },
       "mongodb-url": { type: "string" },
       "mongodb-database": { type: "string" },
+      "filesystem-scan-lease": { type: "string" },
       "sqlite-synchronous": { type: "string" },
       issuer: { type: "string" },
       audience: { type: "string" },
@@ -207,6 +213,13 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     pollWait: integer(values["poll-wait"] ?? env.TROVE_POLL_WAIT ?? "30", "poll-wait", 1, 3600) * 1000,
     mongodbUrl: mongodbUrl(values["mongodb-url"] ?? env.TROVE_MONGODB_URL),
     mongodbDatabase: values["mongodb-database"] ?? env.TROVE_MONGODB_DATABASE ?? "trove",
+    filesystemScanLease:
+      integer(
+        values["filesystem-scan-lease"] ?? env.TROVE_FILESYSTEM_SCAN_LEASE ?? "30",
+        "filesystem-scan-lease",
+        1,
+        3600,
+      ) * 1000,
     sqliteSynchronous: synchronous,
     issuer: issuerUrl(values.issuer ?? env.TROVE_ISSUER),
     audience: nonEmpty(values.audience ?? env.TROVE_AUDIENCE ?? "trove", "audience"),

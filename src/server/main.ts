@@ -55,6 +55,8 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     limits: config.limits,
     corsOrigins: config.corsOrigins,
     console: { clientId: config.consoleClientId, issuer: config.issuer },
+    // Instances on one MongoDB serving one folder: one scans it at a time (docs/filesystem-stores.md).
+    filesystem: storage instanceof MongoStorage ? { scanLease: storage.scanLease(config.filesystemScanLease) } : {},
   });
   const address = await server.listen(config.port, config.host);
   const backend = storage.backend;

@@ -19,6 +19,7 @@ import type { ChangeNotifier } from "../services/change-notifier.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import type { ReportJobObserver, ReportJobOutcome } from "../services/report-worker.js";
 import type { SkipReason } from "../storage/filesystem/reconciler.js";
+import type { ScanSummary } from "../storage/filesystem/scanner.js";
 import { TROVE_VERSION } from "../version.js";
 import { type OpenRoute, TROVE_SERVICES } from "./faces.js";
 import type { StorageObserver } from "./metrics-storage.js";
@@ -293,6 +294,8 @@ export interface Metrics {
   readonly reportJobs: ReportJobObserver;
   /** An entry of a filesystem store's folder that is not served (docs/filesystem-stores.md). */
   readonly filesystemSkipped: (reason: SkipReason) => void;
+  /** A full scan of a filesystem store's folder made by this instance (its scan lease holder, on MongoDB). */
+  readonly filesystemScanned: (summary: ScanSummary) => void;
   /** Reads the armed waiters from the cores at each scrape. */
   watch(cores: { notifier: ChangeNotifier; reportNotifier: ReportNotifier }): void;
   /** Counts the token checks of `auth` until `close`. */
@@ -379,6 +382,12 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers,
   });
   for (const reason of ["name", "link", "special"]) skipped.inc({ reason }, 0);
+  const scans = new Counter({
+    name: "trove_filesystem_scans_total",
+    help: "Full scans of filesystem stores' folders made by this instance (with several instances on MongoDB, only the scan lease's holder scans).",
+    labelNames: ["store"],
+    registers,
+  });
 
   const storageSeconds = new Histogram({
     name: "trove_storage_operation_duration_seconds",
@@ -498,6 +507,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
     filesystemSkipped(reason) {
       skipped.inc({ reason });
+    },
+    filesystemScanned(summary) {
+      scans.inc({ store: summary.store });
     },
     watch(c) {
       cores = c;

@@ -60,7 +60,10 @@ export interface TroveServerOptions {
   /** The console under /console/ (default: dist/console/, client id trove-console); false serves none. */
   console?: Partial<ConsoleOptions> | false;
   /** Filesystem stores: rescan interval, notification settle delay, default filesystem-temp (docs/filesystem-stores.md). */
-  filesystem?: Pick<FilesystemStorageOptions, "rescanInterval" | "settleDelay" | "tempRoot" | "mayScan">;
+  filesystem?: Pick<
+    FilesystemStorageOptions,
+    "rescanInterval" | "settleDelay" | "tempRoot" | "mayScan" | "scanLease" | "progressEvery"
+  >;
 }
 
 export interface TroveServer {
@@ -87,7 +90,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   // Filesystem stores wrap the (measured) port: the changes their scanners record are counted too.
   const storage = createFilesystemStorage(
     metrics ? measuredStorage(options.storage, metrics.storage) : options.storage,
-    { ...options.filesystem, logger, now, skipped: metrics?.filesystemSkipped },
+    { ...options.filesystem, logger, now, skipped: metrics?.filesystemSkipped, scanned: metrics?.filesystemScanned },
   );
   const cores = createCores({
     storage,

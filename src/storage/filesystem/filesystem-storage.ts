@@ -42,7 +42,8 @@ import {
   versionOf,
 } from "./folder.js";
 import { Reconciler, type SkipReason } from "./reconciler.js";
-import { Scanner } from "./scanner.js";
+import type { ScanLease } from "./scan-lease.js";
+import { Scanner, type ScanSummary } from "./scanner.js";
 
 export interface FilesystemStorageOptions {
   logger?: StorageLogger;
@@ -61,6 +62,15 @@ export interface FilesystemStorageOptions {
   mayScan?: (store: string) => boolean | Promise<boolean>;
   /** Counts an entry of a folder that is not served (a refused name, a link, a special file). */
   skipped?: (reason: SkipReason) => void;
+  /**
+   * One scanner among the instances that serve a store (issue 17, item 7): without it, this
+   * instance scans every filesystem store it serves; with it, only those whose lease it holds.
+   */
+  scanLease?: ScanLease;
+  /** Told of each full scan this instance made (metrics). */
+  scanned?: (summary: ScanSummary) => void;
+  /** A scan logs a progress line every this many entries (default 10,000; docs/filesystem-stores.md). */
+  progressEvery?: number;
 }
 
 /** A filesystem store this instance serves: its folder, its index reconciler and its scanner. */
@@ -69,6 +79,8 @@ interface Folder {
   temp: string;
   reconciler: Reconciler;
   scanner: Scanner;
+  /** With a scan lease: performance.now() until which this instance may scan (0: not the holder). */
+  scanUntil: number;
 }
 
 /** Contents assembled in a store's filesystem-temp, waiting for putFile. */
@@ -94,6 +106,9 @@ export class FilesystemStorage implements StoragePort {
   /** Start-up: every filesystem store attached, its filesystem-temp emptied, its rescan started. */
   private readonly ready: Promise<void>;
   private closed = false;
+  private leaseTimer: NodeJS.Timeout | undefined;
+  /** The lease round under way (one at a time). */
+  private leaseRound: Promise<void> | undefined;
 
   constructor(inner: StoragePort, options: FilesystemStorageOptions) {
     this.inner = inner;
@@ -105,6 +120,57 @@ export class FilesystemStorage implements StoragePort {
     const innerTemp = inner.reportedSettings()["filesystem-temp"];
     this.tempRoot = options.tempRoot ?? join(innerTemp ?? join(tmpdir(), "trove"), "filesystem");
     this.ready = this.start();
+    const lease = options.scanLease;
+    if (lease) {
+      this.leaseTimer = setInterval(() => void this.holdLeases(), lease.duration / 3);
+      this.leaseTimer.unref();
+    }
+  }
+
+  /**
+   * Takes or renews the scan lease of every filesystem store this instance serves, and resumes
+   * or pauses each scanner accordingly: a paused one has no watch open and walks nothing.
+   */
+  private holdLeases(only?: Folder): Promise<void> {
+    const lease = this.options.scanLease;
+    if (!lease || this.closed) return Promise.resolve();
+    const round = (this.leaseRound ?? Promise.resolve()).then(async () => {
+      for (const folder of only ? [only] : [...this.folders.values()]) {
+        if (this.closed || this.folders.get(folder.config.name) !== folder) continue;
+        const sent = performance.now();
+        let held = false;
+        try {
+          held = await lease.hold(folder.config.name);
+        } catch (err) {
+          this.logger.warn(
+            { err, store: folder.config.name },
+            "the scan lease of a filesystem store could not be renewed",
+          );
+        }
+        if (this.closed || this.folders.get(folder.config.name) !== folder) continue;
+        const was = folder.scanUntil > performance.now();
+        folder.scanUntil = held ? sent + (lease.duration * 2) / 3 : 0;
+        if (held && folder.scanner.isPaused) {
+          this.logger.info(
+            { store: folder.config.name },
+            "this instance scans the filesystem store (scan lease taken)",
+          );
+          folder.scanner.resume();
+        } else if (!held && !folder.scanner.isPaused) {
+          if (was)
+            this.logger.info(
+              { store: folder.config.name },
+              "another instance scans the filesystem store (scan lease lost)",
+            );
+          folder.scanner.pause();
+        }
+      }
+    });
+    this.leaseRound = round.finally(() => {
+      if (this.leaseRound === guarded) this.leaseRound = undefined;
+    });
+    const guarded = this.leaseRound;
+    return round;
   }
 
   /** Resolves once the filesystem stores found at start-up are attached (their first rescan runs on). */
@@ -157,17 +223,27 @@ export class FilesystemStorage implements StoragePort {
       logger: this.logger,
       skipped: this.options.skipped,
     });
-    const mayScan = this.options.mayScan;
+    const { mayScan, scanLease } = this.options;
     const scanner = new Scanner({
       reconciler,
       logger: this.logger,
       rescanInterval: this.options.rescanInterval,
       settleDelay: this.options.settleDelay,
-      mayScan: mayScan && (() => mayScan(config.name)),
+      progressEvery: this.options.progressEvery,
+      scanned: this.options.scanned,
+      // With a lease, nothing is watched or walked until this instance holds it.
+      paused: scanLease !== undefined,
+      mayScan: () => {
+        if (scanLease && !(performance.now() < folder.scanUntil)) return false;
+        return mayScan ? mayScan(config.name) : true;
+      },
     });
-    const folder: Folder = { config, temp: this.tempOf(config), reconciler, scanner };
+    const folder: Folder = { config, temp: this.tempOf(config), reconciler, scanner, scanUntil: 0 };
     this.folders.set(config.name, folder);
-    if (!this.closed) scanner.start();
+    if (!this.closed) {
+      scanner.start();
+      void this.holdLeases(folder);
+    }
     return folder;
   }
 
@@ -176,6 +252,15 @@ export class FilesystemStorage implements StoragePort {
     if (!folder) return undefined;
     this.folders.delete(name);
     await folder.scanner.stop();
+    await this.leaseRound;
+    if (folder.scanUntil > 0) {
+      folder.scanUntil = 0;
+      await this.options.scanLease
+        ?.release(name)
+        .catch((err) =>
+          this.logger.warn({ err, store: name }, "the scan lease of a filesystem store could not be released"),
+        );
+    }
     return folder;
   }
 
@@ -477,6 +562,7 @@ export class FilesystemStorage implements StoragePort {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.leaseTimer);
     await this.ready;
     for (const name of [...this.folders.keys()]) await this.detach(name);
     await this.inner.close();

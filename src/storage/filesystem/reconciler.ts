@@ -40,6 +40,10 @@ export interface SyncResult {
   kind: "file" | "directory" | "absent";
   /** The file was being written while it was read: not recorded; read it again on its next change. */
   unsettled: boolean;
+  /** The file's contents were read (hashed): it was new or changed. */
+  read?: boolean;
+  /** A change was recorded in the index. */
+  recorded?: boolean;
 }
 
 const MAX_REPORTED = 10_000;
@@ -154,25 +158,26 @@ export class Reconciler {
     }
     const node = await this.indexed(path);
     if (kind === "absent") {
-      if (node) await this.inner.deleteTree(this.store, path, {}, this.now());
-      return { kind: "absent", unsettled: false };
+      if (!node) return { kind: "absent", unsettled: false };
+      await this.inner.deleteTree(this.store, path, {}, this.now());
+      return { kind: "absent", unsettled: false, recorded: true };
     }
     if (kind === "directory") {
       if (node?.directory) return { kind: "directory", unsettled: false };
       if (node) await this.inner.deleteTree(this.store, path, {}, this.now());
       await this.inner.makeDirectory(this.store, path, {}, this.now());
-      return { kind: "directory", unsettled: false };
+      return { kind: "directory", unsettled: false, recorded: true };
     }
     if (node && !node.directory && st && node.blob === versionOf(st)) return { kind: "file", unsettled: false };
     const hashed = await hashFile(file);
     const again = hashed && (await lstatOf(file));
     if (!hashed || !again || kindOf(again) !== "file" || versionOf(again) !== hashed.version) {
-      return { kind: node ? (node.directory ? "directory" : "file") : "absent", unsettled: true };
+      return { kind: node ? (node.directory ? "directory" : "file") : "absent", unsettled: true, read: true };
     }
     if (node?.directory) await this.inner.deleteTree(this.store, path, {}, this.now());
     const type = node && !node.directory ? node.type : typeFromName(nameOf(path));
     const blob = { blob: hashed.version, size: hashed.size, md5: hashed.md5, inline: null };
     await this.inner.putFile(this.store, path, blob, type, {}, this.now());
-    return { kind: "file", unsettled: false };
+    return { kind: "file", unsettled: false, read: true, recorded: true };
   }
 }

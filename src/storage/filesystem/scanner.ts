@@ -7,7 +7,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { opendir } from "node:fs/promises";
 import type { StorageLogger } from "../port.js";
 import { kindOf, lstatOf, versionOf } from "./folder.js";
-import type { Reconciler } from "./reconciler.js";
+import type { Reconciler, SyncResult } from "./reconciler.js";
 
 export interface ScannerOptions {
   reconciler: Reconciler;
@@ -21,10 +21,38 @@ export interface ScannerOptions {
    * one instance among several (issue 17, item 7): while it answers false, nothing is watched or walked.
    */
   mayScan?: () => boolean | Promise<boolean>;
+  /** Starts paused: nothing watched or walked until `resume()` (another instance holds the scan lease). */
+  paused?: boolean;
+  /** A progress line is logged every this many entries of a scan that records changes, or of the first (default 10,000). */
+  progressEvery?: number;
+  /** Told of each full scan that ended (metrics, the scan lease's observers). */
+  scanned?: (summary: ScanSummary) => void;
+}
+
+/** What one full scan did. */
+export interface ScanSummary {
+  store: string;
+  /** Entries of the folder compared with the index (files, directories, skipped entries). */
+  entries: number;
+  directories: number;
+  /** Files whose contents were read (hashed): new or changed ones only. */
+  read: number;
+  /** Changes recorded in the index (change events). */
+  recorded: number;
+  /** Milliseconds. */
+  duration: number;
+  /** The first scan since the scanner started or resumed (at start-up: what changed while Trove was down). */
+  first: boolean;
+}
+
+/** A scan under way: counts for the progress lines and the summary. */
+interface Progress extends ScanSummary {
+  started: number;
 }
 
 export const DEFAULT_RESCAN_INTERVAL = 60_000;
 const DEFAULT_SETTLE_DELAY = 100;
+const DEFAULT_PROGRESS_EVERY = 10_000;
 /** Longest a notified path waits for quiet before it is read anyway. */
 const MAX_SETTLE = 1000;
 /** Most directories watched per store; beyond, changes there are found by the rescans only. */
@@ -42,9 +70,15 @@ export class Scanner {
   private fullWaiters: Array<() => void> = [];
   private running: Promise<void> | undefined;
   private settleTimer: NodeJS.Timeout | undefined;
-  private firstPending = 0;
+  private firstNotified = 0;
   private rescanTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Another instance scans: no watches open, nothing walked, until resume(). */
+  private paused: boolean;
+  /** The next full scan is the first since start or resume. */
+  private firstPending = true;
+  private readonly progressEvery: number;
+  private readonly onScanned: ((summary: ScanSummary) => void) | undefined;
   private watchFailureLogged = false;
 
   constructor(options: ScannerOptions) {
@@ -53,6 +87,35 @@ export class Scanner {
     this.rescanInterval = options.rescanInterval ?? DEFAULT_RESCAN_INTERVAL;
     this.settleDelay = options.settleDelay ?? DEFAULT_SETTLE_DELAY;
     this.mayScan = options.mayScan ?? (() => true);
+    this.paused = options.paused ?? false;
+    this.progressEvery = options.progressEvery ?? DEFAULT_PROGRESS_EVERY;
+    this.onScanned = options.scanned;
+  }
+
+  /** Whether this scanner is paused (another instance scans the folder). */
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /**
+   * Stops watching and walking while another instance scans (it lost or never had the scan
+   * lease): every change notification is closed, pending paths dropped; the task under way ends
+   * at its next entry.
+   */
+  pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    clearTimeout(this.settleTimer);
+    this.pending.clear();
+    this.closeWatches();
+  }
+
+  /** Watches and walks again, starting with a full rescan (what changed while another instance scanned). */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.firstPending = true;
+    this.requestRescan();
   }
 
   /** Starts watching, with a full rescan first (what changed while Trove was down). */
@@ -67,8 +130,7 @@ export class Scanner {
     this.stopped = true;
     clearInterval(this.rescanTimer);
     clearTimeout(this.settleTimer);
-    for (const watcher of this.watches.values()) watcher.close();
-    this.watches.clear();
+    this.closeWatches();
     this.pending.clear();
     await this.running;
     for (const resolve of this.fullWaiters.splice(0)) resolve();
@@ -85,16 +147,22 @@ export class Scanner {
   /** A path that may have changed (a notification, or a read that found the file changed). */
   notify(path: string): void {
     if (this.stopped) return;
-    if (this.pending.size === 0) this.firstPending = Date.now();
+    if (this.paused) return;
+    if (this.pending.size === 0) this.firstNotified = Date.now();
     this.pending.add(path);
     clearTimeout(this.settleTimer);
-    const wait = Math.max(0, Math.min(this.settleDelay, this.firstPending + MAX_SETTLE - Date.now()));
+    const wait = Math.max(0, Math.min(this.settleDelay, this.firstNotified + MAX_SETTLE - Date.now()));
     this.settleTimer = setTimeout(() => this.drain(), wait);
     this.settleTimer.unref();
   }
 
+  private closeWatches(): void {
+    for (const watcher of this.watches.values()) watcher.close();
+    this.watches.clear();
+  }
+
   private requestRescan(): void {
-    if (this.stopped) {
+    if (this.stopped || this.paused) {
       for (const resolve of this.fullWaiters.splice(0)) resolve();
       return;
     }
@@ -103,16 +171,16 @@ export class Scanner {
   }
 
   private drain(): void {
-    if (this.running || this.stopped) return;
+    if (this.running || this.stopped || this.paused) return;
     this.running = this.work().finally(() => {
       this.running = undefined;
-      if (!this.stopped && (this.fullRequested || this.pending.size > 0)) this.drain();
+      if (!this.stopped && !this.paused && (this.fullRequested || this.pending.size > 0)) this.drain();
     });
   }
 
   private async work(): Promise<void> {
     try {
-      if (!(await this.mayScan())) {
+      if (this.paused || !(await this.mayScan())) {
         this.pending.clear();
         this.fullRequested = false;
         for (const resolve of this.fullWaiters.splice(0)) resolve();
@@ -131,12 +199,17 @@ export class Scanner {
       const batch = [...this.pending].sort();
       this.pending.clear();
       for (const path of batch) {
-        if (this.stopped) return;
+        if (this.halted) return;
         await this.syncNotified(path);
       }
     } catch (err) {
       this.logger.warn({ err, store: this.reconciler.store }, "filesystem store scan failed; the next rescan retries");
     }
+  }
+
+  /** Stopped, or paused: the task under way ends at its next entry. */
+  private get halted(): boolean {
+    return this.stopped || this.paused;
   }
 
   private async fullRescan(): Promise<void> {
@@ -146,7 +219,40 @@ export class Scanner {
       this.logger.warn({ err, store: this.reconciler.store }, "filesystem store not scanned");
       return;
     }
-    await this.walk("");
+    const first = this.firstPending;
+    this.firstPending = false;
+    const progress: Progress = {
+      store: this.reconciler.store,
+      entries: 0,
+      directories: 1,
+      read: 0,
+      recorded: 0,
+      duration: 0,
+      first,
+      started: performance.now(),
+    };
+    await this.walk("", progress);
+    if (this.halted) return;
+    const { started: _, ...summary } = progress;
+    summary.duration = Math.round(performance.now() - progress.started);
+    // Periodic rescans that found nothing are silent; an import, or a scan that recorded changes, is told.
+    if (first || summary.recorded > 0) this.logger.info(summary, "filesystem store scanned");
+    this.onScanned?.(summary);
+  }
+
+  /** One entry compared; a progress line every `progressEvery` of a scan that imports or records. */
+  private counted(progress: Progress | undefined, result?: SyncResult): void {
+    if (!progress) return;
+    progress.entries++;
+    if (result?.read) progress.read++;
+    if (result?.recorded) progress.recorded++;
+    if (progress.entries % this.progressEvery === 0 && (progress.first || progress.recorded > 0)) {
+      const { started, ...counts } = progress;
+      this.logger.info(
+        { ...counts, duration: Math.round(performance.now() - started) },
+        "filesystem store scan in progress",
+      );
+    }
   }
 
   /** A notified path: it and its ancestors in line, then, for a directory, everything below it. */
@@ -162,8 +268,8 @@ export class Scanner {
    * (a file by its version: size, mtime and inode, never read when unchanged), differences
    * reconciled, then each subdirectory. One directory's entries in memory at a time, streamed.
    */
-  private async walk(dir: string): Promise<void> {
-    if (this.stopped) return;
+  private async walk(dir: string, progress?: Progress): Promise<void> {
+    if (this.halted) return;
     this.watchDirectory(dir);
     const indexed = new Map<string, { directory: boolean; blob: string }>();
     for await (const batch of this.reconciler.children(dir)) {
@@ -179,7 +285,7 @@ export class Scanner {
       return;
     }
     for await (const entry of handle) {
-      if (this.stopped) return;
+      if (this.halted) return;
       const raw = entry.name as unknown as Buffer;
       const name = raw.toString();
       const path = dir === "" ? name : `${dir}/${name}`;
@@ -188,30 +294,40 @@ export class Scanner {
       if (!this.reconciler.acceptsName(path, raw)) continue;
       if (entry.isSymbolicLink() || !(entry.isFile() || entry.isDirectory())) {
         this.reconciler.skip(path, entry.isSymbolicLink() ? "link" : "special");
-        if (node) await this.reconciler.syncChild(path);
+        this.counted(progress, node ? await this.reconciler.syncChild(path) : undefined);
         continue;
       }
       if (entry.isDirectory()) {
-        const kind = node?.directory ? "directory" : (await this.reconciler.syncChild(path)).kind;
-        if (kind === "directory") subdirectories.push(path);
+        const result = node?.directory ? undefined : await this.reconciler.syncChild(path);
+        this.counted(progress, result);
+        if ((result?.kind ?? "directory") === "directory") subdirectories.push(path);
         continue;
       }
       if (node && !node.directory) {
         const st = await lstatOf(this.reconciler.fileOf(path));
-        if (st && kindOf(st) === "file" && versionOf(st) === node.blob) continue;
+        if (st && kindOf(st) === "file" && versionOf(st) === node.blob) {
+          this.counted(progress);
+          continue;
+        }
       }
       const result = await this.reconciler.syncChild(path);
+      this.counted(progress, result);
       if (result.unsettled) this.notify(path);
     }
     for (const path of indexed.keys()) {
-      await this.reconciler.syncChild(path);
+      if (this.halted) return;
+      const result = await this.reconciler.syncChild(path);
+      if (progress && result.recorded) progress.recorded++;
       this.unwatchBelow(path);
     }
-    for (const path of subdirectories) await this.walk(path);
+    for (const path of subdirectories) {
+      if (progress) progress.directories++;
+      await this.walk(path, progress);
+    }
   }
 
   private watchDirectory(dir: string): void {
-    if (this.watches.has(dir) || this.stopped || this.watches.size >= MAX_WATCHES) return;
+    if (this.watches.has(dir) || this.halted || this.watches.size >= MAX_WATCHES) return;
     let watcher: FSWatcher;
     try {
       // Names as bytes: one that is not UTF-8 is reported, never read under a replacement character.

@@ -40,6 +40,7 @@ import { BlobSweep } from "./mongo-blob-sweep.js";
 import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
 import { binaryBytes, domainError, guard, guardMethods, readGridFS, removeGridFS } from "./mongo-driver.js";
 import { MongoInsights } from "./mongo-insights.js";
+import { MongoScanLease } from "./mongo-scan-lease.js";
 import { type LeaseFields, type StoreLease, StoreLeases } from "./mongo-store-lease.js";
 
 export interface MongoStorageOptions {
@@ -787,6 +788,11 @@ export class MongoStorage implements StoragePort {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The scan lease of filesystem stores served by several instances on this database (mongo-scan-lease.ts). */
+  scanLease(duration?: number): MongoScanLease {
+    return new MongoScanLease(this.db, { duration, logger: this.log });
   }
 
   async close(): Promise<void> {
