@@ -73,6 +73,9 @@ export interface FilesystemStorageOptions {
   progressEvery?: number;
 }
 
+/** With other instances on the folder, what start-up removes from filesystem-temp: untouched for an hour. */
+const SHARED_TEMP_AGE = 3_600_000;
+
 /** A filesystem store this instance serves: its folder, its index reconciler and its scanner. */
 interface Folder {
   config: StoreConfig;
@@ -201,7 +204,8 @@ export class FilesystemStorage implements StoragePort {
       await mkdir(temp, { recursive: true }).catch((err) =>
         this.logger.warn({ err, store: record.config.name, temp }, "filesystem-temp could not be created"),
       );
-      await emptyDirectory(temp);
+      // Shared with other instances (a scan lease): their uploads in flight are left alone.
+      await emptyDirectory(temp, this.options.scanLease ? SHARED_TEMP_AGE : undefined);
       this.attach(record.config);
     }
   }

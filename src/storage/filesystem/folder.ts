@@ -188,10 +188,17 @@ export const deletedName = () => `deleted-${randomUUID()}`;
 /**
  * Removes what Trove left in filesystem-temp (uploads cut short by a crash, deleted trees), and
  * nothing else: an operator may have pointed filesystem-temp at a directory that holds other things.
+ * With `olderThan` (ms), only entries not modified for that long: where other instances share
+ * filesystem-temp (a shared file system), an upload in flight there is theirs.
  */
-export async function emptyDirectory(dir: string): Promise<void> {
+export async function emptyDirectory(dir: string, olderThan?: number): Promise<void> {
   for (const name of await readdir(dir).catch(() => [])) {
-    if (TEMP_ENTRY.test(name)) await rm(join(dir, name), { recursive: true, force: true }).catch(() => {});
+    if (!TEMP_ENTRY.test(name)) continue;
+    if (olderThan !== undefined) {
+      const st = await lstat(join(dir, name)).catch(() => undefined);
+      if (!st || Date.now() - st.mtimeMs < olderThan) continue;
+    }
+    await rm(join(dir, name), { recursive: true, force: true }).catch(() => {});
   }
 }
 
