@@ -47,9 +47,13 @@ async function untilAnswering(url, child, output) {
   }
 }
 
-async function startChild(args, probePath, port, extra = {}) {
+export async function startChild(args, probePath, port, extra = {}) {
   // stdout is /dev/null ("ignore"): what a server logs costs its writes, never a pipe's backlog.
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: extra.env ? { ...process.env, ...extra.env } : process.env,
+  });
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (s) => {
     stderr = (stderr + s).slice(-4000);
@@ -105,8 +109,18 @@ async function dropDatabase(url, database) {
  * With `mongodbUrl`, everything is kept on that MongoDB (`--mongodb-url`) in a database of its own,
  * dropped when the server stops; the data directory then holds only the development issuer's keys.
  * `pollWait` (seconds) raises the longest wait a poll may ask for (`--poll-wait`, default 30).
+ * `serveArgs` are more `trove serve` flags; `nodeArgs` and `env` are node's flags and extra
+ * environment variables of the server process (bench/parked-polls.js).
  */
-export async function startTrove({ logLevel = "silent", auth = "dev", mongodbUrl, pollWait } = {}) {
+export async function startTrove({
+  logLevel = "silent",
+  auth = "dev",
+  mongodbUrl,
+  pollWait,
+  serveArgs = [],
+  nodeArgs,
+  env,
+} = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "trove-bench-"));
   const port = await freePort();
   const database = mongodbUrl ? benchDatabase() : undefined;
@@ -135,7 +149,8 @@ export async function startTrove({ logLevel = "silent", auth = "dev", mongodbUrl
   ];
   if (database) args.push("--mongodb-url", mongodbUrl, "--mongodb-database", database);
   if (pollWait !== undefined) args.push("--poll-wait", String(pollWait));
-  const server = await startChild(args, "/auth/.well-known/openid-configuration", port, { cleanup });
+  args.push(...serveArgs);
+  const server = await startChild(args, "/auth/.well-known/openid-configuration", port, { cleanup, nodeArgs, env });
   try {
     // As `trove token --data DIR` does: the development issuer's credentials in the data directory.
     const token = execFileSync(

@@ -2,11 +2,9 @@
 // the spec's plain-text lines (docs/change-feed.md). Version 1 neither follows nor reports
 // stores without sync-recursive (version.ts).
 
-import { create } from "@bufbuild/protobuf";
-import { createHandlerContext } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
 import { BadRequestError } from "../domain/errors.js";
-import { ChangeService, type Event, Operation, PollRequestSchema } from "../gen/trove/resources/v2/changes_pb.js";
+import { type Event, Operation } from "../gen/trove/resources/v2/changes_pb.js";
 import type { ChangeCore } from "../services/change-service.js";
 import {
   type RequestUrl,
@@ -77,30 +75,16 @@ export class PollRoutes {
       return;
     }
     const query = parsePollQuery(url.search);
-    const values = restContextValues(req);
+    const caller = restContextValues(req).get(callerKey);
     if (version === 1 && features) {
-      const caller = values.get(callerKey);
       for (const { store } of query.cursors) await checkVersion1Store(features, caller, "read", store, "");
     }
-    const ctx = createHandlerContext({
-      service: ChangeService,
-      method: ChangeService.method.poll,
-      protocolName: "rest",
-      requestMethod: "GET",
-      url: req.url ?? "",
-      requestSignal: requestSignal(res),
-      contextValues: values,
-    });
-    let out: Awaited<ReturnType<ChangeCore["poll"]>>;
-    try {
-      out = await this.core.poll(create(PollRequestSchema, query), ctx);
-    } catch (err) {
-      // The client went away during the wait: there is no one to answer.
-      if (ctx.signal.aborted) return;
-      throw err;
-    }
-    if (ctx.signal.aborted) return;
-    let events = out.events;
+    // No HandlerContext (three Headers, two more abort controllers): a parked poll holds its
+    // cursors, its waiter and one signal (issue 14).
+    const signal = requestSignal(res);
+    let events = await this.core.pollEvents(query.cursors, query.waitMillis, caller, signal);
+    // The client went away during the wait: there is no one to answer.
+    if (signal.aborted) return;
     // A status poll (no cursors) reports every store the caller may read: on version 1, only those it serves.
     if (version === 1 && features && query.cursors.length === 0) {
       const served = await Promise.all(

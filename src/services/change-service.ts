@@ -64,7 +64,7 @@ function resetEvent(store: string, eventId: number): Event {
 }
 
 /** Validates cursors into a map from store to the last event id applied. */
-export function cursorMap(cursors: readonly Cursor[]): Map<string, number> {
+export function cursorMap(cursors: readonly Pick<Cursor, "store" | "eventId">[]): Map<string, number> {
   const map = new Map<string, number>();
   for (const c of cursors) {
     const store = validateStoreName(c.store);
@@ -105,21 +105,38 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
   }
 
   async poll(req: PollRequest, ctx: HandlerContext): Promise<PollResponse> {
-    const caller = ctx.values.get(callerKey);
-    const cursors = followable(cursorMap(req.cursors), caller);
-    if (cursors.size === 0) return create(PollResponseSchema, { events: await this.status(caller) });
-    const wait = req.waitMillis === 0 ? this.pollWait : Math.min(req.waitMillis, this.pollWait);
+    const events = await this.pollEvents(req.cursors, req.waitMillis, ctx.values.get(callerKey), ctx.signal);
+    // The client went away while the poll waited: it ends as the call's abort says.
+    if (events.length === 0 && req.cursors.length > 0) throwIfCallAborted(ctx);
+    return create(PollResponseSchema, { events });
+  }
+
+  /**
+   * The poll itself, for every face: the REST face calls it without a HandlerContext (a parked
+   * poll holds no more than its cursors, its waiter and the wait's promise). Answers the events
+   * after the cursors, waiting up to `waitMillis` (0: the server's poll wait) for some; returns
+   * what there is (possibly none) when `signal` aborts.
+   */
+  async pollEvents(
+    requested: readonly Pick<Cursor, "store" | "eventId">[],
+    waitMillis: number,
+    caller: Caller,
+    signal: AbortSignal,
+  ): Promise<Event[]> {
+    const cursors = followable(cursorMap(requested), caller);
+    if (cursors.size === 0) return this.status(caller);
+    const wait = waitMillis === 0 ? this.pollWait : Math.min(waitMillis, this.pollWait);
     const deadline = Date.now() + wait;
+    const stores = [...cursors.keys()];
     for (;;) {
-      const waiter = this.notifier.arm([...cursors.keys()]);
+      const waiter = this.notifier.arm(stores);
       try {
         const events = await this.collect(cursors, caller);
         const left = deadline - Date.now();
         // Events found are the answer even at the deadline: the client may still take them. Once
         // the server's shutdown began, a poll answers what there is at once (none: 204).
-        if (events.length > 0 || left <= 0 || this.notifier.shuttingDown) return create(PollResponseSchema, { events });
-        await sleepUntil(waiter.fired, left, ctx.signal);
-        throwIfCallAborted(ctx);
+        if (events.length > 0 || left <= 0 || this.notifier.shuttingDown) return events;
+        if ((await waiter.wait(left, signal)) === "aborted") return [];
       } finally {
         waiter.dispose();
       }
@@ -146,8 +163,8 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
         }
         // Shutdown: the watch ends with UNAVAILABLE, which clients take as "reconnect" (to another instance).
         if (this.notifier.shuttingDown) throw new UnavailableError(SHUTTING_DOWN_RECONNECT);
-        const woke = await sleepUntil(waiter.fired, heartbeat, ctx.signal);
-        if (!woke && !ctx.signal.aborted) yield create(WatchChangesResponseSchema, { heartbeat: true });
+        const end = await waiter.wait(heartbeat, ctx.signal);
+        if (end === "timeout") yield create(WatchChangesResponseSchema, { heartbeat: true });
       } finally {
         waiter.dispose();
       }
@@ -187,20 +204,4 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
     }
     return events;
   }
-}
-
-/** Waits for `fired`, the timeout or the abort; true when fired first. */
-function sleepUntil(fired: Promise<void>, ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (woke: boolean) => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", aborted);
-      resolve(woke);
-    };
-    const aborted = () => done(false);
-    const timer = setTimeout(() => done(false), ms);
-    signal.addEventListener("abort", aborted, { once: true });
-    void fired.then(() => done(true));
-  });
 }
