@@ -8,7 +8,7 @@ import { UnavailableError } from "../../domain/errors.js";
 import { typeFromName } from "../../domain/mime.js";
 import { ancestorsOf, joinPath, nameOf } from "../../domain/path.js";
 import type { NodeRecord, StorageLogger, StoragePort } from "../port.js";
-import { type EntryKind, hashFile, kindOf, lstatOf, versionOf } from "./folder.js";
+import { type EntryKind, type HashedFile, hashFile, kindOf, lstatOf, versionOf } from "./folder.js";
 
 /** Why an entry of the folder is not served: a name Trove's path rules refuse, a symbolic link, a special file. */
 export type SkipReason = "name" | "link" | "special";
@@ -130,9 +130,18 @@ export class Reconciler {
     return path === "" ? { kind: "directory", unsettled: false } : this.syncEntry(path);
   }
 
-  /** `syncEntry` under the lock: for a walk, whose parent directory is known to be in line. */
-  syncChild(path: string): Promise<SyncResult> {
-    return this.lock.run(() => this.syncEntry(path));
+  /**
+   * `syncEntry` under the lock: for a walk, whose parent directory is known to be in line.
+   * `hashed`: the file's contents as read before (outside the lock, several at a time), used when
+   * the file is still that version.
+   */
+  syncChild(path: string, hashed?: HashedFile): Promise<SyncResult> {
+    return this.lock.run(() => this.syncEntry(path, hashed));
+  }
+
+  /** Reads a file of the folder ahead of `syncChild` (no lock: nothing is recorded); undefined if it is not a readable file. */
+  async readAhead(path: string): Promise<HashedFile | undefined> {
+    return hashFile(this.fileOf(path)).catch(() => undefined);
   }
 
   /** The live node at a path of the index, or undefined. */
@@ -147,7 +156,7 @@ export class Reconciler {
   }
 
   /** One path, its parent already in line. The caller holds the lock. */
-  private async syncEntry(path: string): Promise<SyncResult> {
+  private async syncEntry(path: string, ahead?: HashedFile): Promise<SyncResult> {
     if (!this.acceptsName(path, nameOf(path))) return { kind: "absent", unsettled: false };
     const file = this.fileOf(path);
     const st = await lstatOf(file);
@@ -169,8 +178,11 @@ export class Reconciler {
       return { kind: "directory", unsettled: false, recorded: true };
     }
     if (node && !node.directory && st && node.blob === versionOf(st)) return { kind: "file", unsettled: false };
-    const hashed = await hashFile(file);
-    const again = hashed && (await lstatOf(file));
+    // Read ahead as the version the path holds now: the same bytes (else read here, then lstat
+    // again: a file that changed while it was read is left for its next change).
+    const current = st && ahead?.version === versionOf(st);
+    const hashed = current ? ahead : await hashFile(file);
+    const again = current ? st : hashed && (await lstatOf(file));
     if (!hashed || !again || kindOf(again) !== "file" || versionOf(again) !== hashed.version) {
       return { kind: node ? (node.directory ? "directory" : "file") : "absent", unsettled: true, read: true };
     }

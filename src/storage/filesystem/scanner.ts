@@ -53,6 +53,8 @@ interface Progress extends ScanSummary {
 export const DEFAULT_RESCAN_INTERVAL = 60_000;
 const DEFAULT_SETTLE_DELAY = 100;
 const DEFAULT_PROGRESS_EVERY = 10_000;
+/** New or changed files read at once by a walk. */
+const READ_AHEAD = 16;
 /** Longest a notified path waits for quiet before it is read anyway. */
 const MAX_SETTLE = 1000;
 /** Most directories watched per store; beyond, changes there are found by the rescans only. */
@@ -276,6 +278,7 @@ export class Scanner {
       for (const node of batch) indexed.set(node.path, { directory: node.directory, blob: node.blob });
     }
     const subdirectories: string[] = [];
+    const toRead: string[] = [];
     let handle: Awaited<ReturnType<typeof opendir>>;
     try {
       handle = await opendir(this.reconciler.fileOf(dir), { encoding: "buffer" as BufferEncoding });
@@ -310,10 +313,11 @@ export class Scanner {
           continue;
         }
       }
-      const result = await this.reconciler.syncChild(path);
-      this.counted(progress, result);
-      if (result.unsettled) this.notify(path);
+      // New or changed files are read several at a time, then recorded one by one in order.
+      toRead.push(path);
+      if (toRead.length >= READ_AHEAD) await this.readAndSync(toRead.splice(0), progress);
     }
+    if (toRead.length > 0 && !this.halted) await this.readAndSync(toRead, progress);
     for (const path of indexed.keys()) {
       if (this.halted) return;
       const result = await this.reconciler.syncChild(path);
@@ -323,6 +327,17 @@ export class Scanner {
     for (const path of subdirectories) {
       if (progress) progress.directories++;
       await this.walk(path, progress);
+    }
+  }
+
+  /** Reads files' contents in parallel (the file system's latency overlaps), then reconciles each, in order. */
+  private async readAndSync(paths: string[], progress: Progress | undefined): Promise<void> {
+    const read = await Promise.all(paths.map((path) => this.reconciler.readAhead(path)));
+    for (const [i, path] of paths.entries()) {
+      if (this.halted) return;
+      const result = await this.reconciler.syncChild(path, read[i]);
+      this.counted(progress, result);
+      if (result.unsettled) this.notify(path);
     }
   }
 
