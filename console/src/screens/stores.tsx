@@ -9,7 +9,9 @@ import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import { browseHref, nameProblem } from "../lib/paths.js";
 
-const STORE_TYPES = ["recursive", "snapshot"] as const;
+// filesystem: serves the plain files of an existing folder (docs/filesystem-stores.md); it needs
+// the setting filesystem-location, and no store changes type to or from it.
+const STORE_TYPES = ["recursive", "snapshot", "filesystem"] as const;
 
 export function StoresScreen() {
   const { clients } = useApp();
@@ -186,7 +188,18 @@ function StoreForm(props: { store?: Store; onClose(): void; onSaved(name: string
           </>
         )}
         <label for="store-type">Type</label>
-        <select id="store-type" value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
+        <select
+          id="store-type"
+          value={type}
+          onChange={(e) => {
+            const chosen = (e.target as HTMLSelectElement).value;
+            setType(chosen);
+            // A new filesystem store's folder: the one setting it needs, offered to fill in.
+            if (!existing && chosen === "filesystem" && !settings.some((s) => s.name === "filesystem-location")) {
+              setSettings([...settings, { name: "filesystem-location", value: "" }]);
+            }
+          }}
+        >
           {STORE_TYPES.map((t) => (
             <option key={t} value={t}>
               {t}

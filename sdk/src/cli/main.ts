@@ -425,15 +425,16 @@ Options:
   stores: {
     help: `Usage: trove stores [list] [--json]
        trove stores get NAME [--json]
-       trove stores create NAME [--type recursive|snapshot] [--set NAME=VALUE ...]
-       trove stores update NAME [--type recursive|snapshot] [--set NAME=VALUE ...]
+       trove stores create NAME [--type recursive|snapshot|filesystem] [--set NAME=VALUE ...]
+       trove stores update NAME [--type recursive|snapshot|filesystem] [--set NAME=VALUE ...]
        trove stores delete NAME
 
 Lists stores (name, type, features, tag), shows one (with its settings), or changes them
 (creating, updating and deleting needs the stores:admin permission).
 
 Options:
-      --type TYPE         store type: recursive (sync-recursive) or snapshot (sync-snapshot)
+      --type TYPE         store type: recursive (sync-recursive), snapshot (sync-snapshot) or
+                          filesystem (an existing folder's plain files: --set filesystem-location=DIR)
       --set NAME=VALUE    a setting, e.g. --set keep-deleted=1d (repeatable)
       --json              JSON output
 `,

@@ -102,7 +102,10 @@ export interface Listing {
 }
 
 export interface StoreInput {
-  /** "recursive" (sync-recursive, the default) or "snapshot" (sync-snapshot). */
+  /**
+   * "recursive" (sync-recursive, the default), "snapshot" (sync-snapshot) or "filesystem" (the
+   * plain files of the folder in the setting filesystem-location; sync-recursive).
+   */
   type?: string;
   /** e.g. { "keep-deleted": "1d" } */
   settings?: Record<string, string>;

@@ -48,8 +48,10 @@ export type Store = Message<"trove.resources.v2.Store"> & {
   name: string;
 
   /**
-   * Store type: "recursive" (features sync, sync-recursive) or "snapshot"
-   * (features sync, sync-snapshot).
+   * Store type: "recursive" (features sync, sync-recursive), "snapshot"
+   * (features sync, sync-snapshot) or "filesystem" (features sync,
+   * sync-recursive: serves the plain files of the folder named by the setting
+   * filesystem-location; docs/filesystem-stores.md).
    *
    * @generated from field: string type = 2;
    */
