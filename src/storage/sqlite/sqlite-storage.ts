@@ -670,7 +670,7 @@ export class SqliteStorage implements StoragePort {
       yield inline;
       return;
     }
-    yield* this.blobs.read(node.blob);
+    yield* this.blobs.read(node.blob, node.size);
   }
 
   async discardBlob(blob: BlobInfo): Promise<void> {
