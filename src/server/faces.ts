@@ -104,6 +104,9 @@ export function createFaces(options: FacesOptions): Faces {
     contextValues,
     // A larger message is refused (RESOURCE_EXHAUSTED) before it is buffered, a larger declared length at once.
     readMaxBytes: rpcReadMaxBytes(options.maxResourceSize),
+    // Answers go uncompressed, as REST's do: gzip of a Read's chunks cost more than the transfer
+    // (issue 14, docs/benchmarks.md). Compressed requests are still accepted.
+    compressMinBytes: Number.MAX_SAFE_INTEGER,
     // No maxTimeoutMs: a client may wait as long as it likes on Poll, WatchChanges and WatchReport.
     fallback: (nodeReq, nodeRes) => {
       const req = nodeReq as RestRequest;

@@ -44,6 +44,14 @@ export interface DrainResult {
   cut: number;
 }
 
+/**
+ * HTTP/2 receive windows of a stream and of a whole session (issue 14). At the protocol's 64 KiB
+ * default a client's upload (gRPC Write) stalls for a WINDOW_UPDATE every 64 KiB; these let it
+ * run, and bound what a session can make the server buffer unread to H2_SESSION_WINDOW.
+ */
+const H2_STREAM_WINDOW = 1024 * 1024;
+const H2_SESSION_WINDOW = 4 * 1024 * 1024;
+
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /**
@@ -149,11 +157,18 @@ export function createListener(options: ListenerOptions): Listener {
     );
   });
 
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams } }, handler);
+  const h2 = http2.createServer(
+    {
+      settings: { maxConcurrentStreams: limits.maxConcurrentStreams, initialWindowSize: H2_STREAM_WINDOW },
+    },
+    handler,
+  );
   // Node's compatibility layer gives CONNECT to this event and answers a bare 405 when nobody listens.
   h2.on("connect", handler);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
+    // The session's own window (the sum over its streams) is not a setting: raise it once connected.
+    session.setLocalWindowSize(H2_SESSION_WINDOW);
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     // A session is idle when no stream is open: a long poll or a watch keeps it, silence does not.

@@ -44,6 +44,12 @@ import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
 
+/**
+ * Largest chunk of a Read message: storage may read in larger pieces, a message stays well below
+ * the 4 MiB that gRPC clients accept by default (grpc-go, grpc-java), whatever the storage.
+ */
+export const READ_MESSAGE_CHUNK = 1024 * 1024;
+
 /** A directory refused by a delete with require_empty: its entries are counted up to this many. */
 const NOT_EMPTY_COUNT_LIMIT = 10_000;
 /** Tries of a delete with require_empty whose directory keeps changing under it. */
@@ -124,7 +130,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         yield create(ReadResponseSchema, { resource, chunk: node.inline });
         return;
       }
-      const chunks = this.storage.readBlob(node)[Symbol.asyncIterator]();
+      const chunks = boundedChunks(this.storage.readBlob(node))[Symbol.asyncIterator]();
       let first: IteratorResult<Uint8Array>;
       try {
         first = await chunks.next();
@@ -363,6 +369,17 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 /** Entity tags as clients send them (quoted, unquoted, W/, "*", or comma-separated lists) in stored form. */
 function tags(list: readonly string[]): string[] {
   return list.flatMap(parseTagList);
+}
+
+/** The contents in chunks of at most READ_MESSAGE_CHUNK bytes: views of what storage read, no copies. */
+async function* boundedChunks(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of chunks) {
+    if (chunk.byteLength <= READ_MESSAGE_CHUNK) yield chunk;
+    else
+      for (let at = 0; at < chunk.byteLength; at += READ_MESSAGE_CHUNK) {
+        yield chunk.subarray(at, at + READ_MESSAGE_CHUNK);
+      }
+  }
 }
 
 async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<Uint8Array> {
