@@ -95,6 +95,9 @@ export class ChangeNotifier {
     this.unsubscribe = storage.onChange((store) => this.wake(store));
   }
 
+  /** Rises with every change signalled (and at shutdown): a read begun at another generation may miss a change. */
+  generation = 0;
+
   /** Number of armed waiters (for leak checks and metrics). */
   get waiterCount(): number {
     return this.count;
@@ -173,10 +176,12 @@ export class ChangeNotifier {
   }
 
   private fireAll(): void {
+    this.generation += 1;
     for (const set of [...this.waiters.values()]) for (const waiter of [...set]) waiter.fire();
   }
 
   private wake(store: string): void {
+    this.generation += 1;
     for (const key of [store, "*"]) {
       const set = this.waiters.get(key);
       if (set) for (const waiter of [...set]) waiter.fire();

@@ -96,6 +96,8 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
   private readonly notifier: ChangeNotifier;
   readonly pollWait: number;
   private readonly maxEvents: number;
+  /** Reads in flight, by notifier generation, store and position (shared). */
+  private readonly reads = new Map<string, Promise<unknown>>();
 
   constructor(options: ChangeServiceOptions) {
     this.storage = options.storage;
@@ -181,11 +183,31 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
       .map((s) => resetEvent(s.config.name, s.lastEventId));
   }
 
+  /**
+   * One read for every poll woken by the same change: a read already in flight is joined, but only
+   * when no change was signalled since it began (the notifier's generation), so a poll never takes
+   * the answer of a read made before it armed its waiter and before a change it was not woken for.
+   * The results are shared read-only; each poll filters them for its caller.
+   */
+  private shared<T>(key: string, read: () => Promise<T>): Promise<T> {
+    const generation = this.notifier.generation;
+    const fullKey = `${generation}|${key}`;
+    const found = this.reads.get(fullKey) as Promise<T> | undefined;
+    if (found) return found;
+    const started = read();
+    this.reads.set(fullKey, started);
+    const forget = () => {
+      this.reads.delete(fullKey);
+    };
+    started.then(forget, forget);
+    return started;
+  }
+
   private async collect(cursors: ReadonlyMap<string, number>, caller: Caller): Promise<Event[]> {
     const events: Event[] = [];
     for (const [store, cursor] of cursors) {
       if (events.length >= this.maxEvents) break;
-      const position = positionOf(await this.storage.getStore(store), cursor);
+      const position = positionOf(await this.shared(`s|${store}`, () => this.storage.getStore(store)), cursor);
       if ("reset" in position) {
         events.push(resetEvent(store, position.reset));
         continue;
@@ -195,7 +217,9 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
       // from it would be answered nothing, forever, from the same cursor.
       for (let since = position.since; ; ) {
         const want = this.maxEvents - events.length;
-        const nodes = await this.storage.changesSince(store, since, want);
+        const nodes = await this.shared(`c|${store}|${since}|${want}`, () =>
+          this.storage.changesSince(store, since, want),
+        );
         for (const node of nodes) if (caller.may("read", node)) events.push(changeEvent(node));
         const last = nodes.at(-1);
         if (last === undefined || nodes.length < want || events.length >= this.maxEvents) break;
