@@ -81,6 +81,8 @@ async function deliveryLatency(url, writers) {
   const agent = new Agent({ connections: writers + 2 });
   let cursor = await lastEventId(url);
   const seen = new Map();
+  /** Writers waiting for the follower to see their change, by URI (no busy loop in this process). */
+  const waiting = new Map();
   let stop = false;
   const follower = (async () => {
     while (!stop) {
@@ -93,6 +95,7 @@ async function deliveryLatency(url, writers) {
         if (kind !== "CHANGE") continue;
         cursor = Math.max(cursor, Number(id));
         if (!seen.has(uri)) seen.set(uri, at);
+        waiting.get(uri)?.();
       }
     }
   })();
@@ -112,7 +115,8 @@ async function deliveryLatency(url, writers) {
       });
       await res.body.dump();
       const answered = performance.now();
-      while (!seen.has(uri)) await new Promise((r) => setImmediate(r));
+      if (!seen.has(uri)) await new Promise((r) => waiting.set(uri, r));
+      waiting.delete(uri);
       latencies[i] = Math.max(0, seen.get(uri) - answered);
       if (writers > 1) continue;
       const t0 = performance.now();
