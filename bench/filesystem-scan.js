@@ -68,6 +68,8 @@ async function main() {
     console.log(
       `  progress lines: ${result.progress.length} (every 10,000 entries), RSS at each: ${result.progress.map((p) => mib(p.rss)).join(", ")}`,
     );
+    console.log(`  V8 heap used at each: ${result.progress.map((p) => mib(p.heapUsed)).join(", ")}`);
+    console.log(`  external (buffers) at each: ${result.progress.map((p) => mib(p.external)).join(", ")}`);
     console.log(
       `  RSS before ${mib(result.before)}, peak (VmHWM) ${mib(result.peak)}, growth ${mib(result.peak - result.before)}`,
     );
@@ -155,8 +157,10 @@ async function child(folder, data) {
   const logger = {
     warn: (details, message) => process.stderr.write(`${message} ${JSON.stringify(details)}\n`),
     info: (details, message) => {
-      if (message === "filesystem store scan in progress")
-        send({ progress: { ...details, rss: process.memoryUsage().rss } });
+      if (message === "filesystem store scan in progress") {
+        const { rss, heapUsed, external } = process.memoryUsage();
+        send({ progress: { ...details, rss, heapUsed, external } });
+      }
     },
   };
   const inner = await SqliteStorage.open({ dataDir: data });

@@ -106,6 +106,13 @@ export class FilesystemStorage implements StoragePort {
   private readonly options: FilesystemStorageOptions;
   private readonly folders = new Map<string, Folder>();
   private readonly uploads = new Map<string, Upload>();
+  /**
+   * Blobs received for a store that was not a filesystem store when the core read it just before
+   * the upload (getStoreNode attaches every filesystem store it meets): their putFile goes to the
+   * inner adapter without reading the store again, which kept a PUT on MongoDB at its round trips
+   * (test/mongodb/round-trips.test.ts). Removed at putFile or discardBlob.
+   */
+  private readonly plainUploads = new Map<string, string>();
   /** Start-up: every filesystem store attached, its filesystem-temp emptied, its rescan started. */
   private readonly ready: Promise<void>;
   private closed = false;
@@ -410,6 +417,11 @@ export class FilesystemStorage implements StoragePort {
   ): Promise<WriteResult> {
     const upload = this.uploads.get(blob.blob);
     this.uploads.delete(blob.blob);
+    const plainFor = this.plainUploads.get(blob.blob);
+    this.plainUploads.delete(blob.blob);
+    if (!upload && plainFor === store && !this.folders.has(store)) {
+      return this.inner.putFile(store, path, blob, type, pre, now);
+    }
     const folder = await this.folderByName(store);
     if (!folder && !upload) return this.inner.putFile(store, path, blob, type, pre, now);
     if (!folder || !upload || upload.store !== store) {
@@ -516,7 +528,15 @@ export class FilesystemStorage implements StoragePort {
 
   async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
     const folder = options.store === undefined ? undefined : this.folders.get(options.store);
-    if (!folder) return this.inner.writeBlob(source, options);
+    if (!folder) {
+      const info = await this.inner.writeBlob(source, options);
+      if (options.store !== undefined) {
+        // Bounded: an entry lost here only costs its putFile the store's read.
+        if (this.plainUploads.size >= 10_000) this.plainUploads.clear();
+        this.plainUploads.set(info.blob, options.store);
+      }
+      return info;
+    }
     await this.ready;
     const assembled = await assemble(folder.temp, source, options.maxSize);
     const blob = randomUUID();
@@ -540,6 +560,7 @@ export class FilesystemStorage implements StoragePort {
   }
 
   async discardBlob(blob: BlobInfo): Promise<void> {
+    this.plainUploads.delete(blob.blob);
     const upload = this.uploads.get(blob.blob);
     if (!upload) return this.inner.discardBlob(blob);
     this.uploads.delete(blob.blob);
