@@ -42,7 +42,7 @@ afterEach(async () => {
   if (folder) await cleanUp(folder);
 });
 
-/** An instance on the test's database, with a scan lease of two seconds. */
+/** An instance on the test's database, with a scan lease of five seconds. */
 async function instance(): Promise<ChildServer> {
   const server = await startChildServer({
     args: [
@@ -53,7 +53,7 @@ async function instance(): Promise<ChildServer> {
       "--issuer",
       issuer?.url as string,
       "--filesystem-scan-lease",
-      "2",
+      "5",
     ],
     token,
   });
