@@ -384,8 +384,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   for (const reason of ["name", "link", "special"]) skipped.inc({ reason }, 0);
   const scans = new Counter({
     name: "trove_filesystem_scans_total",
-    help: "Full scans of filesystem stores' folders made by this instance (with several instances on MongoDB, only the scan lease's holder scans).",
-    labelNames: ["store"],
+    help: "Full scans of filesystem stores' folders made by this instance (with several instances on MongoDB, only the holder of a store's scan lease scans it).",
     registers,
   });
 
@@ -508,8 +507,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
     filesystemSkipped(reason) {
       skipped.inc({ reason });
     },
-    filesystemScanned(summary) {
-      scans.inc({ store: summary.store });
+    filesystemScanned() {
+      scans.inc();
     },
     watch(c) {
       cores = c;

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
-import { BadRequestError, NotFoundError, UnavailableError } from "../../domain/errors.js";
+import { BadRequestError, NotFoundError, PreconditionFailedError, UnavailableError } from "../../domain/errors.js";
 import { parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import type { StoreConfig } from "../../domain/store.js";
@@ -433,10 +433,11 @@ export class FilesystemStorage implements StoragePort {
     const file = reconciler.fileOf(path);
     return reconciler.lock.run(async () => {
       let version: string;
+      let created: boolean;
       try {
         await reconciler.syncLocked(path);
         const { target, parent } = await this.current(folder, path, now);
-        planPutFile(path, target, parent, pre.ifMatch);
+        ({ created } = planPutFile(path, target, parent, pre.ifMatch));
         version = versionOf(await stat(upload.file, { bigint: true }));
         await rename(upload.file, file);
       } catch (err) {
@@ -444,10 +445,16 @@ export class FilesystemStorage implements StoragePort {
         throw tooLongAsBadRequest(err, path);
       }
       await syncDirectory(dirname(file));
+      const stored = { blob: version, size: blob.size, md5: blob.md5, inline: null };
       try {
-        const stored = { blob: version, size: blob.size, md5: blob.md5, inline: null };
-        return await this.inner.putFile(store, path, stored, type, pre, now);
+        // Created or replaced as the client's preconditions were checked, before the rename.
+        return { ...(await this.inner.putFile(store, path, stored, type, pre, now)), created };
       } catch (err) {
+        // Another instance's scanner (the lock is per process) may have recorded this very file
+        // between the rename and here, giving it a new tag: the write is still this one.
+        if (err instanceof PreconditionFailedError && (await this.inner.getNode(store, path))?.blob === version) {
+          return { ...(await this.inner.putFile(store, path, stored, type, {}, now)), created };
+        }
         // The file is in place: the index records what the folder holds, and the caller learns of the failure.
         await reconciler.syncLocked(path).catch(() => {});
         throw err;
