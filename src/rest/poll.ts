@@ -80,13 +80,28 @@ export class PollRoutes {
       for (const { store } of query.cursors) await checkVersion1Store(features, caller, "read", store, "");
     }
     // No HandlerContext (three Headers, two more abort controllers): a parked poll holds its
-    // cursors, its waiter and one signal (issue 14).
+    // cursors, its waiter and one signal (issue 14). Nor is this frame kept while the poll waits:
+    // the answer is written by `answer`, after the wait.
     const signal = requestSignal(res);
-    let events = await this.core.pollEvents(query.cursors, query.waitMillis, caller, signal);
+    return this.core
+      .pollEvents(query.cursors, query.waitMillis, caller, signal)
+      .then((events) =>
+        this.answer(res, events, signal, version === 1 && query.cursors.length === 0 ? features : undefined),
+      );
+  }
+
+  /** Writes the poll's answer; `features` (a version 1 status poll) leaves out the stores version 1 does not serve. */
+  private async answer(
+    res: RestResponse,
+    found: Event[],
+    signal: AbortSignal,
+    features?: StoreFeatures,
+  ): Promise<void> {
     // The client went away during the wait: there is no one to answer.
     if (signal.aborted) return;
+    let events = found;
     // A status poll (no cursors) reports every store the caller may read: on version 1, only those it serves.
-    if (version === 1 && features && query.cursors.length === 0) {
+    if (features) {
       const served = await Promise.all(
         events.map(async (e) => {
           const found = e.kind.case === undefined ? undefined : await features(e.kind.value.store);
