@@ -475,7 +475,8 @@ export class FilesystemStorage implements StoragePort {
           if (err.code !== "EEXIST") throw tooLongAsBadRequest(err, path);
         });
       }
-      return this.inner.makeDirectory(store, path, pre, now);
+      // As planned: another instance's scanner may have recorded the new directory already.
+      return { ...(await this.inner.makeDirectory(store, path, pre, now)), created };
     });
   }
 
