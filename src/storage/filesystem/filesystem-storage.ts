@@ -502,9 +502,16 @@ export class FilesystemStorage implements StoragePort {
         moved = undefined;
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       }
+      const before = (await this.inner.getStore(store))?.lastEventId ?? 0;
       try {
         return await this.inner.deleteTree(store, path, pre, now);
       } catch (err) {
+        // Another instance's scanner (the lock is per process) may have recorded this very removal
+        // first: the delete is still this one, and answers as its preconditions decided.
+        const node = target && (await this.inner.getNode(store, path));
+        if (node?.deleted && node.eventId > before) {
+          return { node, count: await this.deletedSince(store, path, before) };
+        }
         await reconciler.syncLocked(path).catch(() => {});
         throw err;
       }
@@ -515,6 +522,19 @@ export class FilesystemStorage implements StoragePort {
       );
     }
     return result;
+  }
+
+  /** How many nodes at and below a path were deleted after an event id (a delete another instance recorded). */
+  private async deletedSince(store: string, path: string, after: number): Promise<number> {
+    let count = 1;
+    try {
+      for await (const batch of this.inner.listNodes(store, path, { recursive: true, includeDeleted: true })) {
+        for (const node of batch) if (node.path !== path && node.deleted && node.eventId > after) count++;
+      }
+    } catch {
+      // The count is informative; the delete happened.
+    }
+    return count;
   }
 
   /** The target of a write and its parent as the rules see them (expired tombstones absent). */
