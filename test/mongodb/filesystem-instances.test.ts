@@ -160,6 +160,10 @@ describe.runIf(MONGODB_URL)("a filesystem store served by two instances on one M
     expect(await readFile(join(folder, "from-b.txt"), "utf8")).toBe("through B");
     expect(await get(b, "from-a.txt")).toMatchObject({ status: 200, text: "through A" });
     expect(await get(a, "from-b.txt")).toMatchObject({ status: 200, text: "through B" });
+    // A delete through one is gone for both, and from the folder.
+    expect((await call(b, "DELETE", `${DATA}/from-a.txt`)).status).toBe(200);
+    expect((await get(a, "from-a.txt")).status).toBe(404);
+    await expect(readFile(join(folder, "from-a.txt"))).rejects.toMatchObject({ code: "ENOENT" });
     // A write with a stale tag through the other instance is refused.
     const stale = await fetch(`${other.url}${DATA}/outside.txt`, {
       method: "PUT",
