@@ -16,11 +16,11 @@ import { ResourceCore } from "../../src/services/resource-service.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 let t: TestServer;
-const BIG = 256 * 1024;
+const BIG = 4 * 1024 * 1024;
 
 beforeAll(async () => {
   t = await startServer();
-  // Larger than one read chunk (64 KiB), so Read sends several messages; a directory of three.
+  // Larger than one read chunk (1 MiB, src/storage/local/blob-files.ts), so Read sends several messages; a directory of three.
   for (const [path, body] of [
     ["cancel/", ""],
     ["cancel/dir/", ""],
@@ -71,7 +71,7 @@ const list = create(ListRequestSchema, { store: "home", path: "cancel/dir" });
 describe("Read and List end between messages", () => {
   it("not cut: Read sends the whole resource in several messages, List the directory and its entries", async () => {
     expect(await consume(core().read(read, context("read", {})), () => {})).toEqual({
-      messages: BIG / 65536,
+      messages: BIG / (1024 * 1024),
       code: "OK",
     });
     expect(await consume(core().list(list, context("list", {})), () => {})).toEqual({ messages: 2, code: "OK" });
