@@ -10,6 +10,7 @@
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { apacheAvailable, startApache } from "./apache.js";
+import { median, pad } from "./report.js";
 import { buildDist, startTrove } from "./servers.js";
 import { wrkAvailable, wrkLoad } from "./wrk.js";
 
@@ -19,15 +20,6 @@ const TREE_FILES = 1000;
 const PROPFIND_BODY = Buffer.from(
   '<?xml version="1.0" encoding="utf-8"?>\n<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>\n',
 );
-
-function median(xs) {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-}
-
-function pad(text, width, right = false) {
-  const s = String(text);
-  return right ? s.padStart(width) : s.padEnd(width);
-}
 
 /** Runs `tasks` (functions answering promises), `width` at a time. */
 async function pool(tasks, width) {

@@ -6,10 +6,10 @@
 // throughput to what else the machine runs) per round, then the median ratios on/off per case.
 // `node bench/metrics.js [--duration 8] [--rounds 5] [--connections 32] [--only rest|connect] [--skip-build]`
 
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { BODY_4K } from "./payloads.js";
+import { cpuSeconds, median } from "./report.js";
 import { buildDist, startTrove } from "./servers.js";
 
 const { values: opts } = parseArgs({
@@ -63,12 +63,6 @@ async function prepare(server) {
   return { ...server, scrapeStatus: scrape.status };
 }
 
-/** utime + stime of a process, in seconds. */
-function cpuSeconds(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 async function load(server, { path, headers = {}, ...request }, seconds) {
   const cpuBefore = cpuSeconds(server.pid);
   const result = await autocannon({
@@ -84,10 +78,6 @@ async function load(server, { path, headers = {}, ...request }, seconds) {
   if (other > 0 || result.errors > 0) throw new Error(`${other} answers other than 200, ${result.errors} errors`);
   const cpuUs = ((cpuSeconds(server.pid) - cpuBefore) / ok) * 1e6;
   return { rps: ok / result.duration, p50: result.latency.p50, p99: result.latency.p99, cpuUs };
-}
-
-function median(xs) {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 }
 
 if (!opts["skip-build"]) buildDist();

@@ -31,17 +31,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { cpuSeconds } from "./report.js";
 import { buildDist, freePort, procStatusBytes, startChild, startTrove } from "./servers.js";
 
 const SELF = fileURLToPath(import.meta.url);
 const GC_PRELOAD = fileURLToPath(new URL("./gc-on-signal.cjs", import.meta.url));
 const POLL_WAIT = 600;
 const WARMUP_POLLS = 500;
-
-export function cpuSeconds(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks of 10 ms
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

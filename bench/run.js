@@ -15,7 +15,6 @@
 // (bench/apache-listing.js) listings of 1,000 and 10,000 entries against PROPFIND; a bare `npm
 // run bench` runs both too where httpd and wrk are installed (4 connections, rounds of <= 5 s).
 
-import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
@@ -23,6 +22,7 @@ import { apacheAvailable, prepareApache, startApache } from "./apache.js";
 import { runApacheLarge } from "./apache-large.js";
 import { runApacheListing } from "./apache-listing.js";
 import { BODY_4K, ETAG_4K } from "./payloads.js";
+import { cpuSeconds, median, pad, times } from "./report.js";
 import { buildDist, startBaseline, startTrove } from "./servers.js";
 import { runStream } from "./stream-1g.js";
 import { wrkAvailable, wrkLoad } from "./wrk.js";
@@ -82,12 +82,6 @@ function requestFor(c, t) {
   return { ...request, headers: { ...t.auth, ...request.headers } };
 }
 
-/** utime + stime of a process, in seconds. */
-function cpuSeconds(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 const CASES = [
   { name: "GET 4 KiB", expected: [200], request: (t) => ({ path: t.get }) },
   {
@@ -106,20 +100,6 @@ const CASES = [
     request: (t) => ({ path: t.get, headers: { "if-none-match": t.etag } }),
   },
 ];
-
-/** A ratio with two significant digits at least: MongoDB's PUT is far below 0.01x. */
-function times(ratio) {
-  return `${ratio >= 0.1 || Number.isNaN(ratio) ? ratio.toFixed(2) : ratio.toPrecision(2)}x`;
-}
-
-function median(xs) {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-}
-
-function pad(text, width, right = false) {
-  const s = String(text);
-  return right ? s.padStart(width) : s.padEnd(width);
-}
 
 async function runRequests() {
   const targets = [];
