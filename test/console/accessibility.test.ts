@@ -133,6 +133,10 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
     expect(await page.evaluate(`!!document.activeElement?.closest("dialog[open]")`)).toBe(true);
     await page.keyboard.press("Escape");
     await page.waitForFunction(`!document.querySelector("dialog[open]")`);
+    // The console gives the focus back once the closed dialog has rendered: wait for it (or time out).
+    await page
+      .waitForFunction(`document.activeElement?.textContent === "theme.json"`, { timeout: 5000 })
+      .catch(() => {});
     expect(await page.evaluate(`document.activeElement?.textContent`)).toBe("theme.json");
   });
 
