@@ -117,6 +117,17 @@ function namedField(message: string, input: DescMessage | undefined): string | u
  * full: the resource a failed precondition was about, the field of an invalid argument.
  */
 export function toConnectError(err: unknown, call?: CallSubject): ConnectError {
+  const error = connectErrorOf(err, call);
+  // A message quoting client text cut in UTF-16 units may hold a lone surrogate, which gRPC's
+  // percent-encoded grpc-message cannot carry (encodeURIComponent throws): made well-formed here.
+  if (!error.rawMessage.isWellFormed()) {
+    const wellFormed = error.rawMessage.toWellFormed();
+    Object.assign(error, { rawMessage: wellFormed, message: `[${Code[error.code]}] ${wellFormed}` });
+  }
+  return error;
+}
+
+function connectErrorOf(err: unknown, call?: CallSubject): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof BadRequestError) return badRequest(err, call);
   if (err instanceof DeletedError) {
@@ -246,13 +257,53 @@ export function withRequestDecodeErrors(routes: (router: ConnectRouter) => void)
     for (let i = 0; i < handlers.length; i++) {
       const handler = handlers[i] as UniversalHandler;
       const relabelled = async (req: UniversalServerRequest) => {
-        const res = await handler(req);
+        let res: UniversalServerResponse;
+        try {
+          res = await handler(req);
+        } catch (err) {
+          return undeliverableRequestError(req, err);
+        }
         return req.method === "GET" ? withGetRefusalReason(handler.method, res) : relabelDecodeErrors(res);
       };
       handlers[i] = Object.assign(relabelled, handler);
     }
   };
 }
+
+/**
+ * connect-node's gRPC and gRPC-Web handlers reject, leaving the call unanswered, when the error
+ * they would send cannot be percent-encoded into grpc-message: a message with a lone surrogate.
+ * Trove's own errors are made well-formed (toConnectError), so only connect's errors about the
+ * request it failed to decode get here: V8's JSON.parse quotes the text at the error cut in UTF-16
+ * units, and an astral character can be cut in half (the fuzz test's seed 1352876297). The call is
+ * answered InvalidArgument in its protocol; anything else is thrown on as before.
+ */
+function undeliverableRequestError(req: UniversalServerRequest, err: unknown): UniversalServerResponse {
+  const type = req.header.get("content-type") ?? "";
+  if (!(err instanceof URIError) || !type.startsWith("application/grpc")) throw err;
+  const web = type.startsWith("application/grpc-web");
+  const message = "the request message does not decode (its JSON or protobuf is malformed)";
+  const status = { "grpc-status": String(Code.InvalidArgument), "grpc-message": encodeURIComponent(message) };
+  const header = new Headers({ "content-type": type.split(";")[0]?.trim() ?? type });
+  if (!web) return { status: 200, header, body: empty(), trailer: new Headers(status) };
+  const text = encoder.encode(
+    Object.entries(status)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join(""),
+  );
+  const envelope = new Uint8Array(5 + text.byteLength);
+  envelope[0] = ENVELOPE_TRAILER;
+  new DataView(envelope.buffer).setUint32(1, text.byteLength);
+  envelope.set(text, 5);
+  const base64 = type.startsWith("application/grpc-web-text");
+  return {
+    status: 200,
+    header,
+    body: single(base64 ? encoder.encode(Buffer.from(envelope).toString("base64")) : envelope),
+  };
+}
+
+async function* empty(): AsyncIterable<Uint8Array> {}
 
 /**
  * connect-node answers a GET of a method with side effects 405, and a GET of a streaming method

@@ -190,6 +190,82 @@ describe("protobuf that does not decode answers InvalidArgument in the caller's 
   });
 });
 
+describe("JSON whose parse error quotes half of a surrogate pair answers InvalidArgument", () => {
+  // V8's JSON.parse quotes the text at the error, cut in UTF-16 units: with astral characters the
+  // quote can end in a lone surrogate, which gRPC's percent-encoded grpc-message cannot carry
+  // (encodeURIComponent throws). Found by fuzz.test.ts, seed 1352876297: the call was never answered.
+  const json = Buffer.from("\u{1F600}".repeat(12));
+  const auth = () => ({ authorization: `Bearer ${admin}` });
+  const wellFormed = (text: string) => expect(text.isWellFormed()).toBe(true);
+
+  it("gRPC-Web JSON (HTTP/1.1) -> grpc-status 3 in the trailer message", async () => {
+    const res = await h1Request(
+      t.port,
+      "POST",
+      "/trove.insights.v1.ProjectService/GetProject",
+      { ...auth(), "content-type": "application/grpc-web+json", "x-grpc-web": "1" },
+      envelope(json),
+    );
+    expect(res.status).toBe(200);
+    const trailers = { ...res.headers, ...grpcWebTrailers(res.body) };
+    expect(trailers["grpc-status"]).toBe("3");
+    const message = decodeURIComponent(trailers["grpc-message"] ?? "");
+    expect(message).toMatch(/does not decode/);
+    wellFormed(message);
+  });
+
+  it("gRPC JSON (HTTP/2) -> grpc-status 3", async () => {
+    const res = await h2Request(
+      session,
+      "POST",
+      "/trove.insights.v1.ProjectService/GetProject",
+      { ...auth(), "content-type": "application/grpc+json", te: "trailers" },
+      envelope(json),
+    );
+    const status = res.trailers["grpc-status"] ?? res.headers["grpc-status"];
+    expect(status).toBe("3");
+    wellFormed(decodeURIComponent(res.trailers["grpc-message"] ?? res.headers["grpc-message"] ?? ""));
+  });
+
+  it("a lone surrogate escaped in a JSON string field (gRPC JSON Stat) -> grpc-status 3, well-formed", async () => {
+    const res = await h2Request(
+      session,
+      "POST",
+      "/trove.resources.v2.ResourceService/Stat",
+      { ...auth(), "content-type": "application/grpc+json", te: "trailers" },
+      envelope(Buffer.from('{"store":"home","path":"lost-\\ud83d"}')),
+    );
+    expect(res.trailers["grpc-status"] ?? res.headers["grpc-status"]).toBe("3");
+    const message = decodeURIComponent(res.trailers["grpc-message"] ?? res.headers["grpc-message"] ?? "");
+    expect(message).toMatch(/StatRequest\.path from JSON: expected string: invalid UTF8/);
+  });
+
+  it("Connect unary JSON -> 400 invalid_argument", async () => {
+    const res = await h1Request(
+      t.port,
+      "POST",
+      "/trove.insights.v1.ProjectService/GetProject",
+      { ...auth(), "content-type": "application/json", "connect-protocol-version": "1" },
+      json,
+    );
+    expect(res.status).toBe(400);
+    const error = JSON.parse(res.body.toString());
+    expect(error).toMatchObject({ code: "invalid_argument", message: expect.stringMatching(/JSON/) });
+  });
+
+  it("Connect server-streaming JSON -> end of stream with invalid_argument", async () => {
+    const res = await h2Request(
+      session,
+      "POST",
+      "/trove.resources.v2.ChangeService/WatchChanges",
+      { ...auth(), "content-type": "application/connect+json", "connect-protocol-version": "1" },
+      envelope(json),
+    );
+    const end = envelopes(res.body).find((e) => e.flags & 0x02);
+    expect(JSON.parse(end?.data.toString() ?? "{}")).toMatchObject({ error: { code: "invalid_argument" } });
+  });
+});
+
 describe("token claims that cannot stand in a header", () => {
   const claims = [
     ["an operation", { trove_grants: [{ store: "*", ops: ["lesen-日本語"] }] }],
