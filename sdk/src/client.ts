@@ -1,6 +1,7 @@
 // createTroveClient: Connect clients for every Trove service over the Connect,
 // gRPC or gRPC-Web protocol, with the bearer token added to each call.
 
+import type * as http2 from "node:http2";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
@@ -26,6 +27,57 @@ export interface TroveClientOptions {
   useBinaryFormat?: boolean;
   /** More interceptors, run after the one that adds the token. */
   interceptors?: Interceptor[];
+  /**
+   * HTTP/2 receive windows in bytes: how much the server may send ahead of what this client has
+   * read, per stream and for the whole connection. Default 8 MiB and 16 MiB (HTTP2_RECEIVE_WINDOW).
+   */
+  receiveWindow?: { stream?: number; connection?: number };
+}
+
+/**
+ * The HTTP/2 receive windows the client announces (issue 14, docs/benchmarks.md). The protocol's
+ * 65,535 bytes made a large Read wait for a WINDOW_UPDATE trip through both event loops every
+ * 64 KiB (20 MiB: about twice the time of a REST GET). They are also what the client may hold
+ * unread: at most 16 MiB per connection whatever the number of calls.
+ */
+export const HTTP2_RECEIVE_WINDOW = { stream: 8 * 1024 * 1024, connection: 16 * 1024 * 1024 } as const;
+
+/** The largest window HTTP/2 allows (RFC 9113, 6.9.1); 65,535 is the protocol's initial one. */
+const MAX_WINDOW = 2 ** 31 - 1;
+
+function windowSize(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 65_535 || value > MAX_WINDOW) {
+    throw new RangeError(`receiveWindow.${name} must be an integer from 65535 to ${MAX_WINDOW}, not ${value}`);
+  }
+  return value;
+}
+
+/**
+ * connect-node's session manager with larger receive windows. The stream window is a SETTINGS
+ * entry; the connection's window has none and node can raise it only on a connected session,
+ * so it is raised when the first stream of each session opens (a new session after a GOAWAY too).
+ */
+class WindowedSessionManager extends Http2SessionManager {
+  private readonly widened = new WeakSet<http2.Http2Session>();
+
+  constructor(
+    url: string,
+    streamWindow: number,
+    private readonly connectionWindow: number,
+  ) {
+    super(url, undefined, { settings: { initialWindowSize: streamWindow } });
+  }
+
+  override async request(...args: Parameters<Http2SessionManager["request"]>): Promise<http2.ClientHttp2Stream> {
+    const stream = await super.request(...args);
+    const session = stream.session;
+    if (session && !session.destroyed && !this.widened.has(session)) {
+      this.widened.add(session);
+      session.setLocalWindowSize(this.connectionWindow);
+    }
+    return stream;
+  }
 }
 
 export type TroveServices = { [K in keyof typeof SERVICES]: Client<(typeof SERVICES)[K]> };
@@ -42,8 +94,10 @@ export function createTroveClient(options: TroveClientOptions): TroveClient {
   const provider = toTokenProvider(options.auth);
   const interceptors = [...(provider ? [bearerInterceptor(provider)] : []), ...(options.interceptors ?? [])];
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
-  const http2 = protocol === "grpc" || (options.httpVersion ?? "2") === "2";
-  const sessionManager = http2 ? new Http2SessionManager(baseUrl) : undefined;
+  const overHttp2 = protocol === "grpc" || (options.httpVersion ?? "2") === "2";
+  const streamWindow = windowSize("stream", options.receiveWindow?.stream, HTTP2_RECEIVE_WINDOW.stream);
+  const connectionWindow = windowSize("connection", options.receiveWindow?.connection, HTTP2_RECEIVE_WINDOW.connection);
+  const sessionManager = overHttp2 ? new WindowedSessionManager(baseUrl, streamWindow, connectionWindow) : undefined;
   let transport: Transport;
   if (protocol === "grpc") {
     transport = createGrpcTransport({ baseUrl, interceptors, sessionManager });

@@ -1,6 +1,7 @@
 // gRPC Read and Write of a 20 MiB resource as a client observes them (issue 14): the server's HTTP/2
 // receive windows, Read's messages (their size, uncompressed even when the client accepts gzip) and
-// the contents byte for byte, and a gzip-compressed Write still accepted.
+// the contents byte for byte, a gzip-compressed Write still accepted, and both through the SDK's
+// gRPC client (its larger receive windows, test/sdk/http2-windows.test.ts).
 
 import { createHash } from "node:crypto";
 import * as http2 from "node:http2";
@@ -8,6 +9,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { compressionGzip, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTroveClient } from "../../sdk/src/index.js";
 import {
   ReadRequestSchema,
   ReadResponseSchema,
@@ -148,5 +150,30 @@ describe("gRPC Read and Write of 20 MiB (issue 14)", () => {
     }
     expect(size).toBe(SIZE);
     expect(hash.digest("base64")).toBe(out.resource?.md5);
+  }, 120_000);
+
+  it("Write then Read of 20 MiB through the SDK's gRPC client: size, MD5 and bytes (issue 14)", async () => {
+    const client = createTroveClient({ baseUrl: t.url, protocol: "grpc" });
+    try {
+      const sent = body();
+      const out = await client.resources.write(writeRequests("sdk.bin", sent.chunks));
+      const sentMd5 = sent.md5();
+      expect(out.resource?.size).toBe(BigInt(SIZE));
+      expect(out.resource?.md5).toBe(sentMd5);
+
+      const hash = createHash("md5");
+      let size = 0;
+      let messages = 0;
+      for await (const m of client.resources.read({ store: "home", path: "sdk.bin" })) {
+        size += m.chunk.length;
+        messages++;
+        hash.update(m.chunk);
+      }
+      expect(size).toBe(SIZE);
+      expect(messages).toBeGreaterThanOrEqual(SIZE / READ_MESSAGE_CHUNK);
+      expect(hash.digest("base64")).toBe(sentMd5);
+    } finally {
+      client.close();
+    }
   }, 120_000);
 });
