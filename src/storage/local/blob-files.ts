@@ -8,6 +8,7 @@ import { chmod, type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink 
 import { join } from "node:path";
 import { InsufficientStorageError, NotFoundError, TooLargeError } from "../../domain/errors.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
+import { ChunkPool, giveBack } from "./chunk-pool.js";
 
 export const INLINE_MAX = 64 * 1024;
 /**
@@ -18,6 +19,14 @@ export const INLINE_MAX = 64 * 1024;
  */
 const READ_CHUNK = 1024 * 1024;
 const WRITE_BATCH = 1024 * 1024;
+/**
+ * The buffers blob readers read into: chunks are lent to the consumer, who may give them back
+ * (chunk-pool.ts). Reads shorter than a quarter of a buffer get a buffer of their own, so that a
+ * consumer that keeps a small chunk does not keep a whole pool buffer. Idle, the pool holds at
+ * most 8 MiB: two buffers for each of four concurrent large reads.
+ */
+export const readBuffers = new ChunkPool(READ_CHUNK, 8);
+const POOLED_READ = READ_CHUNK / 4;
 
 /** Writes all of `buffers` at the file's position (a short write is continued, as write(2) may end one). */
 async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
@@ -144,7 +153,8 @@ export class BlobFiles {
   /**
    * The contents of a blob in chunks of up to READ_CHUNK, the next one read while the last is
    * consumed. `size`, when known, sizes the buffers (a 100 KiB blob is one 100 KiB read) and saves
-   * the read that would find the end.
+   * the read that would find the end. Each chunk is the consumer's: it may keep it, or give it
+   * back (chunk-pool.ts `giveBack`) once nothing reads it any more.
    */
   async *read(blob: string, size?: number): AsyncIterable<Uint8Array> {
     let file: FileHandle;
@@ -157,10 +167,23 @@ export class BlobFiles {
     const readAt = async (position: number): Promise<Buffer> => {
       const length = size === undefined ? READ_CHUNK : Math.min(READ_CHUNK, size - position);
       if (length <= 0) return Buffer.alloc(0);
-      const buffer = Buffer.allocUnsafe(length);
-      const { bytesRead } = await file.read(buffer, 0, length, position);
-      return bytesRead === length ? buffer : buffer.subarray(0, bytesRead);
+      const pooled = length >= POOLED_READ;
+      const buffer = pooled ? readBuffers.take(length) : Buffer.allocUnsafe(length);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await file.read(buffer, 0, length, position));
+      } catch (err) {
+        if (pooled) readBuffers.recycle(buffer);
+        throw err;
+      }
+      if (pooled && bytesRead === 0) {
+        readBuffers.recycle(buffer);
+        return Buffer.alloc(0);
+      }
+      const chunk = bytesRead === length ? buffer : buffer.subarray(0, bytesRead);
+      return pooled ? readBuffers.lend(chunk) : chunk;
     };
+    // The chunk read ahead and not yet given: the reader's own, recycled if the consumer stops.
     let ahead: Promise<Buffer> | undefined;
     try {
       let position = 0;
@@ -181,7 +204,8 @@ export class BlobFiles {
         if (last) return;
       }
     } finally {
-      await ahead?.catch(() => {});
+      const unread = await ahead?.catch(() => undefined);
+      if (unread && unread.length > 0) giveBack(unread);
       await file.close();
     }
   }
