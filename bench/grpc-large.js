@@ -1,20 +1,41 @@
 // gRPC Read/Write of a large resource against REST GET/PUT of the same one, through one `trove serve`
 // (token auth, logging at info to /dev/null): REST over HTTP/1.1 (node:http), gRPC over HTTP/2
-// (connect-node's createGrpcTransport, the generated descriptors the SDK uses), and the Connect
-// protocol's Read over HTTP/2 as a third row. Rounds alternate the faces so that the load of
-// whatever else runs on the machine falls on all of them alike; MD5 is checked both ways.
+// through the SDK's createTroveClient (what users get: its 8 MiB / 16 MiB receive windows), the
+// Connect protocol's Read over HTTP/2 through the SDK, and a gRPC Read through connect-node's
+// createGrpcTransport with its defaults (64 KiB windows) for comparison. Rounds alternate the faces
+// so that the load of whatever else runs on the machine falls on all of them alike; MD5 is checked
+// both ways; the server's CPU (utime + stime) and the client's are counted per operation.
 // `node bench/grpc-large.js [--size-mib 20] [--rounds 5] [--skip-build]` (issue 14).
 
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import * as http from "node:http";
+import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { generatedBody } from "./payloads.js";
+import { cpuSeconds, median } from "./report.js";
 import { buildDist, procStatusBytes, startTrove } from "./servers.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+/**
+ * The SDK compiled for the benchmark, apart from sdk/dist (which the SDK's tests build under their
+ * own lock); under node_modules so that its imports resolve to the root's packages.
+ */
+const SDK_OUT = join(ROOT, "node_modules/.cache/trove-bench/sdk");
+
+function buildSdk() {
+  const tsc = join(ROOT, "node_modules/typescript/bin/tsc");
+  execFileSync(process.execPath, [tsc, "-p", "sdk/tsconfig.json", "--outDir", SDK_OUT, "--declaration", "false"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
+}
 
 const MiB = 1024 * 1024;
 /** The target of issue 14: gRPC within this factor of REST. */
@@ -79,7 +100,10 @@ async function rpcWrite(client, path, source, length) {
   return client.write(requests());
 }
 
-/** Runs a transfer while sampling the server's RSS; answers its seconds and the RSS peak seen. */
+/**
+ * Runs a transfer while sampling the server's RSS; answers its seconds, the RSS peak seen, and the
+ * CPU seconds the server and this client (the benchmark's process) spent meanwhile.
+ */
 async function measured(pid, transfer) {
   let peak = procStatusBytes(pid, "VmRSS");
   const timer = setInterval(() => {
@@ -87,20 +111,24 @@ async function measured(pid, transfer) {
       peak = Math.max(peak, procStatusBytes(pid, "VmRSS"));
     } catch {}
   }, 20);
+  const serverCpu = cpuSeconds(pid);
+  const clientCpu = process.cpuUsage();
   const started = performance.now();
   try {
     const result = await transfer();
-    return { result, seconds: (performance.now() - started) / 1000, peak };
+    const seconds = (performance.now() - started) / 1000;
+    const client = process.cpuUsage(clientCpu);
+    return {
+      result,
+      seconds,
+      peak,
+      serverCpu: cpuSeconds(pid) - serverCpu,
+      clientCpu: (client.user + client.system) / 1e6,
+    };
   } finally {
     clearInterval(timer);
   }
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info" } = {}) {
   const size = sizeMiB * MiB;
@@ -113,13 +141,16 @@ export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info"
         return next(req);
       },
     ];
-    // The descriptors the SDK is generated from, as built into dist/ (the same protos).
+    // What users get: the SDK's clients (one HTTP/2 connection each, the SDK's receive windows).
+    const { createTroveClient } = await import(pathToFileURL(join(SDK_OUT, "index.js")).href);
+    const token = authorization.replace(/^Bearer /, "");
+    const grpcSdk = createTroveClient({ baseUrl: trove.url, auth: token, protocol: "grpc" });
+    const connectSdk = createTroveClient({ baseUrl: trove.url, auth: token, protocol: "connect", httpVersion: "2" });
+    const grpc = grpcSdk.resources;
+    const connect = connectSdk.resources;
+    // connect-node's gRPC transport with its defaults (HTTP/2 windows of 64 KiB), the same descriptors.
     const { ResourceService } = await import("../dist/gen/trove/resources/v2/resources_pb.js");
-    const grpc = createClient(ResourceService, createGrpcTransport({ baseUrl: trove.url, interceptors }));
-    const connect = createClient(
-      ResourceService,
-      createConnectTransport({ baseUrl: trove.url, httpVersion: "2", useBinaryFormat: true, interceptors }),
-    );
+    const grpcDefaults = createClient(ResourceService, createGrpcTransport({ baseUrl: trove.url, interceptors }));
     const restUrl = (path) => `${trove.url}/resources/v2/data/home/${path}`;
 
     // The body is deterministic: its MD5 is known before any transfer.
@@ -153,9 +184,14 @@ export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info"
         if (got.size !== size || got.md5 !== md5) throw new Error(`Read answered ${got.size} bytes, MD5 ${got.md5}`);
         return got;
       },
+      "gRPC Read 64K win": async (path) => {
+        const got = await rpcRead(grpcDefaults, path);
+        if (got.size !== size || got.md5 !== md5) throw new Error(`Read answered ${got.size} bytes, MD5 ${got.md5}`);
+        return got;
+      },
     };
     const writes = ["REST PUT", "gRPC Write"];
-    const reads = ["REST GET", "gRPC Read", "Connect Read (h2)"];
+    const reads = ["REST GET", "gRPC Read", "Connect Read (h2)", "gRPC Read 64K win"];
 
     // Warm every path (compiled code, sessions) before the baseline RSS is taken.
     await ops["REST PUT"]("warm-rest.bin");
@@ -164,6 +200,8 @@ export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info"
     const before = procStatusBytes(trove.pid, "VmRSS");
 
     const times = Object.fromEntries(Object.keys(ops).map((k) => [k, []]));
+    const serverCpu = Object.fromEntries(Object.keys(ops).map((k) => [k, []]));
+    const clientCpu = Object.fromEntries(Object.keys(ops).map((k) => [k, []]));
     let peak = Object.fromEntries(Object.keys(ops).map((k) => [k, before]));
     let shape;
     for (let round = 0; round < rounds; round++) {
@@ -172,11 +210,15 @@ export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info"
       for (const w of rotate(writes)) {
         const m = await measured(trove.pid, () => ops[w](`large-${w.split(" ")[0].toLowerCase()}.bin`));
         times[w].push(m.seconds);
+        serverCpu[w].push(m.serverCpu);
+        clientCpu[w].push(m.clientCpu);
         peak = { ...peak, [w]: Math.max(peak[w], m.peak) };
       }
       for (const r of rotate(reads)) {
         const m = await measured(trove.pid, () => ops[r]("large-rest.bin"));
         times[r].push(m.seconds);
+        serverCpu[r].push(m.serverCpu);
+        clientCpu[r].push(m.clientCpu);
         peak = { ...peak, [r]: Math.max(peak[r], m.peak) };
         if (r === "gRPC Read") shape = m.result;
       }
@@ -187,17 +229,19 @@ export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info"
     console.log(
       `\n${sizeMiB} MiB through one trove serve (log ${logLevel}, token auth), ${rounds} alternating rounds, medians (min-max)`,
     );
-    const head = `${"face".padEnd(20)}${"median s".padStart(10)}${"min-max s".padStart(16)}${"MiB/s".padStart(8)}${"vs REST".padStart(9)}${"RSS growth".padStart(12)}`;
+    const head = `${"face".padEnd(20)}${"median s".padStart(10)}${"min-max s".padStart(16)}${"MiB/s".padStart(8)}${"vs REST".padStart(9)}${"server CPU".padStart(12)}${"client CPU".padStart(12)}${"RSS growth".padStart(12)}`;
     console.log(`${head}\n${"-".repeat(head.length)}`);
     const rows = [];
     for (const k of [...reads, ...writes]) {
       const rest = k.includes("Read") || k === "REST GET" ? med["REST GET"] : med["REST PUT"];
       const ratio = med[k] / rest;
       const growth = peak[k] - before;
-      rows.push({ face: k, median: med[k], ratio, growth });
+      const server = median(serverCpu[k]);
+      const client = median(clientCpu[k]);
+      rows.push({ face: k, median: med[k], ratio, growth, serverCpu: server, clientCpu: client });
       const range = `${Math.min(...times[k]).toFixed(3)}-${Math.max(...times[k]).toFixed(3)}`;
       console.log(
-        `${k.padEnd(20)}${med[k].toFixed(3).padStart(10)}${range.padStart(16)}${(sizeMiB / med[k]).toFixed(0).padStart(8)}${`${ratio.toFixed(2)}x`.padStart(9)}${`${(growth / MiB).toFixed(1)} MiB`.padStart(12)}`,
+        `${k.padEnd(20)}${med[k].toFixed(3).padStart(10)}${range.padStart(16)}${(sizeMiB / med[k]).toFixed(0).padStart(8)}${`${ratio.toFixed(2)}x`.padStart(9)}${`${(server * 1000).toFixed(0)} ms`.padStart(12)}${`${(client * 1000).toFixed(0)} ms`.padStart(12)}${`${(growth / MiB).toFixed(1)} MiB`.padStart(12)}`,
       );
     }
     console.log(
@@ -208,6 +252,8 @@ export async function runGrpcLarge({ sizeMiB = 20, rounds = 5, logLevel = "info"
     console.log(
       `gRPC/REST: Read ${read.toFixed(2)}x, Write ${write.toFixed(2)}x; target <= ${TARGET_RATIO}x ${read <= TARGET_RATIO && write <= TARGET_RATIO ? "met" : "MISSED"}`,
     );
+    grpcSdk.close();
+    connectSdk.close();
     return rows;
   } finally {
     await trove.stop();
@@ -223,5 +269,6 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     },
   });
   if (!values["skip-build"]) buildDist();
+  if (!values["skip-build"] || !existsSync(join(SDK_OUT, "index.js"))) buildSdk();
   await runGrpcLarge({ sizeMiB: Number(values["size-mib"]), rounds: Number(values.rounds) });
 }
