@@ -27,6 +27,10 @@ ServerName 127.0.0.1
 PidFile "${dir}/httpd.pid"
 ErrorLog "${dir}/error.log"
 LogLevel warn
+# One access-log line per request, as Debian's default site has and as Trove logs at its defaults.
+# (mod_log_config is built into Debian's httpd.)
+LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{Referer}i\\" \\"%{User-Agent}i\\"" combined
+CustomLog "${dir}/access.log" combined
 ${modules.map((m) => `LoadModule ${m}_module "${MODULES}/mod_${m}.so"`).join("\n")}
 ${user}StartServers 2
 ThreadsPerChild 32

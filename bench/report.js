@@ -1,7 +1,7 @@
 // What every benchmark prints and measures alike: medians, padded columns, ratios, and a
 // process's CPU time.
 
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export function median(xs) {
   return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -21,4 +21,32 @@ export function times(ratio) {
 export function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * utime + stime of a process and of all its live descendants, in seconds: Apache httpd serves
+ * from child processes (and their threads), which the parent's own counters do not include.
+ */
+export function treeCpuSeconds(pid) {
+  const children = new Map();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const parent = Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1].split(" ")[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // the process ended while the list was read
+    }
+  }
+  let total = 0;
+  for (const queue = [pid]; queue.length > 0; ) {
+    const next = queue.pop();
+    try {
+      total += cpuSeconds(next);
+    } catch {
+      continue;
+    }
+    queue.push(...(children.get(next) ?? []));
+  }
+  return total;
 }

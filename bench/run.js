@@ -22,7 +22,7 @@ import { apacheAvailable, prepareApache, startApache } from "./apache.js";
 import { runApacheLarge } from "./apache-large.js";
 import { runApacheListing } from "./apache-listing.js";
 import { BODY_4K, ETAG_4K } from "./payloads.js";
-import { cpuSeconds, median, pad, times } from "./report.js";
+import { cpuSeconds, median, pad, times, treeCpuSeconds } from "./report.js";
 import { buildDist, startBaseline, startTrove } from "./servers.js";
 import { runStream } from "./stream-1g.js";
 import { wrkAvailable, wrkLoad } from "./wrk.js";
@@ -330,8 +330,11 @@ async function runApache() {
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? targets : [...targets].reverse();
         for (const t of order) {
+          const before = treeCpuSeconds(t.pid);
           const s = await measure(t, c, duration);
-          runs.get(t).push(s);
+          // Server CPU per answer: the whole process tree (Apache's children), utime + stime.
+          const cpu = ((treeCpuSeconds(t.pid) - before) * 1e6) / (s.rps * duration);
+          runs.get(t).push({ ...s, cpu });
           process.stderr.write(`  ${c.name}, ${t.label}, round ${r + 1}: ${Math.round(s.rps)} req/s ${s.other}\n`);
         }
       }
@@ -344,6 +347,7 @@ async function runApache() {
           rps: rps(t),
           p50: median(runs.get(t).map((x) => x.p50)),
           p99: median(runs.get(t).map((x) => x.p99)),
+          cpu: median(runs.get(t).map((x) => x.cpu)),
           vsApache: isTrove ? times(rps(t) / rps(targets[1])) : "",
           vsBare: isTrove ? times(rps(t) / rps(bare)) : "",
           other: runs
@@ -357,12 +361,12 @@ async function runApache() {
     console.log(
       `\nTrove against Apache mod_dav and node:http, ${useWrk ? "wrk, 1 thread" : "autocannon"}, ${connections} connections, ${duration} s rounds, median of ${rounds} alternating rounds`,
     );
-    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}  other`;
+    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("CPU/req", 10, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}  other`;
     console.log(`${head}\n${"-".repeat(head.length + 6)}`);
     for (const r of rows) {
       const ms = (x) => (Number.isNaN(x) ? "-" : x.toFixed(2));
       console.log(
-        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 9, true)}${pad(ms(r.p50), 8, true)}${pad(ms(r.p99), 8, true)}${pad(r.vsApache, 9, true)}${pad(r.vsBare, 8, true)}  ${r.other}`,
+        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 9, true)}${pad(ms(r.p50), 8, true)}${pad(ms(r.p99), 8, true)}${pad(`${Math.round(r.cpu)} µs`, 10, true)}${pad(r.vsApache, 9, true)}${pad(r.vsBare, 8, true)}  ${r.other}`,
       );
     }
   } finally {
