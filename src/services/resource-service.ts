@@ -50,6 +50,15 @@ import { fieldName, inFaceNames } from "./field-names.js";
  */
 export const READ_MESSAGE_CHUNK = 1024 * 1024;
 
+/**
+ * Uploads announced at up to this many bytes skip the check before the upload: storing the
+ * resource checks the same atomically, and receiving a few KiB costs less than the round trip the
+ * check makes on a networked database (docs/benchmarks.md, "MongoDB round trips"). It is also
+ * the storages' inline limit: a refused small upload is held in memory, not written to a file
+ * (but on a filesystem store, whose putFile removes it).
+ */
+export const UNCHECKED_UPLOAD_MAX = 64 * 1024;
+
 /** A directory refused by a delete with require_empty: its entries are counted up to this many. */
 const NOT_EMPTY_COUNT_LIMIT = 10_000;
 /** Tries of a delete with require_empty whose directory keeps changing under it. */
@@ -193,7 +202,9 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * The one write path of a file's contents (a client's write, a promotion): checks what can be
    * checked before the upload, streams the contents into a blob, and stores the resource atomically
    * with its precondition (putFile owns the blob from then on). Access is the caller's check;
-   * so is naming the fields of what it throws as the caller's face does (inFaceNames).
+   * so is naming the fields of what it throws as the caller's face does (inFaceNames). An upload
+   * announced as small (UNCHECKED_UPLOAD_MAX) is received before any check: putFile's refusal
+   * (404, 412, 403) is then the answer, with the same reason, and nothing is stored.
    */
   async storeContents(
     store: string,
@@ -202,8 +213,17 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     options: { type: string; ifMatch: readonly string[]; contentLength?: bigint | undefined; contentMd5?: string },
   ): Promise<WriteResponse> {
     const { ifMatch } = options;
-    await this.checkBeforeUpload(store, path, ifMatch);
-    const blob = await this.storage.writeBlob(contents, { maxSize: this.maxResourceSize, store });
+    const small = options.contentLength !== undefined && options.contentLength <= BigInt(UNCHECKED_UPLOAD_MAX);
+    if (!small) await this.checkBeforeUpload(store, path, ifMatch);
+    // Unchecked, a body is received only up to its announced length: one that claims to be small
+    // cannot make the server take in a large one bound to be refused.
+    const maxSize = small ? Number(options.contentLength) : this.maxResourceSize;
+    const blob = await this.storage.writeBlob(contents, { maxSize, store }).catch((err: unknown) => {
+      if (small && err instanceof TooLargeError) {
+        throw new BadRequestError(`received more than the ${options.contentLength} bytes announced`);
+      }
+      throw err;
+    });
     let refusal: BadRequestError | undefined;
     if (options.contentLength !== undefined && BigInt(blob.size) !== options.contentLength) {
       refusal = new BadRequestError(`received ${blob.size} bytes, but ${options.contentLength} were announced`);
@@ -346,8 +366,9 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   }
 
   /**
-   * Refuses an upload that is bound to fail before its body is received; the
-   * authoritative check is repeated atomically when the resource is stored.
+   * Refuses an upload that is bound to fail before its body is received; the authoritative check
+   * is repeated atomically when the resource is stored. One or two storage reads: worth it only
+   * for a body larger than UNCHECKED_UPLOAD_MAX or of unknown length (storeContents).
    */
   private async checkBeforeUpload(store: string, path: string, ifMatch: readonly string[]): Promise<void> {
     const found = await this.storage.getStoreNode(store, path, { contents: false });

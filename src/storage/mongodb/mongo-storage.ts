@@ -515,7 +515,7 @@ export class MongoStorage implements StoragePort {
         replaced = target ?? null;
         return { node: toNode(doc), created };
       },
-      this.readEarly(store, own, path),
+      { early: this.readEarly(store, own, path), reserve: this.idsFor(store, path) },
     );
     let result: WriteResult;
     try {
@@ -555,7 +555,7 @@ export class MongoStorage implements StoragePort {
         );
         return { node: toNode(doc), created };
       },
-      this.readEarly(store, own, path),
+      { early: this.readEarly(store, own, path), reserve: this.idsFor(store, path) },
     );
     if (result.created) this.changed(store);
     return result;
@@ -606,7 +606,8 @@ export class MongoStorage implements StoragePort {
         // The target as written: its tombstone is exactly what the last update set.
         return { node: toNode(tombstone), count: ordered.length };
       },
-      this.readEarly(store, [path], path),
+      // A directory's subtree is not known yet: allocate reserves the rest once it is read.
+      { early: this.readEarly(store, [path], path), reserve: this.idsFor(store, path) },
     );
     await this.removeReplaced(
       removed.filter(inGridFS).map((n) => n.blob),
@@ -860,6 +861,17 @@ export class MongoStorage implements StoragePort {
     };
   }
 
+  /**
+   * How many event ids a write of one node at `path` takes (the node, and on a sync-recursive
+   * store its ancestors), reserved with the lease's announcement. The store's type as last seen
+   * under a lease; unknown, as if sync-recursive. A guess: what is not used is given back on
+   * release, and allocate reserves more if it was short.
+   */
+  private idsFor(store: string, path: string): number {
+    const type = this.knownTypes.get(store);
+    return 1 + (type ? this.ancestorsToRetag({ type }, path).length : ancestorsOf(path).length);
+  }
+
   /** The node at a path among those read, with an expired tombstone treated as absent. */
   private current(read: NodeReads, path: string, config: StoreConfig, now: number): NodeDoc | undefined {
     const doc = read.get(path);
@@ -988,7 +1000,7 @@ export class MongoStorage implements StoragePort {
   private async withStoreLock<T, E = never>(
     store: string,
     fn: (doc: StoreDoc, lease: StoreLease, early: E | undefined) => Promise<T>,
-    early?: () => Promise<E>,
+    options: { early?: () => Promise<E>; reserve?: number } = {},
   ): Promise<T> {
     // In-process writers queue here instead of polling the database for the lease.
     const previous = this.localLocks.get(store) ?? Promise.resolve();
@@ -1001,7 +1013,7 @@ export class MongoStorage implements StoragePort {
     await previous;
     try {
       return await this.guard(async () => {
-        const { doc, lease, early: read } = await this.leases.acquire(store, early);
+        const { doc, lease, early: read } = await this.leases.acquire(store, options);
         let result: T;
         try {
           const s = doc as StoreDoc;

@@ -63,10 +63,17 @@ function ticketId(store: string, epoch: number): string {
  * Store-document writes made under the lease are filtered on `fence` (the epoch must still be
  * the announced one); other writes call `keep()` first, which renews the lease every third of
  * its length and refuses once it may have run out.
+ *
+ * Event ids: the announcement may reserve some (`$inc` of `lastEventId` with it, no trip of its
+ * own); `allocate` hands them out, and reserves more when they are not enough. What was handed
+ * out is `used`; the release publishes it and gives the rest back (`lastEventId` = `used`), so a
+ * write refused under the lease leaves the store's ids as they were.
  */
 export class StoreLease {
-  /** Last event id allocated under this lease: published as committed on release. */
-  allocated = 0;
+  /** The next id to hand out. */
+  private next: number;
+  /** The last id reserved in the store document (its `lastEventId` as this holder left it). */
+  private reserved: number;
 
   constructor(
     private readonly stores: Collection<LeaseFields>,
@@ -75,24 +82,52 @@ export class StoreLease {
     readonly epoch: number,
     /** performance.now() when the last renewal (or the announcement) was sent. */
     private renewedAt: number,
-  ) {}
+    /** The store's `lastEventId` before this holder's reservation, and after it. */
+    ids: { before: number; reserved: number },
+  ) {
+    this.next = ids.before + 1;
+    this.reserved = ids.reserved;
+  }
+
+  /** The last id handed out under this lease (or the last one before it): published on release. */
+  get used(): number {
+    return this.next - 1;
+  }
+
+  /** Whether ids were reserved and not handed out: the release gives them back. */
+  get unused(): boolean {
+    return this.reserved > this.used;
+  }
 
   /** Matches the store document only while this lease is the announced one. */
   get fence(): { _id: string; leaseEpoch: number } {
     return { _id: this.store, leaseEpoch: this.epoch };
   }
 
-  /** Reserves `count` event ids (persisted before use) and returns the first; renews the lease. */
+  /**
+   * Hands out `count` consecutive event ids and returns the first: from the announcement's
+   * reservation when it has enough left (no trip), else reserving the shortfall (persisted
+   * before use; renews the lease).
+   */
   async allocate(count: number): Promise<number> {
+    if (this.next + count - 1 <= this.reserved) {
+      const first = this.next;
+      this.next += count;
+      return first;
+    }
     const sent = performance.now();
     const after = await this.stores.findOneAndUpdate(
       this.fence,
-      { $inc: { lastEventId: count }, $set: { leaseUntil: Date.now() + this.options.lease } },
+      {
+        $inc: { lastEventId: this.next + count - 1 - this.reserved },
+        $set: { leaseUntil: Date.now() + this.options.lease },
+      },
       { returnDocument: "after" },
     );
     if (!after) throw this.lost();
     this.renewedAt = sent;
-    this.allocated = after.lastEventId;
+    this.reserved = after.lastEventId;
+    this.next = after.lastEventId + 1;
     return after.lastEventId - count + 1;
   }
 
@@ -150,18 +185,20 @@ export class StoreLeases {
   }
 
   /**
-   * Takes the store's lease; returns the store document as announced, with any dead holder's ids
-   * published. `early`, when given, is sent together with the announcement if this process holds
-   * the ticket right after its own release (see take): its result comes back as `early`, or
-   * undefined when it was not sent or the announcement was not made over that release.
+   * Takes the store's lease; returns the store document as announced (its `lastEventId` without
+   * this holder's reservation), with any dead holder's ids published. `reserve` event ids are
+   * reserved by the announcement itself (StoreLease.allocate hands them out; the release gives
+   * back what was not). `early`, when given, is sent together with the announcement if this
+   * process holds the ticket right after its own release (see take): its result comes back as
+   * `early`, or undefined when it was not sent or the announcement was not made over that release.
    */
   async acquire<T = never>(
     store: string,
-    early?: () => Promise<T>,
+    options: { early?: () => Promise<T>; reserve?: number } = {},
   ): Promise<{ doc: LeaseFields; lease: StoreLease; early: T | undefined }> {
     const held: { ticket?: Ticket } = {};
     try {
-      return await this.take(store, held, early);
+      return await this.take(store, held, options.early, options.reserve ?? 0);
     } catch (err) {
       // A ticket left in the queue would hold up every later writer until its `until`: give it
       // up, later if the database is away now. (Announced or not: the store document's lease
@@ -182,6 +219,7 @@ export class StoreLeases {
     store: string,
     held: { ticket?: Ticket },
     early: (() => Promise<T>) | undefined,
+    reserve: number,
   ): Promise<{ doc: LeaseFields; lease: StoreLease; early: T | undefined }> {
     const deadline = performance.now() + this.options.lockTimeout;
     const released = this.lastReleased.get(store);
@@ -227,10 +265,14 @@ export class StoreLeases {
       const reading = early && over === afterOwnRelease ? early() : undefined;
       reading?.catch(() => {});
       // Announced only over the lease as it was seen free: a holder whose late renewal landed in
-      // between keeps it (StoreLease.keep relies on this).
+      // between keeps it (StoreLease.keep relies on this). The reservation rides with it: the
+      // previous holder gave its unused ids back in the same write that released the lease.
       const doc = await this.stores.findOneAndUpdate(
         over,
-        { $set: { leaseEpoch: ticket.epoch, leaseUntil: Date.now() + this.options.lease, leaseReleased: false } },
+        {
+          $set: { leaseEpoch: ticket.epoch, leaseUntil: Date.now() + this.options.lease, leaseReleased: false },
+          ...(reserve > 0 ? { $inc: { lastEventId: reserve } } : {}),
+        },
         { returnDocument: "after" },
       );
       over = undefined;
@@ -247,12 +289,18 @@ export class StoreLeases {
         }
         continue;
       }
-      const lease = new StoreLease(this.stores, this.options, store, ticket.epoch, sent);
-      if (doc.committedEventId < doc.lastEventId) {
+      const before = doc.lastEventId - reserve;
+      const lease = new StoreLease(this.stores, this.options, store, ticket.epoch, sent, {
+        before,
+        reserved: doc.lastEventId,
+      });
+      doc.lastEventId = before;
+      if (doc.committedEventId < before) {
         // A holder died (or ran out) with ids allocated and maybe unwritten: publishing them is
-        // safe, since it writes no more (gaps are allowed, holes are not).
-        await this.stores.updateOne(lease.fence, { $max: { committedEventId: doc.lastEventId } });
-        doc.committedEventId = doc.lastEventId;
+        // safe, since it writes no more (gaps are allowed, holes are not). A holder that released
+        // gave back what it did not hand out, so this happens only after a failure.
+        await this.stores.updateOne(lease.fence, { $max: { committedEventId: before } });
+        doc.committedEventId = before;
       }
       return { doc, lease, early: reading ? await reading : undefined };
     }
@@ -280,11 +328,15 @@ export class StoreLeases {
     setTimeout(attempt, 0).unref();
   }
 
-  /** Publishes what the holder allocated and frees the lease; one write. */
+  /**
+   * Publishes the ids the holder handed out, gives back the ones it reserved and did not, and
+   * frees the lease; one write. The next holder announces only over `leaseReleased: true` (or a
+   * lease run out), so it sees the ids given back, never a reservation of this one's.
+   */
   async release(lease: StoreLease): Promise<void> {
     const res = await this.stores.updateOne(lease.fence, {
-      $set: { leaseReleased: true },
-      ...(lease.allocated > 0 ? { $max: { committedEventId: lease.allocated } } : {}),
+      $set: { leaseReleased: true, ...(lease.unused ? { lastEventId: lease.used } : {}) },
+      ...(lease.used > 0 ? { $max: { committedEventId: lease.used } } : {}),
     });
     if (res.matchedCount === 1) this.lastReleased.set(lease.store, lease.epoch);
   }
