@@ -100,7 +100,8 @@ const noTimeout = () => undefined;
  * The HandlerContext of a REST call. connect's createHandlerContext links three AbortControllers
  * through EventTarget listeners and builds three Headers on every call, which cost about a
  * fifth of the CPU of a 4 KiB GET (docs/benchmarks.md); the resource calls read only `values`,
- * so the signal and the headers are made on first use. The signal aborts when the client goes
+ * so the signal, its `close` listener and the headers are made on first use (a streaming read or
+ * a write asks for the signal; a small GET never does). The signal aborts when the client goes
  * away before the response is complete, as `requestSignal` does.
  */
 class RestCallContext implements HandlerContext {
@@ -110,30 +111,30 @@ class RestCallContext implements HandlerContext {
   readonly values: ContextValues;
   readonly timeoutMs = noTimeout;
   private controller: AbortController | undefined;
-  private gone = false;
   private headers: [Headers, Headers, Headers] | undefined;
 
   constructor(
     readonly service: DescService,
     readonly method: DescMethod,
     req: RestRequest,
-    res: RestResponse,
+    private readonly res: RestResponse,
   ) {
     this.requestMethod = req.method ?? "GET";
     this.url = req.url ?? "";
     this.values = restContextValues(req);
-    const r = res as ServerResponse;
-    r.once("close", () => {
-      if (r.writableFinished) return;
-      this.gone = true;
-      this.controller?.abort(new Error("client went away"));
-    });
   }
 
   get signal(): AbortSignal {
     if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.gone) this.controller.abort(new Error("client went away"));
+      const controller = new AbortController();
+      this.controller = controller;
+      const r = this.res as ServerResponse;
+      // Gone already (its `close` was emitted before the first use), or when it goes.
+      if (r.destroyed && !r.writableFinished) controller.abort(new Error("client went away"));
+      else
+        r.once("close", () => {
+          if (!r.writableFinished) controller.abort(new Error("client went away"));
+        });
     }
     return this.controller.signal;
   }
@@ -243,13 +244,15 @@ export class ResourceRoutes {
     const r = res as ServerResponse;
     startResource(r, resource, query);
     const chunk = first.value?.chunk;
-    let next = await iterator.next();
-    if (next.done) {
-      // The whole contents in one message (small ones are kept inline): one write with the headers.
+    if (chunk !== undefined && BigInt(chunk.byteLength) === resource.size) {
+      // The whole contents in one message (small ones are kept inline): one write with the
+      // headers, and the read is closed without being resumed.
+      iterator.return?.()?.catch(() => undefined);
       if (r.destroyed) throw new Error("client went away");
       r.end(chunk);
       return;
     }
+    let next = await iterator.next();
     if (chunk && chunk.byteLength > 0) await write(res, chunk);
     for (; !next.done; next = await iterator.next()) await write(res, next.value.chunk);
     r.end();
