@@ -196,7 +196,7 @@ export class StoreLeases {
     store: string,
     options: { early?: () => Promise<T>; reserve?: number } = {},
   ): Promise<{ doc: LeaseFields; lease: StoreLease; early: T | undefined }> {
-    const held: { ticket?: Ticket } = {};
+    const held: { ticket?: Ticket; released?: boolean } = {};
     try {
       return await this.take(store, held, options.early, options.reserve ?? 0);
     } catch (err) {
@@ -204,7 +204,7 @@ export class StoreLeases {
       // up, later if the database is away now. (Announced or not: the store document's lease
       // fields decide for an announced one.)
       const ticket = held.ticket;
-      if (ticket) {
+      if (ticket && !held.released) {
         this.retry(() => this.giveUp(ticket));
         // An announcement whose answer was lost may have landed: release it (fenced on the epoch).
         this.retry(() =>
@@ -217,7 +217,7 @@ export class StoreLeases {
 
   private async take<T>(
     store: string,
-    held: { ticket?: Ticket },
+    held: { ticket?: Ticket; released?: boolean },
     early: (() => Promise<T>) | undefined,
     reserve: number,
   ): Promise<{ doc: LeaseFields; lease: StoreLease; early: T | undefined }> {
@@ -295,14 +295,27 @@ export class StoreLeases {
         reserved: doc.lastEventId,
       });
       doc.lastEventId = before;
-      if (doc.committedEventId < before) {
-        // A holder died (or ran out) with ids allocated and maybe unwritten: publishing them is
-        // safe, since it writes no more (gaps are allowed, holes are not). A holder that released
-        // gave back what it did not hand out, so this happens only after a failure.
-        await this.stores.updateOne(lease.fence, { $max: { committedEventId: before } });
-        doc.committedEventId = before;
+      try {
+        if (doc.committedEventId < before) {
+          // A holder died (or ran out) with ids allocated and maybe unwritten: publishing them is
+          // safe, since it writes no more (gaps are allowed, holes are not). A holder that
+          // released gave back what it did not hand out, so this happens only after a failure.
+          await this.stores.updateOne(lease.fence, { $max: { committedEventId: before } });
+          doc.committedEventId = before;
+        }
+        return { doc, lease, early: reading ? await reading : undefined };
+      } catch (err) {
+        // Announced, then failed (the database went away): release at once, which gives the
+        // reservation back; if that fails too, acquire's clean-up frees the lease later, and
+        // the next holder publishes the reservation as a gap.
+        await this.release(lease).then(
+          () => {
+            held.released = true;
+          },
+          () => {},
+        );
+        throw err;
       }
-      return { doc, lease, early: reading ? await reading : undefined };
     }
   }
 
