@@ -3,6 +3,7 @@
 // itself needs per connection and request), measured in the same run.
 //
 //   node bench/parked-polls.js [--skip-build] [--polls 10000] [--rounds 1] [--idle-seconds 10]
+//   node bench/parked-polls.js --snapshots [--baseline] [--polls 2000] [--top 40]
 //
 // `npm run bench:feed` (bench/feed.js) runs it after the delivery latency. Every server runs in a
 // child process of its own, and so do the polls: a client child (this file with `--role client`)
@@ -17,6 +18,10 @@
 //  4. the server's CPU time (utime + stime of /proc/{pid}/stat) over the idle seconds;
 //  5. the client reports how many polls were answered before it let them go (must be none).
 //
+// `--snapshots` measures Trove alone another way: a heap snapshot (node's `--heapsnapshot-signal`)
+// before and after parking the polls, diffed by constructor (objects, closures, arrays, strings),
+// printed per poll: where the bytes of a parked poll go.
+//
 // File descriptors: each side holds one per poll. Both the server and the client inherit this
 // shell's `ulimit -n` (20,000 on the machine of the recorded runs); the client raises nothing
 // (Node cannot), so a lower limit is an error that names it. Trove is started with
@@ -24,7 +29,7 @@
 // `--poll-wait 600` so that the polls outlast the measurement.
 
 import { fork } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
@@ -169,10 +174,11 @@ function statMtime(file) {
   }
 }
 
-async function startMeasured(kind, { serveArgs = [], mongodbUrl, polls }) {
+async function startMeasured(kind, { serveArgs = [], mongodbUrl, polls, snapshots = false }) {
   const dir = mkdtempSync(join(tmpdir(), "trove-parked-"));
   const memoryFile = join(dir, "memory.json");
   const nodeArgs = ["--expose-gc", "--require", GC_PRELOAD];
+  if (snapshots) nodeArgs.push(`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${dir}`);
   const env = { TROVE_BENCH_MEMORY_FILE: memoryFile };
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   if (kind === "baseline") {
@@ -186,6 +192,7 @@ async function startMeasured(kind, { serveArgs = [], mongodbUrl, polls }) {
     // Node holds the request line and headers of every request in flight.
     return {
       ...server,
+      dir,
       memoryFile,
       path: "/park?store=home:1&wait=600&pad=xxxxxxxxx",
       authorization: `Bearer ${"x".repeat(708)}`,
@@ -206,6 +213,7 @@ async function startMeasured(kind, { serveArgs = [], mongodbUrl, polls }) {
   const stop = server.stop;
   return {
     ...server,
+    dir,
     memoryFile,
     path: `/resources/v2/poll?store=home:${cursor}&wait=${POLL_WAIT}`,
     async stop() {
@@ -262,6 +270,84 @@ export async function measureParked(kind, { polls, idleSeconds = 10, mongodbUrl,
   }
 }
 
+// ---- heap snapshots, diffed by constructor ----
+
+const SNAPSHOT_SIGNAL = "SIGWINCH";
+
+/** Makes the server write a heap snapshot into its directory; resolves with the file once complete. */
+async function heapSnapshot(server) {
+  const existing = new Set(readdirSync(server.dir).filter((f) => f.endsWith(".heapsnapshot")));
+  process.kill(server.pid, SNAPSHOT_SIGNAL);
+  for (let i = 0; i < 1200; i++) {
+    await sleep(250);
+    const file = readdirSync(server.dir).find((f) => f.endsWith(".heapsnapshot") && !existing.has(f));
+    if (file === undefined) continue;
+    // Written in pieces: complete once its JSON parses.
+    try {
+      return { file, graph: JSON.parse(readFileSync(join(server.dir, file), "utf8")) };
+    } catch {
+      // not complete yet
+    }
+  }
+  throw new Error("the server wrote no heap snapshot within 300 s");
+}
+
+/** Self sizes and counts by node type and constructor (strings all as one). */
+export function heapByConstructor(graph) {
+  const meta = graph.snapshot.meta;
+  const fields = meta.node_fields;
+  const types = meta.node_types[0];
+  const typeAt = fields.indexOf("type");
+  const nameAt = fields.indexOf("name");
+  const sizeAt = fields.indexOf("self_size");
+  const { nodes, strings } = graph;
+  const totals = new Map();
+  for (let i = 0; i < nodes.length; i += fields.length) {
+    const type = types[nodes[i + typeAt]];
+    const name =
+      type === "string" || type === "concatenated string" || type === "sliced string" ? "" : strings[nodes[i + nameAt]];
+    const key = `${type} ${name.slice(0, 60)}`;
+    const t = totals.get(key) ?? { count: 0, size: 0 };
+    t.count += 1;
+    t.size += nodes[i + sizeAt];
+    totals.set(key, t);
+  }
+  return totals;
+}
+
+/** Parks `polls` polls on Trove between two heap snapshots; prints what grew, per poll. */
+async function snapshotParked({ kind, polls, top }) {
+  const server = await startMeasured(kind, { polls, snapshots: true });
+  try {
+    const warm = await parkPolls(server.url, server.path, WARMUP_POLLS, server.authorization);
+    await settled([server.pid], 60);
+    await warm.close();
+    await sleep(1000);
+    await settled([server.pid], 60);
+    const before = heapByConstructor((await heapSnapshot(server)).graph);
+    const client = await parkPolls(server.url, server.path, polls, server.authorization);
+    await settled([server.pid], 300);
+    const after = heapByConstructor((await heapSnapshot(server)).graph);
+    const { answered } = await client.report();
+    await client.close();
+    const rows = [];
+    let total = 0;
+    for (const [key, a] of after) {
+      const b = before.get(key) ?? { count: 0, size: 0 };
+      const size = (a.size - b.size) / polls;
+      total += size;
+      rows.push({ key, size, count: (a.count - b.count) / polls });
+    }
+    rows.sort((x, y) => y.size - x.size);
+    console.log(`\nHeap snapshot diff, ${kind}, ${polls} parked polls (${answered} answered early), per poll:\n`);
+    console.log("| bytes | count | type and constructor |\n|---:|---:|---|");
+    for (const r of rows.slice(0, top)) console.log(`| ${r.size.toFixed(0)} | ${r.count.toFixed(2)} | ${r.key} |`);
+    console.log(`\ntotal self size per poll: ${total.toFixed(0)} bytes`);
+  } finally {
+    await server.stop();
+  }
+}
+
 const kib = (b) => `${(b / 1024).toFixed(1)} KiB`;
 const mb = (b) => `${(b / 1e6).toFixed(0)} MB`;
 
@@ -313,9 +399,12 @@ const { values: opts } = parseArgs({
     role: { type: "string" },
     port: { type: "string" },
     "skip-build": { type: "boolean", default: false },
-    polls: { type: "string", default: "10000" },
+    polls: { type: "string" },
     rounds: { type: "string", default: "1" },
     "idle-seconds": { type: "string", default: "10" },
+    snapshots: { type: "boolean", default: false },
+    baseline: { type: "boolean", default: false },
+    top: { type: "string", default: "40" },
   },
   strict: false,
 });
@@ -331,9 +420,16 @@ if (opts.role === "client") {
   baselineRole(Number(opts.port));
 } else if (process.argv[1] === SELF) {
   if (!opts["skip-build"]) buildDist();
-  await runParked({
-    polls: Number(opts.polls),
-    rounds: Number(opts.rounds),
-    idleSeconds: Number(opts["idle-seconds"]),
-  });
+  if (opts.snapshots)
+    await snapshotParked({
+      kind: opts.baseline ? "baseline" : "trove",
+      polls: Number(opts.polls ?? 2000),
+      top: Number(opts.top),
+    });
+  else
+    await runParked({
+      polls: Number(opts.polls ?? 10000),
+      rounds: Number(opts.rounds),
+      idleSeconds: Number(opts["idle-seconds"]),
+    });
 }

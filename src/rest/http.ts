@@ -6,6 +6,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { type ContextValues, createContextValues } from "@connectrpc/connect";
 import { type Caller, callerKey, nobody } from "../auth/caller.js";
 import { BadRequestError, TooLargeError } from "../domain/errors.js";
+import type { AbortListener, CallEnd } from "../services/change-notifier.js";
 import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
@@ -105,10 +106,43 @@ export function restContextValues(req: RestRequest): ContextValues {
 /** An AbortSignal that fires when the client goes away before the response is complete. */
 export function requestSignal(res: RestResponse): AbortSignal {
   const controller = new AbortController();
-  (res as ServerResponse).once("close", () => {
+  (res as ServerResponse).on("close", () => {
     if (!(res as ServerResponse).writableFinished) controller.abort(new Error("client went away"));
   });
   return controller.signal;
+}
+
+/**
+ * The client going away before the response is complete, in the shape a wait listens to (the part
+ * of AbortSignal that `Waiter.wait` uses, services/change-notifier.ts). A parked poll holds this
+ * small object and one `close` listener, added when it first waits, where an AbortController is an
+ * EventTarget with its own maps and listener records (issue 14).
+ */
+export class ClientGone implements CallEnd {
+  /** The client went away before the response was complete. */
+  aborted = false;
+  private listener: AbortListener | undefined = undefined;
+  private listening = false;
+
+  constructor(private readonly res: RestResponse) {}
+
+  /** One listener at a time (a wait); `abort` is the only event. */
+  addEventListener(_type: "abort", listener: AbortListener): void {
+    this.listener = listener;
+    if (this.listening) return;
+    this.listening = true;
+    (this.res as ServerResponse).on("close", () => {
+      if ((this.res as ServerResponse).writableFinished) return;
+      this.aborted = true;
+      const listener = this.listener;
+      this.listener = undefined;
+      listener?.handleEvent();
+    });
+  }
+
+  removeEventListener(_type: "abort", listener: AbortListener): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
 }
 
 // The last date formatted: a resource read again and again has the same Last-Modified.

@@ -6,14 +6,7 @@ import { callerKey } from "../auth/caller.js";
 import { BadRequestError } from "../domain/errors.js";
 import { type Event, Operation } from "../gen/trove/resources/v2/changes_pb.js";
 import type { ChangeCore } from "../services/change-service.js";
-import {
-  type RequestUrl,
-  type RestRequest,
-  type RestResponse,
-  requestSignal,
-  restContextValues,
-  send,
-} from "./http.js";
+import { ClientGone, type RequestUrl, type RestRequest, type RestResponse, restContextValues, send } from "./http.js";
 import { type ApiVersion, checkVersion1Store, type StoreFeatures, servesStore } from "./version.js";
 
 export const POLL_PATH = "/resources/v2/poll";
@@ -82,23 +75,18 @@ export class PollRoutes {
     // No HandlerContext (three Headers, two more abort controllers): a parked poll holds its
     // cursors, its waiter and one signal (issue 14). Nor is this frame kept while the poll waits:
     // the answer is written by `answer`, after the wait.
-    const signal = requestSignal(res);
+    const gone = new ClientGone(res);
     return this.core
-      .pollEvents(query.cursors, query.waitMillis, caller, signal)
+      .pollEvents(query.cursors, query.waitMillis, caller, gone)
       .then((events) =>
-        this.answer(res, events, signal, version === 1 && query.cursors.length === 0 ? features : undefined),
+        this.answer(res, events, gone, version === 1 && query.cursors.length === 0 ? features : undefined),
       );
   }
 
   /** Writes the poll's answer; `features` (a version 1 status poll) leaves out the stores version 1 does not serve. */
-  private async answer(
-    res: RestResponse,
-    found: Event[],
-    signal: AbortSignal,
-    features?: StoreFeatures,
-  ): Promise<void> {
+  private async answer(res: RestResponse, found: Event[], gone: ClientGone, features?: StoreFeatures): Promise<void> {
     // The client went away during the wait: there is no one to answer.
-    if (signal.aborted) return;
+    if (gone.aborted) return;
     let events = found;
     // A status poll (no cursors) reports every store the caller may read: on version 1, only those it serves.
     if (features) {

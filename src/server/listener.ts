@@ -52,6 +52,53 @@ export interface DrainResult {
 const H2_STREAM_WINDOW = 1024 * 1024;
 const H2_SESSION_WINDOW = 4 * 1024 * 1024;
 
+/**
+ * What the pipeline keeps of a request until its response closes, in fields of the response itself:
+ * a request in flight, such as a parked long poll, costs no object, closure or listener of the
+ * pipeline's own (issue 14). The listener's servers make their responses of the classes below.
+ */
+export interface RequestRecord {
+  /** performance.now() when the pipeline saw the request (NaN before). */
+  arrived: number;
+  /** The request id; the response's X-Request-Id, set as its head is written. */
+  requestId: string | undefined;
+  /** How an observer reads the request's outcome at its end, where the HTTP status is not it (RPC status). */
+  outcome: (() => string) | undefined;
+}
+
+/** The HTTP/1.1 responses of the listener. */
+export class RecordedResponse extends http.ServerResponse implements RequestRecord {
+  arrived = Number.NaN;
+  requestId: string | undefined = undefined;
+  outcome: (() => string) | undefined = undefined;
+
+  override writeHead(
+    statusCode: number,
+    statusMessage?: string,
+    headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[],
+  ): this;
+  override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
+  override writeHead(statusCode: number, ...rest: unknown[]): this {
+    // Here rather than at arrival: a parked poll holds no headers until it answers.
+    if (this.requestId !== undefined) this.setHeader("X-Request-Id", this.requestId);
+    return (super.writeHead as (statusCode: number, ...rest: unknown[]) => this)(statusCode, ...rest);
+  }
+}
+
+/** The HTTP/2 responses of the listener (REST over h2c, gRPC, Connect). */
+export class RecordedHttp2Response extends http2.Http2ServerResponse implements RequestRecord {
+  arrived = Number.NaN;
+  requestId: string | undefined = undefined;
+  outcome: (() => string) | undefined = undefined;
+
+  override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
+  override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;
+  override writeHead(statusCode: number, ...rest: unknown[]): this {
+    if (this.requestId !== undefined && !this.headersSent) this.setHeader("X-Request-Id", this.requestId);
+    return (super.writeHead as (statusCode: number, ...rest: unknown[]) => this)(statusCode, ...rest);
+  }
+}
+
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /**
@@ -82,14 +129,18 @@ function answerAndClose(socket: net.Socket, answer: string): void {
  * queued), whether or not the client closes its side. `end()` alone, here or inside Node's http and
  * http2 servers, keeps the descriptor until the client's FIN, and a client that never reads never
  * sees the server's FIN: a slowloris kept its connection forever after its 408, an idle h2c session
- * after its GOAWAY.
+ * after its GOAWAY. A `finish` listener of every connection (one function for all of them: a
+ * connection costs no closure of its own, issue 14).
  */
-function closeWhenDone(socket: net.Socket): void {
-  socket.once("finish", () => {
-    const timer = setTimeout(() => socket.destroy(), CLOSE_LINGER_MS);
-    timer.unref();
-    socket.once("close", () => clearTimeout(timer));
-  });
+function closeWhenDone(this: net.Socket): void {
+  const timer = setTimeout(() => this.destroy(), CLOSE_LINGER_MS);
+  timer.unref();
+  this.once("close", () => clearTimeout(timer));
+}
+
+/** An `error` listener of every connection: the connection is closed (its `close` cleans up). */
+function destroyOnError(this: net.Socket): void {
+  this.destroy();
 }
 
 /** What Node's parser gives `clientError`: the bytes it was parsing and how far it got. */
@@ -121,6 +172,7 @@ export function createListener(options: ListenerOptions): Listener {
   const { handler, limits } = options;
   const h1 = http.createServer(
     {
+      ServerResponse: RecordedResponse,
       // A request whose body makes progress is never cut (large uploads, long polls): only its head is timed.
       requestTimeout: 0,
       headersTimeout: limits.headersTimeout,
@@ -159,6 +211,8 @@ export function createListener(options: ListenerOptions): Listener {
 
   const h2 = http2.createServer(
     {
+      // (typed as Node's own class: @types/node's generic constructor signature admits no subclass)
+      Http2ServerResponse: RecordedHttp2Response as unknown as typeof http2.Http2ServerResponse,
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams, initialWindowSize: H2_STREAM_WINDOW },
     },
     handler,
@@ -192,8 +246,12 @@ export function createListener(options: ListenerOptions): Listener {
 
   // Requests in flight (their responses until 'close') and the drain, if one runs.
   const inFlight = new Map<http.ServerResponse | http2.Http2ServerResponse, object>();
-  const sniffing = new Set<net.Socket>();
   let draining: (() => void) | undefined;
+  // One `close` listener for every response: a request costs no closure of its own (issue 14).
+  function requestClosed(this: http.ServerResponse | http2.Http2ServerResponse): void {
+    inFlight.delete(this);
+    draining?.();
+  }
   const track = (
     req: http.IncomingMessage | http2.Http2ServerRequest,
     res: http.ServerResponse | http2.Http2ServerResponse,
@@ -203,54 +261,82 @@ export function createListener(options: ListenerOptions): Listener {
     inFlight.set(res, connection ?? res);
     // During a drain, an HTTP/1.1 connection closes after its answer.
     if (draining && res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
-    res.once("close", () => {
-      inFlight.delete(res);
-      draining?.();
-    });
+    res.on("close", requestClosed);
   };
   h1.on("request", track);
   h2.on("request", track);
 
   const sockets = new Set<net.Socket>();
+  // Connections that sent nothing yet, in the order they came, with the time (performance.now())
+  // their first byte is due. All have the same timeout, so the first entry is always the next to
+  // run out: one timer for all of them, where socket.setTimeout left a Timeout, a bound function
+  // and a listener on every connection for its whole life (issue 14).
+  const sniffing = new Map<net.Socket, number>();
+  // Connections over the limit, answered 503 (or closed) at their first byte.
+  const refused = new Set<net.Socket>();
+  let firstByteTimer: NodeJS.Timeout | undefined;
+  const armFirstByteTimer = () => {
+    if (firstByteTimer !== undefined) return;
+    for (const due of sniffing.values()) {
+      firstByteTimer = setTimeout(firstByteTimedOut, Math.max(1, Math.ceil(due - performance.now())));
+      firstByteTimer.unref();
+      return;
+    }
+  };
+  function firstByteTimedOut(): void {
+    firstByteTimer = undefined;
+    const now = performance.now();
+    for (const [socket, due] of sniffing) {
+      if (due > now) break;
+      sniffing.delete(socket);
+      socket.destroy();
+    }
+    armFirstByteTimer();
+  }
+  function connectionClosed(this: net.Socket): void {
+    sniffing.delete(this);
+    refused.delete(this);
+    sockets.delete(this);
+  }
+  function firstBytes(this: net.Socket, chunk: Buffer): void {
+    this.off("data", firstBytes);
+    sniffing.delete(this);
+    this.pause();
+    const n = Math.min(chunk.length, H2_PREFACE.length);
+    const h2c = n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+    if (refused.delete(this)) {
+      // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
+      if (h2c) this.destroy();
+      else
+        answerAndClose(
+          this,
+          rawAnswer(
+            "503 Service Unavailable",
+            `too many connections: this server keeps at most ${limits.maxConnections} open`,
+            { headers: `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`, head: chunk.toString("latin1", 0, 5) === "HEAD " },
+          ),
+        );
+      return;
+    }
+    this.unshift(chunk);
+    if (h2c) {
+      h2.emit("connection", this);
+    } else {
+      h1.emit("connection", this);
+      this.resume();
+    }
+  }
   const tcp = net.createServer((socket) => {
-    sniffing.add(socket);
-    socket.once("close", () => sniffing.delete(socket));
-    const refused = sockets.size >= limits.maxConnections;
+    if (sockets.size >= limits.maxConnections) refused.add(socket);
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
-    closeWhenDone(socket);
+    sniffing.set(socket, performance.now() + limits.firstByteTimeout);
+    armFirstByteTimer();
+    socket.on("close", connectionClosed);
+    socket.on("error", destroyOnError);
+    socket.on("finish", closeWhenDone);
     // Long-poll answers are small and latency-bound: no Nagle delay.
     socket.setNoDelay(true);
-    socket.setTimeout(limits.firstByteTimeout, () => socket.destroy());
-    socket.once("data", (chunk: Buffer) => {
-      sniffing.delete(socket);
-      socket.setTimeout(0);
-      socket.pause();
-      const n = Math.min(chunk.length, H2_PREFACE.length);
-      const h2c = n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
-      if (refused) {
-        // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
-        if (h2c) socket.destroy();
-        else
-          answerAndClose(
-            socket,
-            rawAnswer(
-              "503 Service Unavailable",
-              `too many connections: this server keeps at most ${limits.maxConnections} open`,
-              { headers: `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`, head: chunk.toString("latin1", 0, 5) === "HEAD " },
-            ),
-          );
-        return;
-      }
-      socket.unshift(chunk);
-      if (h2c) {
-        h2.emit("connection", socket);
-      } else {
-        h1.emit("connection", socket);
-        socket.resume();
-      }
-    });
+    socket.on("data", firstBytes);
   });
 
   return {
@@ -265,6 +351,7 @@ export function createListener(options: ListenerOptions): Listener {
     },
     async close() {
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      clearTimeout(firstByteTimer);
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       h1.closeAllConnections();
@@ -273,7 +360,8 @@ export function createListener(options: ListenerOptions): Listener {
     },
     async drain(timeoutMs) {
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
-      for (const socket of sniffing) socket.destroy();
+      clearTimeout(firstByteTimer);
+      for (const socket of sniffing.keys()) socket.destroy();
       for (const res of inFlight.keys()) {
         if (res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
       }

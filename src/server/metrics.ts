@@ -23,7 +23,7 @@ import type { ScanSummary } from "../storage/filesystem/scanner.js";
 import { TROVE_VERSION } from "../version.js";
 import { type OpenRoute, TROVE_SERVICES } from "./faces.js";
 import type { StorageObserver } from "./metrics-storage.js";
-import type { RequestObserver } from "./pipeline.js";
+import type { ObservedResponse, RequestObserver } from "./pipeline.js";
 import { dropUnreadBody, type RpcProtocol, rpcProtocol } from "./rpc-refusals.js";
 
 export type Face = "rest" | "connect" | "grpc" | "grpc-web" | "other";
@@ -104,7 +104,24 @@ export interface RequestKind {
   protocol: RpcProtocol | undefined;
 }
 
-/** The face and route of a request, decided as the faces dispatch it, before it is answered. */
+/** The face of a request and how its status is read (requestKind without the route). */
+export function requestFace(req: RestRequest): Pick<RequestKind, "face" | "protocol"> {
+  const url = req.url ?? "/";
+  if (url.startsWith(REST_PREFIX) || url.startsWith(INSIGHTS_PREFIX)) return REST_FACE;
+  const protocol = rpcProtocol(req);
+  if (protocol === "grpc" || protocol === "grpc-web") return { face: protocol, protocol };
+  if (protocol !== undefined) return { face: "connect", protocol };
+  const query = url.indexOf("?");
+  const path = query < 0 ? url : url.slice(0, query);
+  if (RPC_PATHS.some((prefix) => path.startsWith(prefix))) return CONNECT_UNARY;
+  return OTHER_FACE;
+}
+
+const REST_FACE = { face: "rest", protocol: undefined } as const;
+const CONNECT_UNARY = { face: "connect", protocol: "connect" } as const;
+const OTHER_FACE = { face: "other", protocol: undefined } as const;
+
+/** The face and route of a request, decided as the faces dispatch it. */
 export function requestKind(req: RestRequest): RequestKind {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
@@ -158,14 +175,20 @@ function codeName(code: number): string {
 const ABORTED = "aborted";
 
 /**
- * Reads the status of a request once it is over: the HTTP status for REST and other paths
- * ("aborted" when the answer was never completed); for RPC the code's gRPC name, from the
- * grpc-status header or trailer (gRPC), the trailer frame (gRPC-Web), the end-stream message
- * (Connect streaming) or the error body (Connect unary; HTTP 200 is OK). An RPC that ended
- * without any status was cancelled.
+ * The status of a request once it is over: the HTTP status for REST and other paths ("aborted" when
+ * the answer was never completed); for RPC what `rpcStatusReader` set up reads.
  */
-function statusReader(protocol: RpcProtocol | undefined, res: RestResponse): () => string {
-  if (protocol === undefined) return () => (res.writableEnded ? String(res.statusCode) : ABORTED);
+function statusOf(res: ObservedResponse): string {
+  if (res.outcome !== undefined) return res.outcome();
+  return res.writableEnded ? String(res.statusCode) : ABORTED;
+}
+
+/**
+ * Reads the status of an RPC once it is over: the code's gRPC name, from the grpc-status header or
+ * trailer (gRPC), the trailer frame (gRPC-Web), the end-stream message (Connect streaming) or the
+ * error body (Connect unary; HTTP 200 is OK). An RPC that ended without any status was cancelled.
+ */
+function rpcStatusReader(protocol: RpcProtocol, res: RestResponse): () => string {
   const headerStatus = () => {
     const value = res.getHeader("grpc-status");
     return value === undefined ? undefined : codeName(Number(value));
@@ -440,25 +463,29 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   return {
     registry,
-    requests(req, res) {
-      const started = performance.now();
-      const { face, route, protocol } = requestKind(req);
-      const status = statusReader(protocol, res);
-      flying.set(face, (flying.get(face) as number) + 1);
-      res.once("close", () => {
+    // Nothing kept per request but the RPC status reader: the face and route are decided again
+    // at the end, from the same request (issue 14: a parked poll holds no closure of the metrics).
+    requests: {
+      arrived(req, res) {
+        const { face, protocol } = requestFace(req);
+        if (protocol !== undefined) res.outcome = rpcStatusReader(protocol, res);
+        flying.set(face, (flying.get(face) as number) + 1);
+      },
+      closed(req, res) {
+        const { face, route } = requestKind(req);
         flying.set(face, (flying.get(face) as number) - 1);
-        const labels = { face, route, status: status() };
-        const key = `${face} ${route} ${labels.status}`;
+        const status = statusOf(res);
+        const key = `${face} ${route} ${status}`;
         const found = counts.get(key);
         if (found) found.count += 1;
-        else counts.set(key, { labels, count: 1 });
+        else counts.set(key, { labels: { face, route, status }, count: 1 });
         let histogram = seconds.get(key);
         if (histogram === undefined) {
-          histogram = requestSeconds.labels(face, route, labels.status);
+          histogram = requestSeconds.labels(face, route, status);
           seconds.set(key, histogram);
         }
-        histogram.observe((performance.now() - started) / 1000);
-      });
+        histogram.observe((performance.now() - res.arrived) / 1000);
+      },
     },
     route(req, res) {
       if (req.method !== "GET" && req.method !== "HEAD") {

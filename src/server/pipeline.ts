@@ -12,14 +12,32 @@ import type { Authenticator } from "../auth/verifier.js";
 import { serverErrorOf } from "../rest/errors.js";
 import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
 import { callerOf, type Faces, isOpenPath } from "./faces.js";
-import { ALLOWED_METHODS, INVALID_TARGET } from "./listener.js";
+import {
+  ALLOWED_METHODS,
+  INVALID_TARGET,
+  RecordedHttp2Response,
+  RecordedResponse,
+  type RequestRecord,
+} from "./listener.js";
 import { dropUnreadBody } from "./rpc-refusals.js";
 
 /**
- * Sees every request when it arrives, before anything answers it (it may wait for the response's
- * `finish`). Observers never answer.
+ * Sees every request: when it arrives, before anything answers it, and at its end. Observers never
+ * answer. What one keeps of a request until its end is in the response's RequestRecord fields, and
+ * the pipeline calls every observer from one `finish` and one `close` listener shared by all
+ * responses: a request costs no closure or listener of an observer's own (issue 14).
  */
-export type RequestObserver = (req: RestRequest, res: RestResponse, id: string) => void;
+export interface RequestObserver {
+  /** The request arrived (its response's `arrived` and `requestId` are set). */
+  arrived?(req: RestRequest, res: ObservedResponse): void;
+  /** Its response was sent complete (`finish`). */
+  finished?(req: RestRequest, res: ObservedResponse): void;
+  /** Its response closed, complete or not (`close`, after `finish` when complete). */
+  closed?(req: RestRequest, res: ObservedResponse): void;
+}
+
+/** A response the pipeline has seen, with what it keeps of the request (listener.ts). */
+export type ObservedResponse = RestResponse & RequestRecord;
 
 /** Cross-origin access for browsers (CORS). */
 export interface CrossOrigin {
@@ -45,13 +63,12 @@ const PRINTABLE_TARGET = /^[\x21-\x7e]*$/;
 
 /** The request log: one line per request, and one error line with the request id for every 5xx. */
 export function requestLog(logger: Logger): RequestObserver {
-  return (req, res, id) => {
-    const started = performance.now();
-    (res as http.ServerResponse).once("finish", () => {
+  return {
+    finished(req, res) {
       // Every 5xx answer (REST, insights, Connect) is one error line with the request id.
       if (res.statusCode >= 500) {
         logger.error(
-          { req: id, method: req.method, status: res.statusCode, err: serverErrorOf(res) },
+          { req: res.requestId, method: req.method, status: res.statusCode, err: serverErrorOf(res) },
           "request failed",
         );
       }
@@ -60,23 +77,33 @@ export function requestLog(logger: Logger): RequestObserver {
         const url = req.url?.startsWith(DEV_ISSUER_PREFIX) ? req.url.replace(/\?.*$/, "") : req.url;
         logger.info(
           {
-            req: id,
+            req: res.requestId,
             method: req.method,
             url,
             status: res.statusCode,
             caller: callerOf(req)?.subject,
-            ms: Math.round((performance.now() - started) * 10) / 10,
+            ms: Math.round((performance.now() - res.arrived) * 10) / 10,
           },
           "request",
         );
       }
-    });
+    },
   };
 }
 
 export function createPipeline(options: PipelineOptions): (req: RestRequest, res: RestResponse) => void {
   const { faces, auth, devIssuer, crossOrigin } = options;
   const observers = [requestLog(options.logger), ...(options.observers ?? [])];
+  const arrivedObservers = observers.filter((o) => o.arrived !== undefined);
+  const finishedObservers = observers.filter((o) => o.finished !== undefined);
+  const closedObservers = observers.filter((o) => o.closed !== undefined);
+  // The one `finish` and the one `close` listener of every response.
+  function finished(this: ObservedResponse): void {
+    for (const observer of finishedObservers) observer.finished?.(this.req, this);
+  }
+  function closed(this: ObservedResponse): void {
+    for (const observer of closedObservers) observer.closed?.(this.req, this);
+  }
   const idPrefix = randomBytes(4).toString("hex");
   let counter = 0;
 
@@ -102,11 +129,18 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
     }
   };
 
-  return (req, res) => {
-    const id =
+  return (req, response) => {
+    const res = response as ObservedResponse;
+    res.arrived = performance.now();
+    res.requestId =
       (req.headers["x-request-id"] as string | undefined)?.slice(0, 128) ?? `${idPrefix}-${(++counter).toString(36)}`;
-    (res as http.ServerResponse).setHeader("X-Request-Id", id);
-    for (const observe of observers) observe(req, res, id);
+    // The listener's responses write X-Request-Id with their head; any other now.
+    if (!(res instanceof RecordedResponse || res instanceof RecordedHttp2Response)) {
+      (res as http.ServerResponse).setHeader("X-Request-Id", res.requestId);
+    }
+    for (const observer of arrivedObservers) observer.arrived?.(req, res);
+    res.on("finish", finished);
+    res.on("close", closed);
     // The same request gets the same answer on HTTP/1.1 and HTTP/2, whatever Node's parsers let through.
     if (req.method === "CONNECT") {
       dropUnreadBody(req, res);

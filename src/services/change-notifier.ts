@@ -14,6 +14,21 @@ import type { StoragePort } from "../storage/port.js";
 /** How a wait ended: "fired" (a followed store changed, or shutdown), "timeout" or "aborted". */
 export type WaitEnd = "fired" | "timeout" | "aborted";
 
+/**
+ * What ends a wait early, its caller having gone away: an AbortSignal, or anything smaller in its
+ * shape (rest/http.ts's ClientGone). `listener` is removed after it fired or when the wait ends.
+ */
+export interface CallEnd {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: AbortListener, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: AbortListener): void;
+}
+
+/** A listener of a CallEnd's `abort` (a Waiter is its own). */
+export interface AbortListener {
+  handleEvent(): void;
+}
+
 export class Waiter {
   /** A followed store changed (or the server began its shutdown) since the waiter was armed. */
   fired = false;
@@ -21,7 +36,7 @@ export class Waiter {
   private disposed = false;
   /** While waiting: settles the wait. */
   private settle: ((end: WaitEnd) => void) | undefined = undefined;
-  private signal: AbortSignal | undefined = undefined;
+  private signal: CallEnd | undefined = undefined;
   /** While waiting: Date.now() at which the wait times out, and the place in the deadline heap. */
   deadline = 0;
   heapIndex = -1;
@@ -35,7 +50,7 @@ export class Waiter {
    * Waits until a followed store changes (at once if one did since arming), `ms` pass, or
    * `signal` aborts.
    */
-  wait(ms: number, signal: AbortSignal): Promise<WaitEnd> {
+  wait(ms: number, signal: CallEnd): Promise<WaitEnd> {
     if (this.fired) return Promise.resolve("fired");
     if (signal.aborted) return Promise.resolve("aborted");
     if (this.settle) throw new Error("waiter already waiting");

@@ -23,7 +23,7 @@ import {
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { abortedCallError, throwIfCallAborted } from "./call-end.js";
-import type { ChangeNotifier } from "./change-notifier.js";
+import type { CallEnd, ChangeNotifier } from "./change-notifier.js";
 
 export interface ChangeServiceOptions {
   storage: StoragePort;
@@ -123,7 +123,7 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
     requested: readonly Pick<Cursor, "store" | "eventId">[],
     waitMillis: number,
     caller: Caller,
-    signal: AbortSignal,
+    signal: CallEnd,
   ): Promise<Event[]> {
     const cursors = followable(cursorMap(requested), caller);
     if (cursors.size === 0) return this.status(caller);
