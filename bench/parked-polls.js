@@ -3,7 +3,7 @@
 // itself needs per connection and request), measured in the same run.
 //
 //   node bench/parked-polls.js [--skip-build] [--polls 10000] [--rounds 1] [--idle-seconds 10]
-//   node bench/parked-polls.js --snapshots [--baseline] [--polls 2000] [--top 40]
+//   node bench/parked-polls.js --snapshots [--retainers] [--baseline] [--polls 2000] [--top 40]
 //
 // `npm run bench:feed` (bench/feed.js) runs it after the delivery latency. Every server runs in a
 // child process of its own, and so do the polls: a client child (this file with `--role client`)
@@ -315,8 +315,58 @@ export function heapByConstructor(graph) {
   return totals;
 }
 
+/**
+ * The objects of `graph` whose ids are not in `before` (made since), grouped by type, constructor
+ * and what holds them (the first retainer's type and constructor and the edge's name).
+ */
+export function newObjectsByRetainer(before, graph) {
+  const meta = graph.snapshot.meta;
+  const nf = meta.node_fields.length;
+  const ef = meta.edge_fields.length;
+  const types = meta.node_types[0];
+  const edgeTypes = meta.edge_types[0];
+  const [typeAt, nameAt, idAt, sizeAt, edgesAt] = ["type", "name", "id", "self_size", "edge_count"].map((f) =>
+    meta.node_fields.indexOf(f),
+  );
+  const [edgeTypeAt, edgeNameAt, toAt] = ["type", "name_or_index", "to_node"].map((f) => meta.edge_fields.indexOf(f));
+  const { nodes, edges, strings } = graph;
+  const oldIds = new Set();
+  for (let i = 0; i < before.nodes.length; i += nf) oldIds.add(before.nodes[i + idAt]);
+  const retainer = new Int32Array(nodes.length / nf).fill(-1);
+  const via = new Array(nodes.length / nf);
+  let e = 0;
+  for (let i = 0; i < nodes.length; i += nf) {
+    for (let k = 0; k < nodes[i + edgesAt]; k++, e += ef) {
+      const edgeType = edgeTypes[edges[e + edgeTypeAt]];
+      if (edgeType === "weak") continue;
+      const to = edges[e + toAt] / nf;
+      if (retainer[to] !== -1) continue;
+      retainer[to] = i / nf;
+      via[to] =
+        edgeType === "element" || edgeType === "hidden"
+          ? `[${edges[e + edgeNameAt]}]`.replace(/\d+/, "n")
+          : strings[edges[e + edgeNameAt]];
+    }
+  }
+  const label = (n) => {
+    const type = types[nodes[n * nf + typeAt]];
+    return type.endsWith("string") ? type : `${type} ${String(strings[nodes[n * nf + nameAt]]).slice(0, 40)}`;
+  };
+  const totals = new Map();
+  for (let n = 0; n < nodes.length / nf; n++) {
+    if (oldIds.has(nodes[n * nf + idAt])) continue;
+    const r = retainer[n];
+    const key = `${label(n)} <- ${r < 0 ? "(none)" : label(r)} .${via[n]}`;
+    const t = totals.get(key) ?? { count: 0, size: 0 };
+    t.count += 1;
+    t.size += nodes[n * nf + sizeAt];
+    totals.set(key, t);
+  }
+  return totals;
+}
+
 /** Parks `polls` polls on Trove between two heap snapshots; prints what grew, per poll. */
-async function snapshotParked({ kind, polls, top }) {
+async function snapshotParked({ kind, polls, top, retainers }) {
   const server = await startMeasured(kind, { polls, snapshots: true });
   try {
     const warm = await parkPolls(server.url, server.path, WARMUP_POLLS, server.authorization);
@@ -324,10 +374,12 @@ async function snapshotParked({ kind, polls, top }) {
     await warm.close();
     await sleep(1000);
     await settled([server.pid], 60);
-    const before = heapByConstructor((await heapSnapshot(server)).graph);
+    const beforeGraph = (await heapSnapshot(server)).graph;
+    const before = heapByConstructor(beforeGraph);
     const client = await parkPolls(server.url, server.path, polls, server.authorization);
     await settled([server.pid], 300);
-    const after = heapByConstructor((await heapSnapshot(server)).graph);
+    const afterGraph = (await heapSnapshot(server)).graph;
+    const after = heapByConstructor(afterGraph);
     const { answered } = await client.report();
     await client.close();
     const rows = [];
@@ -343,6 +395,14 @@ async function snapshotParked({ kind, polls, top }) {
     console.log("| bytes | count | type and constructor |\n|---:|---:|---|");
     for (const r of rows.slice(0, top)) console.log(`| ${r.size.toFixed(0)} | ${r.count.toFixed(2)} | ${r.key} |`);
     console.log(`\ntotal self size per poll: ${total.toFixed(0)} bytes`);
+    if (retainers) {
+      const made = [...newObjectsByRetainer(beforeGraph, afterGraph)]
+        .map(([key, t]) => ({ key, size: t.size / polls, count: t.count / polls }))
+        .sort((x, y) => y.size - x.size);
+      console.log(`\nObjects made since the first snapshot, by what holds them, per poll:\n`);
+      console.log("| bytes | count | object <- holder .edge |\n|---:|---:|---|");
+      for (const r of made.slice(0, top)) console.log(`| ${r.size.toFixed(0)} | ${r.count.toFixed(2)} | ${r.key} |`);
+    }
   } finally {
     await server.stop();
   }
@@ -404,6 +464,7 @@ const { values: opts } = parseArgs({
     "idle-seconds": { type: "string", default: "10" },
     snapshots: { type: "boolean", default: false },
     baseline: { type: "boolean", default: false },
+    retainers: { type: "boolean", default: false },
     top: { type: "string", default: "40" },
   },
   strict: false,
@@ -423,6 +484,7 @@ if (opts.role === "client") {
   if (opts.snapshots)
     await snapshotParked({
       kind: opts.baseline ? "baseline" : "trove",
+      retainers: opts.retainers,
       polls: Number(opts.polls ?? 2000),
       top: Number(opts.top),
     });

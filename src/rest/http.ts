@@ -115,29 +115,27 @@ export function requestSignal(res: RestResponse): AbortSignal {
 /**
  * The client going away before the response is complete, in the shape a wait listens to (the part
  * of AbortSignal that `Waiter.wait` uses, services/change-notifier.ts). A parked poll holds this
- * small object and one `close` listener, added when it first waits, where an AbortController is an
- * EventTarget with its own maps and listener records (issue 14).
+ * small object and one `close` listener, where an AbortController is an EventTarget with its own
+ * maps and listener records (issue 14).
  */
 export class ClientGone implements CallEnd {
   /** The client went away before the response was complete. */
   aborted = false;
   private listener: AbortListener | undefined = undefined;
-  private listening = false;
 
-  constructor(private readonly res: RestResponse) {}
-
-  /** One listener at a time (a wait); `abort` is the only event. */
-  addEventListener(_type: "abort", listener: AbortListener): void {
-    this.listener = listener;
-    if (this.listening) return;
-    this.listening = true;
-    (this.res as ServerResponse).on("close", () => {
-      if ((this.res as ServerResponse).writableFinished) return;
+  constructor(protected readonly res: RestResponse) {
+    (res as ServerResponse).on("close", () => {
+      if ((res as ServerResponse).writableFinished) return;
       this.aborted = true;
       const listener = this.listener;
       this.listener = undefined;
       listener?.handleEvent();
     });
+  }
+
+  /** One listener at a time (a wait); `abort` is the only event. */
+  addEventListener(_type: "abort", listener: AbortListener): void {
+    this.listener = listener;
   }
 
   removeEventListener(_type: "abort", listener: AbortListener): void {

@@ -2,10 +2,11 @@
 // the spec's plain-text lines (docs/change-feed.md). Version 1 neither follows nor reports
 // stores without sync-recursive (version.ts).
 
-import { callerKey } from "../auth/caller.js";
+import { type Caller, callerKey } from "../auth/caller.js";
 import { BadRequestError } from "../domain/errors.js";
 import { type Event, Operation } from "../gen/trove/resources/v2/changes_pb.js";
-import type { ChangeCore } from "../services/change-service.js";
+import type { ChangeCore, PollAnswer } from "../services/change-service.js";
+import { sendError } from "./errors.js";
 import { ClientGone, type RequestUrl, type RestRequest, type RestResponse, restContextValues, send } from "./http.js";
 import { type ApiVersion, checkVersion1Store, type StoreFeatures, servesStore } from "./version.js";
 
@@ -50,14 +51,18 @@ export function eventLine(e: Event): string {
 export class PollRoutes {
   constructor(private readonly core: ChangeCore) {}
 
-  /** `features` is asked on version 1 only: of each store followed, and of each store a status poll reports. */
-  async handle(
+  /**
+   * `features` is asked on version 1 only: of each store followed, and of each store a status poll
+   * reports. Returns once the poll is parked (a promise only while version 1 checks its stores), so
+   * that no frame of the router's or of this route's is held while the poll waits (issue 14).
+   */
+  handle(
     req: RestRequest,
     res: RestResponse,
     url: RequestUrl,
     version: ApiVersion = 2,
     features?: StoreFeatures,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     if (req.method !== "GET") {
       send(
         res,
@@ -69,41 +74,79 @@ export class PollRoutes {
     }
     const query = parsePollQuery(url.search);
     const caller = restContextValues(req).get(callerKey);
-    if (version === 1 && features) {
-      for (const { store } of query.cursors) await checkVersion1Store(features, caller, "read", store, "");
-    }
-    // No HandlerContext (three Headers, two more abort controllers): a parked poll holds its
-    // cursors, its waiter and one signal (issue 14). Nor is this frame kept while the poll waits:
-    // the answer is written by `answer`, after the wait.
-    const gone = new ClientGone(res);
-    return this.core
-      .pollEvents(query.cursors, query.waitMillis, caller, gone)
-      .then((events) =>
-        this.answer(res, events, gone, version === 1 && query.cursors.length === 0 ? features : undefined),
-      );
-  }
-
-  /** Writes the poll's answer; `features` (a version 1 status poll) leaves out the stores version 1 does not serve. */
-  private async answer(res: RestResponse, found: Event[], gone: ClientGone, features?: StoreFeatures): Promise<void> {
-    // The client went away during the wait: there is no one to answer.
-    if (gone.aborted) return;
-    let events = found;
-    // A status poll (no cursors) reports every store the caller may read: on version 1, only those it serves.
-    if (features) {
-      const served = await Promise.all(
-        events.map(async (e) => {
-          const found = e.kind.case === undefined ? undefined : await features(e.kind.value.store);
-          // A store deleted since the core answered: its event stays, as version 2 gives it.
-          return found === undefined || servesStore(1, found);
-        }),
-      );
-      events = events.filter((_, i) => served[i]);
-    }
-    if (events.length === 0) {
-      send(res, 204, { "Cache-Control": "no-store" });
+    if (version !== 1 || !features) {
+      this.park(req, res, query, caller, undefined);
       return;
     }
-    const body = `${events.map(eventLine).join("\n")}\n`;
-    send(res, 200, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" }, body);
+    if (query.cursors.length === 0) {
+      this.park(req, res, query, caller, features);
+      return;
+    }
+    return this.checkVersion1(features, caller, query).then(() => this.park(req, res, query, caller, undefined));
   }
+
+  private async checkVersion1(features: StoreFeatures, caller: Caller, query: PollQuery): Promise<void> {
+    for (const { store } of query.cursors) await checkVersion1Store(features, caller, "read", store, "");
+  }
+
+  /** Starts the poll; throws at once for cursors the core refuses (the router answers the error). */
+  private park(req: RestRequest, res: RestResponse, query: PollQuery, caller: Caller, features?: StoreFeatures): void {
+    // No HandlerContext (three Headers, two more abort controllers), nor an AbortController: a
+    // parked poll holds its ParkedPoll, the core's PendingPoll and a waiter (issue 14).
+    const poll = new ParkedPoll(req, res, features);
+    this.core.startPoll(query.cursors, query.waitMillis, caller, poll, poll);
+  }
+}
+
+/**
+ * A REST poll while it waits, and then its answer: it learns that the client went away (ClientGone)
+ * and writes what the core answers. `features` (a version 1 status poll) leaves out the stores
+ * version 1 does not serve.
+ */
+class ParkedPoll extends ClientGone implements PollAnswer {
+  constructor(
+    private readonly req: RestRequest,
+    res: RestResponse,
+    private readonly features: StoreFeatures | undefined,
+  ) {
+    super(res);
+  }
+
+  answer(found: Event[]): void {
+    // The client went away during the wait: there is no one to answer.
+    if (this.aborted) return;
+    if (this.features === undefined) {
+      writePollAnswer(this.res, found);
+      return;
+    }
+    servedByVersion1(this.features, found).then(
+      (events) => writePollAnswer(this.res, events),
+      (err: unknown) => this.fail(err),
+    );
+  }
+
+  fail(err: unknown): void {
+    sendError(this.req, this.res, err);
+  }
+}
+
+/** A status poll (no cursors) reports every store the caller may read: on version 1, only those it serves. */
+async function servedByVersion1(features: StoreFeatures, events: Event[]): Promise<Event[]> {
+  const served = await Promise.all(
+    events.map(async (e) => {
+      const found = e.kind.case === undefined ? undefined : await features(e.kind.value.store);
+      // A store deleted since the core answered: its event stays, as version 2 gives it.
+      return found === undefined || servesStore(1, found);
+    }),
+  );
+  return events.filter((_, i) => served[i]);
+}
+
+function writePollAnswer(res: RestResponse, events: Event[]): void {
+  if (events.length === 0) {
+    send(res, 204, { "Cache-Control": "no-store" });
+    return;
+  }
+  const body = `${events.map(eventLine).join("\n")}\n`;
+  send(res, 200, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" }, body);
 }

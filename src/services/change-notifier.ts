@@ -24,6 +24,11 @@ export interface CallEnd {
   removeEventListener(type: "abort", listener: AbortListener): void;
 }
 
+/** Whom a wait tells how it ended, where a promise would hold a frame (a parked poll, issue 14). */
+export interface WaitTarget {
+  waited(end: WaitEnd): void;
+}
+
 /** A listener of a CallEnd's `abort` (a Waiter is its own). */
 export interface AbortListener {
   handleEvent(): void;
@@ -34,8 +39,8 @@ export class Waiter {
   fired = false;
   /** Released: no longer in the notifier's sets. */
   private disposed = false;
-  /** While waiting: settles the wait. */
-  private settle: ((end: WaitEnd) => void) | undefined = undefined;
+  /** While waiting: settles the wait (a promise's resolve, or a WaitTarget told in a microtask). */
+  private settle: ((end: WaitEnd) => void) | WaitTarget | undefined = undefined;
   private signal: CallEnd | undefined = undefined;
   /** While waiting: Date.now() at which the wait times out, and the place in the deadline heap. */
   deadline = 0;
@@ -53,14 +58,29 @@ export class Waiter {
   wait(ms: number, signal: CallEnd): Promise<WaitEnd> {
     if (this.fired) return Promise.resolve("fired");
     if (signal.aborted) return Promise.resolve("aborted");
+    return new Promise<WaitEnd>((resolve) => this.park(ms, signal, resolve));
+  }
+
+  /**
+   * As `wait`, but tells `target` how the wait ended, always after this call returned (in a
+   * microtask at the earliest): no promise, and nothing of the caller's frame, is held meanwhile.
+   */
+  waitThen(ms: number, signal: CallEnd, target: WaitTarget): void {
+    if (this.fired || signal.aborted) {
+      const end: WaitEnd = this.fired ? "fired" : "aborted";
+      queueMicrotask(() => target.waited(end));
+      return;
+    }
+    this.park(ms, signal, target);
+  }
+
+  private park(ms: number, signal: CallEnd, settle: ((end: WaitEnd) => void) | WaitTarget): void {
     if (this.settle) throw new Error("waiter already waiting");
-    return new Promise<WaitEnd>((resolve) => {
-      this.settle = resolve;
-      this.signal = signal;
-      // The waiter is its own listener (handleEvent): no closure per wait.
-      signal.addEventListener("abort", this, { once: true });
-      this.notifier.schedule(this, Date.now() + ms);
-    });
+    this.settle = settle;
+    this.signal = signal;
+    // The waiter is its own listener (handleEvent): no closure per wait.
+    signal.addEventListener("abort", this, { once: true });
+    this.notifier.schedule(this, Date.now() + ms);
   }
 
   /** The signal aborted. */
@@ -91,7 +111,9 @@ export class Waiter {
     this.signal?.removeEventListener("abort", this);
     this.signal = undefined;
     this.notifier.unschedule(this);
-    settle(how);
+    if (typeof settle === "function") settle(how);
+    // As a promise's continuation would run: not inside the change's commit, the timer or the abort.
+    else queueMicrotask(() => settle.waited(how));
   }
 }
 

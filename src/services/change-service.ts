@@ -23,7 +23,7 @@ import {
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { abortedCallError, throwIfCallAborted } from "./call-end.js";
-import type { CallEnd, ChangeNotifier } from "./change-notifier.js";
+import type { CallEnd, ChangeNotifier, WaitEnd, Waiter, WaitTarget } from "./change-notifier.js";
 
 export interface ChangeServiceOptions {
   storage: StoragePort;
@@ -91,6 +91,43 @@ export function advance(cursors: Map<string, number>, events: readonly Event[]):
   }
 }
 
+/** Whom a poll answers: the REST route's parked poll, or the promise of `pollEvents`. */
+export interface PollAnswer {
+  /** The events after the cursors (none: the wait ended without any the caller may see, or the call ended). */
+  answer(events: Event[]): void;
+  fail(err: unknown): void;
+}
+
+/**
+ * A poll in progress. While it waits it is this object and its waiter (the notifier's sets and
+ * deadline heap hold them): no async frame, promise or closure of its own (issue 14).
+ */
+class PendingPoll implements WaitTarget {
+  waiter: Waiter | undefined = undefined;
+  /** The cursors: stores followed, and the last event id applied of each (two arrays cost less than a Map). */
+  readonly stores: string[];
+  readonly positions: number[];
+
+  constructor(
+    private readonly core: ChangeCore,
+    cursors: ReadonlyMap<string, number>,
+    readonly caller: Caller,
+    readonly deadline: number,
+    readonly signal: CallEnd,
+    readonly to: PollAnswer,
+  ) {
+    this.stores = [...cursors.keys()];
+    this.positions = [...cursors.values()];
+  }
+
+  waited(end: WaitEnd): void {
+    this.waiter?.dispose();
+    this.waiter = undefined;
+    if (end === "aborted") this.to.answer([]);
+    else this.core.step(this);
+  }
+}
+
 export class ChangeCore implements ServiceImpl<typeof ChangeService> {
   private readonly storage: StoragePort;
   private readonly notifier: ChangeNotifier;
@@ -114,35 +151,67 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
   }
 
   /**
-   * The poll itself, for every face: the REST face calls it without a HandlerContext (a parked
-   * poll holds no more than its cursors, its waiter and the wait's promise). Answers the events
-   * after the cursors, waiting up to `waitMillis` (0: the server's poll wait) for some; returns
-   * what there is (possibly none) when `signal` aborts.
+   * The poll itself, for the RPC face: the events after the cursors, waiting up to `waitMillis`
+   * (0: the server's poll wait) for some; what there is (possibly none) when `signal` aborts.
    */
-  async pollEvents(
+  pollEvents(
     requested: readonly Pick<Cursor, "store" | "eventId">[],
     waitMillis: number,
     caller: Caller,
     signal: CallEnd,
   ): Promise<Event[]> {
+    return new Promise((resolve, reject) =>
+      this.startPoll(requested, waitMillis, caller, signal, { answer: resolve, fail: reject }),
+    );
+  }
+
+  /**
+   * The poll for faces that keep nothing of their own while it waits (REST): as `pollEvents`, but
+   * tells `to` the answer. Throws at once for cursors it refuses (malformed, not readable); `to`
+   * is told later, never during this call.
+   */
+  startPoll(
+    requested: readonly Pick<Cursor, "store" | "eventId">[],
+    waitMillis: number,
+    caller: Caller,
+    signal: CallEnd,
+    to: PollAnswer,
+  ): void {
     const cursors = followable(cursorMap(requested), caller);
-    if (cursors.size === 0) return this.status(caller);
-    const wait = waitMillis === 0 ? this.pollWait : Math.min(waitMillis, this.pollWait);
-    const deadline = Date.now() + wait;
-    const stores = [...cursors.keys()];
-    for (;;) {
-      const waiter = this.notifier.arm(stores);
-      try {
-        const events = await this.collect(cursors, caller);
-        const left = deadline - Date.now();
-        // Events found are the answer even at the deadline: the client may still take them. Once
-        // the server's shutdown began, a poll answers what there is at once (none: 204).
-        if (events.length > 0 || left <= 0 || this.notifier.shuttingDown) return events;
-        if ((await waiter.wait(left, signal)) === "aborted") return [];
-      } finally {
-        waiter.dispose();
-      }
+    if (cursors.size === 0) {
+      this.status(caller).then(
+        (events) => to.answer(events),
+        (err: unknown) => to.fail(err),
+      );
+      return;
     }
+    const wait = waitMillis === 0 ? this.pollWait : Math.min(waitMillis, this.pollWait);
+    this.step(new PendingPoll(this, cursors, caller, Date.now() + wait, signal, to));
+  }
+
+  /** One turn of a poll: arm its waiter, read, then answer or wait (`collected`). */
+  step(poll: PendingPoll): void {
+    poll.waiter = this.notifier.arm(poll.stores);
+    this.collect(poll.stores, poll.positions, poll.caller)
+      .then((events) => this.collected(poll, events))
+      .catch((err: unknown) => {
+        poll.waiter?.dispose();
+        poll.to.fail(err);
+      });
+  }
+
+  private collected(poll: PendingPoll, events: Event[]): void {
+    const waiter = poll.waiter as Waiter;
+    const left = poll.deadline - Date.now();
+    // Events found are the answer even at the deadline: the client may still take them. Once
+    // the server's shutdown began, a poll answers what there is at once (none: 204).
+    if (events.length > 0 || left <= 0 || this.notifier.shuttingDown) {
+      waiter.dispose();
+      poll.to.answer(events);
+      return;
+    }
+    // Parked: from here until the wait ends, the poll is its PendingPoll and its waiter.
+    waiter.waitThen(left, poll.signal, poll);
   }
 
   async *watchChanges(req: WatchChangesRequest, ctx: HandlerContext): AsyncIterable<WatchChangesResponse> {
@@ -155,9 +224,10 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
       yield create(WatchChangesResponseSchema, { events });
     }
     while (!ctx.signal.aborted) {
-      const waiter = this.notifier.arm([...cursors.keys()]);
+      const stores = [...cursors.keys()];
+      const waiter = this.notifier.arm(stores);
       try {
-        const events = await this.collect(cursors, caller);
+        const events = await this.collect(stores, [...cursors.values()], caller);
         if (events.length > 0) {
           advance(cursors, events);
           yield create(WatchChangesResponseSchema, { events });
@@ -203,9 +273,12 @@ export class ChangeCore implements ServiceImpl<typeof ChangeService> {
     return started;
   }
 
-  private async collect(cursors: ReadonlyMap<string, number>, caller: Caller): Promise<Event[]> {
+  /** The events after each store's position (`positions[i]` of `stores[i]`) the caller may see. */
+  private async collect(stores: readonly string[], positions: readonly number[], caller: Caller): Promise<Event[]> {
     const events: Event[] = [];
-    for (const [store, cursor] of cursors) {
+    for (let i = 0; i < stores.length; i++) {
+      const store = stores[i] as string;
+      const cursor = positions[i] as number;
       if (events.length >= this.maxEvents) break;
       const position = positionOf(await this.shared(`s|${store}`, () => this.storage.getStore(store)), cursor);
       if ("reset" in position) {
