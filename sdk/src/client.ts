@@ -74,7 +74,12 @@ class WindowedSessionManager extends Http2SessionManager {
     const session = stream.session;
     if (session && !session.destroyed && !this.widened.has(session)) {
       this.widened.add(session);
-      session.setLocalWindowSize(this.connectionWindow);
+      try {
+        session.setLocalWindowSize(this.connectionWindow);
+      } catch {
+        // A session going away as the call starts: the call fails or succeeds on its own terms,
+        // and its successor gets the window when its first stream opens.
+      }
     }
     return stream;
   }
