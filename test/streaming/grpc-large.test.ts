@@ -1,13 +1,17 @@
 // gRPC Read and Write of a 20 MiB resource as a client observes them (issue 14): the server's HTTP/2
 // receive windows, Read's messages (their size, uncompressed even when the client accepts gzip) and
-// the contents byte for byte, a gzip-compressed Write still accepted, and both through the SDK's
-// gRPC client (its larger receive windows, test/sdk/http2-windows.test.ts).
+// the contents byte for byte, a gzip-compressed Write still accepted, and Write and Read through the
+// SDK's gRPC client (its larger receive windows, test/sdk/http2-windows.test.ts) and through a stock
+// gRPC client (@grpc/grpc-js, the .proto files loaded at run time).
 
 import { createHash } from "node:crypto";
 import * as http2 from "node:http2";
+import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { compressionGzip, createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTroveClient } from "../../sdk/src/index.js";
 import {
@@ -40,6 +44,34 @@ function body(): { chunks: AsyncIterable<Uint8Array>; md5: () => string } {
 async function* writeRequests(path: string, chunks: AsyncIterable<Uint8Array>) {
   yield { part: { case: "header" as const, value: { store: "home", path, contentLength: BigInt(SIZE) } } };
   for await (const chunk of chunks) yield { part: { case: "chunk" as const, value: chunk } };
+}
+
+const PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));
+
+/** What @grpc/grpc-js makes of ResourceService's Write and Read (proto-loader: int64 as strings). */
+interface StockResourceClient extends grpc.Client {
+  Write(
+    cb: (err: grpc.ServiceError | null, out?: { resource: { size: string; md5: string } }) => void,
+  ): grpc.ClientWritableStream<{ header?: object; chunk?: Uint8Array }>;
+  Read(req: { store: string; path: string }): grpc.ClientReadableStream<{ chunk: Buffer }>;
+}
+
+function stockClient(url: string): StockResourceClient {
+  const definition = protoLoader.loadSync(["trove/resources/v2/resources.proto"], {
+    includeDirs: [PROTO_DIR],
+    longs: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const v2 = (
+    grpc.loadPackageDefinition(definition) as unknown as {
+      trove: { resources: { v2: { ResourceService: grpc.ServiceClientConstructor } } };
+    }
+  ).trove.resources.v2;
+  return new v2.ResourceService(
+    url.replace(/^http:\/\//, ""),
+    grpc.credentials.createInsecure(),
+  ) as unknown as StockResourceClient;
 }
 
 /** Waits for a condition, checking every 20 ms, for up to 10 s. */
@@ -171,6 +203,37 @@ describe("gRPC Read and Write of 20 MiB (issue 14)", () => {
       }
       expect(size).toBe(SIZE);
       expect(messages).toBeGreaterThanOrEqual(SIZE / READ_MESSAGE_CHUNK);
+      expect(hash.digest("base64")).toBe(sentMd5);
+    } finally {
+      client.close();
+    }
+  }, 120_000);
+
+  it("Write then Read of 20 MiB through @grpc/grpc-js: size, MD5 and bytes (issue 14)", async () => {
+    const client = stockClient(t.url);
+    try {
+      const sent = body();
+      const out = await new Promise<{ resource: { size: string; md5: string } }>((resolve, reject) => {
+        const call = client.Write((err, answer) => (err || !answer ? reject(err) : resolve(answer)));
+        call.write({ header: { store: "home", path: "stock.bin", contentLength: String(SIZE) } });
+        void (async () => {
+          for await (const chunk of sent.chunks) {
+            if (!call.write({ chunk })) await new Promise((r) => call.once("drain", r));
+          }
+          call.end();
+        })();
+      });
+      const sentMd5 = sent.md5();
+      expect(out.resource.size).toBe(String(SIZE));
+      expect(out.resource.md5).toBe(sentMd5);
+
+      const hash = createHash("md5");
+      let size = 0;
+      for await (const m of client.Read({ store: "home", path: "stock.bin" }) as AsyncIterable<{ chunk: Buffer }>) {
+        size += m.chunk.length;
+        hash.update(m.chunk);
+      }
+      expect(size).toBe(SIZE);
       expect(hash.digest("base64")).toBe(sentMd5);
     } finally {
       client.close();
