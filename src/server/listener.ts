@@ -78,10 +78,10 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
     headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[],
   ): this;
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
-  override writeHead(statusCode: number, ...rest: unknown[]): this {
+  override writeHead(statusCode: number, a?: unknown, b?: unknown): this {
     // Here rather than at arrival: a parked poll holds no headers until it answers.
     if (this.requestId !== undefined) this.setHeader("X-Request-Id", this.requestId);
-    return (super.writeHead as (statusCode: number, ...rest: unknown[]) => this)(statusCode, ...rest);
+    return (super.writeHead as (statusCode: number, a?: unknown, b?: unknown) => this)(statusCode, a, b);
   }
 }
 
@@ -93,9 +93,9 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;
-  override writeHead(statusCode: number, ...rest: unknown[]): this {
+  override writeHead(statusCode: number, a?: unknown, b?: unknown): this {
     if (this.requestId !== undefined && !this.headersSent) this.setHeader("X-Request-Id", this.requestId);
-    return (super.writeHead as (statusCode: number, ...rest: unknown[]) => this)(statusCode, ...rest);
+    return (super.writeHead as (statusCode: number, a?: unknown, b?: unknown) => this)(statusCode, a, b);
   }
 }
 
