@@ -2,6 +2,7 @@
 // terms. Each write is atomic on its own; no operation needs a multi-document
 // transaction (see docs/storage.md).
 
+import { UnavailableError } from "../domain/errors.js";
 import type { StoreConfig } from "../domain/store.js";
 
 /** A resource, a directory, or the tombstone of either. */
@@ -65,6 +66,21 @@ export interface BlobInfo {
 export interface Preconditions {
   /** Tags of which the stored one must be one ("*": any existing resource). */
   ifMatch?: readonly string[];
+  /**
+   * putFile only: the contents are not in a filesystem store's folder (the wrapper that keeps
+   * folders did not know the store as one). Checked with the store's type where the write is
+   * decided: a filesystem store refuses with UnavailableError and nothing changes.
+   */
+  notInFolder?: boolean;
+}
+
+/** putFile's check of `notInFolder`, made with the store's configuration as the write reads it. */
+export function refuseOutsideFolder(config: StoreConfig, pre: Preconditions): void {
+  if (pre.notInFolder && config.type === "filesystem") {
+    throw new UnavailableError(
+      `store ${config.name} is a filesystem store, and the contents were not received into its folder: send them again`,
+    );
+  }
 }
 
 export interface ListOptions {

@@ -6,7 +6,7 @@
 // refused: the feed stays dense across instances (docs/mongodb.md, "The store write lease").
 
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -34,8 +34,16 @@ const small = () => randomBytes(4096);
 interface Pair {
   a: string;
   b: string;
+  /** Creates a filesystem store that the server at `b` has not served yet, as another instance would. */
+  folderStoreElsewhere(name: string, folder: string): Promise<void>;
   close(): Promise<void>;
 }
+
+const folderStore = (name: string, folder: string) => ({
+  name,
+  type: "filesystem" as const,
+  settings: { "keep-deleted": "1h", "filesystem-location": folder },
+});
 
 async function serve(storage: StoragePort): Promise<{ url: string; server: TroveServer }> {
   const server = createTroveServer({ logger: pino({ level: "silent" }), auth: "anonymous", storage });
@@ -51,6 +59,11 @@ async function sqlitePair(): Promise<Pair> {
   return {
     a: one.url,
     b: one.url,
+    async folderStoreElsewhere(name, folder) {
+      // On the storage itself, under the server's filesystem layer: it learns of the store only
+      // when a request touches it.
+      await storage.createStore(folderStore(name, folder), Date.now());
+    },
     async close() {
       await one.server.close();
       await rm(dataDir, { recursive: true, force: true });
@@ -71,6 +84,14 @@ async function mongoPair(): Promise<Pair> {
   return {
     a: a.url,
     b: b.url,
+    async folderStoreElsewhere(name, folder) {
+      const created = await fetch(`${a.url}/resources/v2/stores`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(folderStore(name, folder)),
+      });
+      expect(created.status, await created.text()).toBe(201);
+    },
     async close() {
       await a.server.close();
       await b.server.close();
@@ -128,11 +149,13 @@ const backends: [string, boolean, () => Promise<Pair>][] = [
 for (const [backend, runs, pair] of backends) {
   describe.runIf(runs)(`PUT of a small body refused by the store's own check (${backend}; issue 14)`, () => {
     let servers: Pair;
+    const folders: string[] = [];
     beforeAll(async () => {
       servers = await pair();
     }, 60_000);
     afterAll(async () => {
       await servers?.close();
+      for (const folder of folders) await rm(folder, { recursive: true, force: true });
     }, 60_000);
 
     it("the bodies these tests send are announced as small: no check before the upload", () => {
@@ -179,6 +202,23 @@ for (const [backend, runs, pair] of backends) {
       expect(reply).toMatchObject({ status: 412, text: "If-Match given but the resource does not exist" });
       expect((await fetch(`${servers.b}${DATA}/home/absent.bin`)).status).toBe(404);
       expect(await eventIdsAfter(servers.b, "home", cursor)).toEqual([]);
+    });
+
+    it("a small PUT to a filesystem store this instance has not served yet lands in the folder (issue 17)", async () => {
+      // The check before the upload used to make the filesystem layer look the store up; a small
+      // upload now reaches it without that, and the storage refuses to index it outside the folder.
+      const folder = await mkdtemp(join(tmpdir(), "trove-small-put-folder-"));
+      folders.push(folder);
+      await servers.folderStoreElsewhere("shared", folder);
+      const first = await put(servers.b, "shared/a.txt", Buffer.from("one"));
+      expect(first.status, first.text).toBe(201);
+      expect(await readFile(join(folder, "a.txt"), "utf8")).toBe("one");
+      const second = await put(servers.b, "shared/a.txt", Buffer.from("two"), { "If-Match": first.etag as string });
+      expect(second.status, second.text).toBe(200);
+      expect(await readFile(join(folder, "a.txt"), "utf8")).toBe("two");
+      const got = await fetch(`${servers.a}${DATA}/shared/a.txt`);
+      expect(got.headers.get("ETag")).toBe(second.etag);
+      expect(await got.text()).toBe("two");
     });
 
     it("Write announcing a small content_length and sending more -> InvalidArgument, received only up to it, nothing stored", async () => {

@@ -415,15 +415,35 @@ export class FilesystemStorage implements StoragePort {
     pre: Preconditions,
     now: number,
   ): Promise<WriteResult> {
-    const upload = this.uploads.get(blob.blob);
+    let upload = this.uploads.get(blob.blob);
     this.uploads.delete(blob.blob);
     const plainFor = this.plainUploads.get(blob.blob);
     this.plainUploads.delete(blob.blob);
+    let folder: Folder | undefined;
     if (!upload && plainFor === store && !this.folders.has(store)) {
-      return this.inner.putFile(store, path, blob, type, pre, now);
+      // No read of the store here: the storage refuses the write if it is a filesystem store
+      // after all (one this instance has not served yet, e.g. made by another instance).
+      try {
+        return await this.inner.putFile(store, path, blob, type, { ...pre, notInFolder: true }, now);
+      } catch (err) {
+        folder = err instanceof UnavailableError && blob.inline ? await this.folderByName(store) : undefined;
+        if (!folder) throw err;
+      }
+    } else {
+      folder = await this.folderByName(store);
     }
-    const folder = await this.folderByName(store);
-    if (!folder && !upload) return this.inner.putFile(store, path, blob, type, pre, now);
+    if (!folder && !upload) return this.inner.putFile(store, path, blob, type, { ...pre, notInFolder: true }, now);
+    const inline = blob.inline;
+    if (folder && !upload && plainFor === store && inline) {
+      // Small contents received before this instance knew the store as a filesystem store (the
+      // core does not check before a small upload, which would have attached the folder): into
+      // the folder's temp, then as any upload to it.
+      const contents = (async function* () {
+        yield inline;
+      })();
+      await mkdir(folder.temp, { recursive: true });
+      upload = { store, file: (await assemble(folder.temp, contents, Number.MAX_SAFE_INTEGER)).temp };
+    }
     if (!folder || !upload || upload.store !== store) {
       if (upload) await unlink(upload.file).catch(() => {});
       else await this.inner.discardBlob(blob);
@@ -555,6 +575,8 @@ export class FilesystemStorage implements StoragePort {
   }
 
   async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
+    // The filesystem stores known at start-up are attached by then.
+    await this.ready;
     const folder = options.store === undefined ? undefined : this.folders.get(options.store);
     if (!folder) {
       const info = await this.inner.writeBlob(source, options);

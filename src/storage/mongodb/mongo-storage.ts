@@ -34,7 +34,7 @@ import type {
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
-import { PING_TIMEOUT_MS, silentStorageLogger } from "../port.js";
+import { PING_TIMEOUT_MS, refuseOutsideFolder, silentStorageLogger } from "../port.js";
 import { connectionUser, redactConnectionUrl } from "./connection-url.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
 import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
@@ -479,6 +479,7 @@ export class MongoStorage implements StoragePort {
       store,
       async (s, lease, early) => {
         const config = this.liveConfig(s);
+        refuseOutsideFolder(config, pre);
         const ancestors = this.ancestorsToRetag(config, path);
         const read = await this.readNodes(store, [...own, ...ancestors], early);
         const target = this.current(read, path, config, now);

@@ -20,6 +20,7 @@ import {
   type ListOptions,
   type NodeRecord,
   type Preconditions,
+  refuseOutsideFolder,
   type StorageLogger,
   type StoragePort,
   type StoreNode,
@@ -573,6 +574,7 @@ export class SqliteStorage implements StoragePort {
     now: number,
   ): { result: WriteResult; replaced: Replaced | undefined } {
     const config = this.liveStore(store);
+    refuseOutsideFolder(config, pre);
     const target = this.currentMetadata(store, path, config, now);
     const parent = this.currentMetadata(store, parentOf(path) ?? "", config, now);
     const { created } = planPutFile(path, target?.node, parent?.node, pre.ifMatch);
