@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { InsufficientStorageError, NotFoundError, TooLargeError } from "../../domain/errors.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
 import { ChunkPool, giveBack } from "./chunk-pool.js";
+import { FileHasher, type FileHashJob } from "./file-hasher.js";
 
 export const INLINE_MAX = 64 * 1024;
 /**
@@ -27,6 +28,8 @@ const WRITE_BATCH = 1024 * 1024;
  */
 export const readBuffers = new ChunkPool(READ_CHUNK, 8);
 const POOLED_READ = READ_CHUNK / 4;
+/** The MD5 of blob files, on a worker thread reading them back while they are written. */
+export const fileHasher = new FileHasher();
 
 /** Writes all of `buffers` at the file's position (a short write is continued, as write(2) may end one). */
 async function writeAll(file: FileHandle, buffers: Buffer[]): Promise<void> {
@@ -90,13 +93,20 @@ export class BlobFiles {
     return join(this.blobDir, blob.slice(0, 2), blob);
   }
 
+  /**
+   * Streams `source` into a new blob. Contents up to INLINE_MAX are answered inline, hashed here;
+   * larger ones go to a temporary file in batches, each written while the next is received, and
+   * hashed by the worker thread (file-hasher.ts) as they are written; the file is fsynced (the
+   * hash finishing meanwhile) and renamed into place.
+   */
   async write(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
     const blob = randomUUID();
-    const hash = createHash("md5");
     let size = 0;
     let held: Buffer[] = [];
     let heldBytes = 0;
     let file: FileHandle | undefined;
+    let hashing: FileHashJob | undefined;
+    let written = 0;
     // The batch being written while the next one is received: its failure is seen when awaited.
     let writing: Promise<void> | undefined;
     const temp = join(this.tempDir, blob);
@@ -105,28 +115,36 @@ export class BlobFiles {
         size += chunk.byteLength;
         if (size > options.maxSize)
           throw new TooLargeError(`contents larger than the limit of ${options.maxSize} bytes`);
-        hash.update(chunk);
         held.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
         heldBytes += chunk.byteLength;
         if (!file && size > INLINE_MAX) {
           file = await open(temp, "wx", OWNER_FILE);
           await file.chmod(OWNER_FILE);
+          hashing = fileHasher.start(temp);
         }
         if (file && heldBytes >= WRITE_BATCH) {
           await writing;
-          writing = writeAll(file, held);
+          const batch = writeAll(file, held);
+          written += heldBytes;
+          const end = written;
+          const job = hashing;
+          writing = batch.then(() => job?.upTo(end));
           writing.catch(() => {}); // awaited before the next batch, at the end, or on failure
           held = [];
           heldBytes = 0;
         }
       }
-      const md5 = hash.digest("base64");
-      if (!file) return { blob, size, md5, inline: Buffer.concat(held) };
+      if (!file) {
+        const inline = Buffer.concat(held);
+        return { blob, size, md5: createHash("md5").update(inline).digest("base64"), inline };
+      }
       await writing;
       writing = undefined;
       if (held.length > 0) await writeAll(file, held);
       held = [];
-      await file.sync();
+      const job = hashing as FileHashJob;
+      hashing = undefined;
+      const [md5] = await Promise.all([job.digest(size), file.sync()]);
       await file.close();
       file = undefined;
       const final = this.pathOf(blob);
@@ -143,6 +161,7 @@ export class BlobFiles {
       }
       return { blob, size, md5, inline: null };
     } catch (err) {
+      hashing?.drop();
       await writing?.catch(() => {});
       await file?.close().catch(() => {});
       await unlink(temp).catch(() => {});
