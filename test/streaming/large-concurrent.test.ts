@@ -1,0 +1,156 @@
+// Large resources read and written concurrently through every face (issue 14, GET and PUT of
+// 1 MiB and 64 MiB; blob reads into pooled buffers, blob MD5 on a worker thread): REST GETs and
+// gRPC Reads of different resources at the same time, fast and slow clients, each receive exactly
+// their resource's bytes and Content-MD5; clients going away mid-body change nothing for the
+// others; concurrent PUTs answer the MD5 of what they sent, and a wrong Content-MD5 is refused
+// with 400 leaving the resource as it was.
+
+import { createHash, randomBytes } from "node:crypto";
+import * as http from "node:http";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
+import { startServer, type TestServer } from "../support/server.js";
+
+const MiB = 1024 * 1024;
+const md5 = (data: Uint8Array) => createHash("md5").update(data).digest("base64");
+let t: TestServer;
+const contents = new Map<string, Buffer>();
+
+function url(name: string): string {
+  return `${t.url}/resources/v2/data/home/${name}`;
+}
+
+function put(name: string, body: Buffer, headers: Record<string, string> = {}): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url(name), {
+      method: "PUT",
+      agent: false,
+      headers: { "Content-Type": "application/octet-stream", "Content-Length": body.length, ...headers },
+    });
+    req.once("response", (res) => {
+      res.resume();
+      res.once("end", () => resolve(res));
+    });
+    req.once("error", reject);
+    // In 64 KiB pieces, as a socket delivers them.
+    (async () => {
+      for (let at = 0; at < body.length; at += 65_536) {
+        if (!req.write(body.subarray(at, at + 65_536))) await new Promise((r) => req.once("drain", r));
+      }
+      req.end();
+    })().catch(reject);
+  });
+}
+
+/** GET with the client reading at its own pace; `abortAfter` bytes, then it goes away. */
+function get(
+  name: string,
+  options: { slow?: boolean; abortAfter?: number } = {},
+): Promise<{ status: number; md5: string | undefined; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url(name), { agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      let received = 0;
+      res.on("data", (chunk: Buffer) => {
+        parts.push(chunk);
+        received += chunk.length;
+        if (options.abortAfter !== undefined && received >= options.abortAfter) {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, md5: undefined, body: Buffer.concat(parts) });
+        } else if (options.slow) {
+          res.pause();
+          setTimeout(() => res.resume(), 2);
+        }
+      });
+      res.once("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          md5: res.headers["content-md5"] as string | undefined,
+          body: Buffer.concat(parts),
+        }),
+      );
+      res.once("error", reject);
+    });
+    req.once("error", (err) => {
+      if (options.abortAfter === undefined) reject(err);
+    });
+  });
+}
+
+beforeAll(async () => {
+  t = await startServer();
+  const sizes: Record<string, number> = { "a.bin": 5 * MiB + 3, "b.bin": 4 * MiB, "c.bin": MiB, "d.bin": 300_000 };
+  for (const [name, size] of Object.entries(sizes)) {
+    const body = randomBytes(size);
+    const res = await put(name, body);
+    expect(res.statusCode).toBe(201);
+    expect(res.headers["content-md5"]).toBe(md5(body));
+    contents.set(name, body);
+  }
+}, 60_000);
+
+afterAll(() => t?.stop());
+
+describe("large resources through every face at once (issue 14: GET and PUT of 1 MiB and 64 MiB)", () => {
+  it("concurrent REST GETs (fast and slow clients) and gRPC Reads of different resources each receive exactly their bytes and MD5", async () => {
+    const resources = createClient(ResourceService, createGrpcTransport({ baseUrl: t.url }));
+    const read = async (name: string) => {
+      const parts: Uint8Array[] = [];
+      for await (const m of resources.read({ store: "home", path: name })) parts.push(m.chunk);
+      return { name, face: "gRPC", status: 200, md5: undefined, body: Buffer.concat(parts) };
+    };
+    const names = [...contents.keys()];
+    for (let round = 0; round < 2; round++) {
+      const answers = await Promise.all([
+        ...names.map(async (name) => ({ name, face: "REST", ...(await get(name)) })),
+        ...names.map(async (name) => ({ name, face: "REST slow", ...(await get(name, { slow: true })) })),
+        ...names.map(read),
+      ]);
+      for (const a of answers) {
+        const expected = contents.get(a.name) as Buffer;
+        expect(a.status, `${a.face} ${a.name}`).toBe(200);
+        if (a.md5 !== undefined) expect(a.md5, `${a.face} ${a.name}`).toBe(md5(expected));
+        expect(a.body.length, `${a.face} ${a.name}`).toBe(expected.length);
+        expect(md5(a.body), `${a.face} ${a.name}`).toBe(md5(expected));
+      }
+    }
+  }, 120_000);
+
+  it("clients going away mid-body leave the GETs after them exact", async () => {
+    const cut = await Promise.all([
+      get("a.bin", { abortAfter: 1 }),
+      get("a.bin", { abortAfter: 2 * MiB }),
+      get("b.bin", { abortAfter: 3 * MiB + 1 }),
+      get("c.bin", { abortAfter: 100 }),
+    ]);
+    const cutNames = ["a.bin", "a.bin", "b.bin", "c.bin"];
+    for (const [i, answer] of cut.entries()) {
+      const expected = contents.get(cutNames[i] as string) as Buffer;
+      expect(answer.body.equals(expected.subarray(0, answer.body.length)), cutNames[i]).toBe(true);
+    }
+    const after = await Promise.all([...contents.keys()].map(async (name) => ({ name, ...(await get(name)) })));
+    for (const a of after) {
+      expect(a.status, a.name).toBe(200);
+      expect(a.body.equals(contents.get(a.name) as Buffer), a.name).toBe(true);
+    }
+  }, 60_000);
+
+  it("concurrent PUTs answer the MD5 of what each sent; a wrong Content-MD5 is refused with 400 and the resource is unchanged", async () => {
+    const bodies = [randomBytes(3 * MiB + 17), randomBytes(MiB), randomBytes(2 * MiB)];
+    const answers = await Promise.all(bodies.map((body, i) => put(`put-${i}.bin`, body)));
+    for (const [i, res] of answers.entries()) {
+      expect(res.statusCode).toBe(201);
+      expect(res.headers["content-md5"]).toBe(md5(bodies[i] as Buffer));
+      const back = await get(`put-${i}.bin`);
+      expect(back.body.equals(bodies[i] as Buffer)).toBe(true);
+    }
+    const other = randomBytes(2 * MiB);
+    const refused = await put("put-0.bin", other, { "Content-MD5": md5(randomBytes(16)) });
+    expect(refused.statusCode).toBe(400);
+    const unchanged = await get("put-0.bin");
+    expect(unchanged.md5).toBe(md5(bodies[0] as Buffer));
+    expect(unchanged.body.equals(bodies[0] as Buffer)).toBe(true);
+  }, 60_000);
+});
