@@ -4,10 +4,14 @@
 // MiB/s, ratios, and Trove's (and the baseline's) peak RSS growth during each case.
 // GETs and the 1 MiB PUT come from wrk; the 64 MiB PUT from a Node client in this process that
 // streams a generated body over N parallel requests, the same client for all three servers.
-// `node bench/apache-large.js [--duration 5] [--rounds 3] [--connections 4] [--skip-build]`,
-// or `node bench/run.js --only apache-large`.
+// `node bench/apache-large.js [--duration 5] [--rounds 3] [--connections 4] [--skip-build]
+// [--also DIR[,DIR]] [--only-cases "GET 1 MiB,PUT 64 MiB (replacing)"]`, or
+// `node bench/run.js --only apache-large`. `--also` measures more Trove builds in the same run,
+// each from its own built checkout (a git worktree of an older commit, say), for before/after
+// figures taken under the same load.
 
 import * as http from "node:http";
+import { basename, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { pathToFileURL } from "node:url";
@@ -115,11 +119,34 @@ async function measure(t, c, seconds, connections) {
   return { ...s, growth };
 }
 
+/** A Trove target from `servers.js`'s startTrove, labelled. */
+async function troveTarget(startTrove, label, mongodbUrl) {
+  const trove = await startTrove({ logLevel: "info", mongodbUrl });
+  return {
+    label,
+    trove: true,
+    ...trove,
+    auth: { authorization: trove.authorization },
+    memory: true,
+    bigGet: (size) => `/resources/v2/data/home/get-${size}.bin`,
+    bigPut: (size, i) => `/resources/v2/data/home/put-${size}-${i}.bin`,
+  };
+}
+
 /**
- * The large-body comparison; `options`: { duration, rounds, warmup, connections, mongodbUrl }.
+ * The large-body comparison; `options`: { duration, rounds, warmup, connections, mongodbUrl,
+ * also (checkouts of other Trove builds to measure too), cases (names of the cases to run) }.
  * Prints the table and answers its rows.
  */
-export async function runApacheLarge({ duration = 5, rounds = 3, warmup = 1, connections = 4, mongodbUrl } = {}) {
+export async function runApacheLarge({
+  duration = 5,
+  rounds = 3,
+  warmup = 1,
+  connections = 4,
+  mongodbUrl,
+  also = [],
+  cases = CASES.map((c) => c.name),
+} = {}) {
   if (!apacheAvailable()) throw new Error("needs Apache httpd: apt-get install apache2");
   if (!wrkAvailable()) throw new Error("needs wrk: apt-get install wrk");
   rounds = Math.max(3, rounds);
@@ -142,19 +169,15 @@ export async function runApacheLarge({ duration = 5, rounds = 3, warmup = 1, con
       bigGet: (size) => `/get-${size}.bin`,
       bigPut: (size, i) => `/put-${size}-${i}.bin`,
     });
-    const trove = await startTrove({ logLevel: "info", mongodbUrl });
-    targets.push({
-      label: "trove (defaults)",
-      ...trove,
-      auth: { authorization: trove.authorization },
-      memory: true,
-      bigGet: (size) => `/resources/v2/data/home/get-${size}.bin`,
-      bigPut: (size, i) => `/resources/v2/data/home/put-${size}-${i}.bin`,
-    });
+    targets.push(await troveTarget(startTrove, "trove (defaults)", mongodbUrl));
+    for (const dir of also) {
+      const other = await import(pathToFileURL(resolve(dir, "bench/servers.js")).href);
+      targets.push(await troveTarget(other.startTrove, `trove (${basename(resolve(dir))})`, mongodbUrl));
+    }
     for (const t of targets) await prepare(t, sizes, connections);
-    const [bare, apache, troveTarget] = targets;
+    const [bare, apache] = targets;
     const rows = [];
-    for (const c of CASES) {
+    for (const c of CASES.filter((c) => cases.includes(c.name))) {
       const runs = new Map(targets.map((t) => [t, []]));
       for (const t of targets) if (warmup > 0) await measure(t, c, warmup, connections);
       for (let r = 0; r < rounds; r++) {
@@ -174,8 +197,8 @@ export async function runApacheLarge({ duration = 5, rounds = 3, warmup = 1, con
           rps: median(runs.get(t).map((x) => x.rps)),
           mibps: mibps(t),
           growth: t.memory ? Math.max(...growths) : Number.NaN,
-          vsApache: t === troveTarget ? mibps(t) / mibps(apache) : Number.NaN,
-          vsBare: t === troveTarget ? mibps(t) / mibps(bare) : Number.NaN,
+          vsApache: t.trove ? mibps(t) / mibps(apache) : Number.NaN,
+          vsBare: t.trove ? mibps(t) / mibps(bare) : Number.NaN,
           other: runs
             .get(t)
             .map((x) => x.other)
@@ -187,16 +210,16 @@ export async function runApacheLarge({ duration = 5, rounds = 3, warmup = 1, con
     console.log(
       `\nLarge bodies: Trove against Apache mod_dav and node:http (file routes), ${connections} connections, ${duration} s rounds, median of ${rounds} alternating rounds; GETs and PUT 1 MiB from wrk (1 thread), PUT 64 MiB from ${connections} parallel Node requests; peak RSS growth is the largest of the rounds`,
     );
-    const head = `${pad("case", 24)}${pad("server", 18)}${pad("req/s", 8, true)}${pad("MiB/s", 8, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}${pad("RSS growth", 12, true)}  other`;
+    const head = `${pad("case", 24)}${pad("server", 24)}${pad("req/s", 8, true)}${pad("MiB/s", 8, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}${pad("RSS growth", 12, true)}  other`;
     console.log(`${head}\n${"-".repeat(head.length + 6)}`);
     const x = (v) => (Number.isNaN(v) ? "" : `${v.toFixed(2)}x`);
     for (const r of rows) {
       const growth = Number.isNaN(r.growth) ? "-" : `${(r.growth / MiB).toFixed(1)} MiB`;
       console.log(
-        `${pad(r.case, 24)}${pad(r.target, 18)}${pad(r.rps.toFixed(r.rps < 10 ? 1 : 0), 8, true)}${pad(r.mibps.toFixed(0), 8, true)}${pad(x(r.vsApache), 9, true)}${pad(x(r.vsBare), 8, true)}${pad(growth, 12, true)}  ${r.other}`,
+        `${pad(r.case, 24)}${pad(r.target, 24)}${pad(r.rps.toFixed(r.rps < 10 ? 1 : 0), 8, true)}${pad(r.mibps.toFixed(0), 8, true)}${pad(x(r.vsApache), 9, true)}${pad(x(r.vsBare), 8, true)}${pad(growth, 12, true)}  ${r.other}`,
       );
     }
-    const trovesGrowth = Math.max(...rows.filter((r) => r.target === troveTarget.label).map((r) => r.growth));
+    const trovesGrowth = Math.max(...rows.filter((r) => r.target === "trove (defaults)").map((r) => r.growth));
     console.log(
       `Trove's largest peak RSS growth: ${(trovesGrowth / MiB).toFixed(1)} MiB (target < ${GROWTH_TARGET / MiB} MiB: ${trovesGrowth < GROWTH_TARGET ? "met" : "MISSED"})`,
     );
@@ -215,6 +238,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
       connections: { type: "string", default: "4" },
       "mongodb-url": { type: "string" },
       "skip-build": { type: "boolean", default: false },
+      also: { type: "string", default: "" },
+      "only-cases": { type: "string" },
     },
   });
   if (!values["skip-build"]) buildDist();
@@ -224,5 +249,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     rounds: Number(values.rounds),
     connections: Number(values.connections),
     mongodbUrl: values["mongodb-url"],
+    also: values.also ? values.also.split(",") : [],
+    cases: values["only-cases"]?.split(","),
   });
 }
