@@ -1,9 +1,9 @@
 // Blob reads into pooled buffers (issue 14, GET of 1 MiB and 64 MiB): a chunk is lent to its
 // consumer and comes back to the pool only when the consumer gives it back, after its socket
-// write's callback, as the REST face does. Concurrent reads of different blobs sent to slow and
+// write's callback, as a REST answer over HTTP/1.1 can. Concurrent reads of different blobs sent to slow and
 // fast clients never carry each other's bytes, a client that goes away mid-body lets its chunks
-// come back, a view kept after the give-back reads empty, and chunks never given back (the gRPC
-// face, a promotion's write batch) keep their bytes.
+// come back, a view kept after the give-back reads empty, and chunks never given back (a
+// promotion's write batch) keep their bytes.
 
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -213,7 +213,7 @@ describe("blob reads into pooled buffers (issue 14: GET of 1 MiB and 64 MiB)", (
     expect(view.byteLength).toBe(0);
   });
 
-  it("chunks never given back (a gRPC Read, a promotion's write batch) keep their bytes while other reads reuse the pool", async () => {
+  it("chunks never given back (a promotion's write batch) keep their bytes while other reads reuse the pool", async () => {
     const f = entryOf("f");
     const held: Uint8Array[] = [];
     for await (const chunk of blobs.read(f.blob, f.data.length)) held.push(chunk);

@@ -5,10 +5,11 @@
 // of the server's CPU under a 64 MiB GET load (docs/benchmarks.md, "Large bodies").
 //
 // Ownership: a chunk a reader yields belongs to its consumer. A consumer that never gives it back
-// (the gRPC face hands it to HTTP/2, a promotion keeps it in a write batch) keeps its bytes for as
-// long as it holds it, and the garbage collector frees it, as for any buffer. A consumer that
-// gives it back declares that nothing, native writes included, reads it any more: a socket
-// write's callback has fired, say. Giving back detaches the chunk's memory from every view of it
+// (a promotion keeps it in a write batch, a report reads it) keeps its bytes for as long as it
+// holds it, and the garbage collector frees it, as for any buffer. A consumer that gives it back
+// declares that nothing, native writes included, reads it any more: a socket write's callback has
+// fired (HTTP/1.1), or connect has serialized (copied) the message that carried it (the RPC
+// faces, src/server/faces.ts). Giving back detaches the chunk's memory from every view of it
 // (a transfer, as `postMessage` does, without a copy), so that a view someone kept anyway reads
 // as empty: it can never show the bytes of the next blob read into that memory. Only chunks this
 // pool lent, and each once, are taken back; anything else given back is left alone.
