@@ -30,6 +30,10 @@ const LIMITS = {
   putReplacing: { trips: 4, commands: 6 },
   putNew: { trips: 4, commands: 6 },
   putRefused: { trips: 3, commands: 5 },
+  // The lease last held by another instance, released: the ticket after this instance's own last
+  // release, taken already (a duplicate _id); the store's lease fields; the next ticket; then the
+  // announcement with the reads (over the release it saw), the write, the release.
+  putAfterOther: { trips: 6, commands: 8 },
   // Armed: the store (with its root's tag), then the watermark and the events after it; the same
   // again when it wakes.
   pollTimingOut: { trips: 6, commands: 8 },
@@ -226,6 +230,45 @@ describe.runIf(RUN)("MongoDB round trips per operation", () => {
     expect(mostCommands("PUT 4 KiB, new")).toBeLessThanOrEqual(LIMITS.putNew.commands);
   }, 60_000);
 
+  it("PUT of 4 KiB after another instance's write: the lease changes instance (issue 14)", async () => {
+    const a = await instance();
+    const b = await instance();
+    // Each has written to the store before (it knows the store's type); the other wrote last.
+    for (let i = 0; i < 2; i++) {
+      for (const on of [a, b]) await fetch(`${on.url}${DATA}/alternating.bin`, { method: "PUT", body: body4k() });
+    }
+    // Each PUT names the tag the other's last PUT answered: the reads sent with the announcement
+    // (over the other's release, seen while waiting) must see that write, or the PUT answers 412.
+    let etag = (await fetch(`${a.url}${DATA}/alternating.bin`, { method: "HEAD" })).headers.get("ETag") as string;
+    for (let i = 0; i < 3; i++) {
+      const onA = await fetch(`${a.url}${DATA}/alternating.bin`, {
+        method: "PUT",
+        body: body4k(),
+        headers: { "If-Match": etag },
+      });
+      expect(onA.status).toBe(200);
+      etag = onA.headers.get("ETag") as string;
+      let res: Response | undefined;
+      const taken = await count(b, async () => {
+        res = await fetch(`${b.url}${DATA}/alternating.bin`, {
+          method: "PUT",
+          body: body4k(),
+          headers: { "If-Match": etag },
+        });
+      });
+      expect(res?.status).toBe(200);
+      etag = res?.headers.get("ETag") as string;
+      expect((await fetch(`${a.url}${DATA}/alternating.bin`, { method: "HEAD" })).headers.get("ETag")).toBe(etag);
+      record("PUT 4 KiB, replacing, after another instance's write", taken);
+    }
+    expect(fewestTrips("PUT 4 KiB, replacing, after another instance's write")).toBeLessThanOrEqual(
+      LIMITS.putAfterOther.trips,
+    );
+    expect(mostCommands("PUT 4 KiB, replacing, after another instance's write")).toBeLessThanOrEqual(
+      LIMITS.putAfterOther.commands,
+    );
+  }, 60_000);
+
   it("a long poll: no command while it waits, only its wake-up", async () => {
     const a = await instance();
     const cursorNow = async () => {
@@ -241,15 +284,17 @@ describe.runIf(RUN)("MongoDB round trips per operation", () => {
     };
     // What a poll that times out costs does not depend on how long it waited: nothing is sent
     // while it is parked (other instances' commits are looked for once per instance, not per poll).
+    // The shorter wait is long enough for the poll to be armed before it ends on a loaded machine
+    // (with 0.1 s, arming sometimes outlasted it, and the poll answered without its wake-up read).
     for (let i = 0; i < 3; i++) {
-      const short = await count(a, () => poll("0.1", 204));
-      const long = await count(a, () => poll("1", 204));
-      record("long poll timing out (0.1 s)", short);
-      record("long poll timing out (1 s)", long);
+      const short = await count(a, () => poll("0.5", 204));
+      const long = await count(a, () => poll("1.5", 204));
+      record("long poll timing out (0.5 s)", short);
+      record("long poll timing out (1.5 s)", long);
       expect(long.commands).toEqual(short.commands);
     }
-    expect(fewestTrips("long poll timing out (1 s)")).toBeLessThanOrEqual(LIMITS.pollTimingOut.trips);
-    expect(mostCommands("long poll timing out (1 s)")).toBeLessThanOrEqual(LIMITS.pollTimingOut.commands);
+    expect(fewestTrips("long poll timing out (1.5 s)")).toBeLessThanOrEqual(LIMITS.pollTimingOut.trips);
+    expect(mostCommands("long poll timing out (1.5 s)")).toBeLessThanOrEqual(LIMITS.pollTimingOut.commands);
     // Woken by a write on the same instance: the PUT's own trips and the poll's reading.
     for (let i = 0; i < 3; i++) {
       cursor = await cursorNow();

@@ -52,6 +52,10 @@ export interface StoreLeaseOptions {
   lockTimeout: number;
 }
 
+/** The lease's fields of a store document, as the wait for a turn reads them. */
+type LeaseState = Pick<LeaseFields, "_id" | "leaseEpoch" | "leaseUntil" | "leaseReleased">;
+const LEASE_STATE = { leaseEpoch: 1, leaseUntil: 1, leaseReleased: 1 } as const;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function ticketId(store: string, epoch: number): string {
@@ -227,23 +231,23 @@ export class StoreLeases {
     let ticket: Ticket | undefined;
     /** The store document as it was seen free for `ticket`: the announcement's filter. */
     let over: Filter<LeaseFields> | undefined;
-    /** The announcement's filter right after this process's own release, if it got the next ticket. */
-    let afterOwnRelease: Filter<LeaseFields> | undefined;
+    /** The lease's fields as read just before `ticket` was taken: the first look of the wait. */
+    let seen: LeaseState | undefined;
     if (released !== undefined) {
       // After our own release of epoch n, n+1 is ours to take at once if nobody queued for it.
       ticket = await this.insertTicket(store, released + 1);
       held.ticket = ticket;
-      over = { _id: store, leaseEpoch: released, leaseReleased: true };
-      if (ticket) afterOwnRelease = over;
+      if (ticket) over = { _id: store, leaseEpoch: released, leaseReleased: true };
     }
     for (;;) {
       if (!ticket) {
         if (performance.now() > deadline) throw this.busy(store);
-        ticket = await this.takeTicket(store);
+        ({ ticket, seen } = await this.takeTicket(store));
         held.ticket = ticket;
         over = undefined;
       }
-      over ??= await this.waitForTurn(ticket, deadline);
+      over ??= await this.waitForTurn(ticket, deadline, seen);
+      seen = undefined;
       if (!over) {
         ticket = undefined;
         held.ticket = undefined;
@@ -257,12 +261,14 @@ export class StoreLeases {
         continue;
       }
       const sent = performance.now();
-      // Right after our own release of epoch n, with ticket n+1 ours: an announcement over that
-      // release proves that nobody announced in between, and every write of a store's nodes is
-      // made under an announced lease. So nothing in the store changed since our release (which
-      // came after all our writes were answered): reads sent together with the announcement see
-      // what they would see after it, and are valid once it lands.
-      const reading = early && over === afterOwnRelease ? early() : undefined;
+      // Over a release of epoch m (our own, or one seen by the wait: either way known before the
+      // reads are sent): an announcement that lands over it proves that nobody announced in
+      // between, and every write of a store's nodes is made under an announced lease, by a holder
+      // that releases only once its writes are answered. So nothing in the store changed since
+      // that release: reads sent together with the announcement see what they would see after
+      // it, and are valid once it lands. (Not over a lease that ran out: its holder may be
+      // writing still.)
+      const reading = early && (over as { leaseReleased?: unknown }).leaseReleased === true ? early() : undefined;
       reading?.catch(() => {});
       // Announced only over the lease as it was seen free: a holder whose late renewal landed in
       // between keeps it (StoreLease.keep relies on this). The reservation rides with it: the
@@ -276,7 +282,6 @@ export class StoreLeases {
         { returnDocument: "after" },
       );
       over = undefined;
-      afterOwnRelease = undefined;
       if (!doc) {
         const s = await this.stores.findOne({ _id: store }, { projection: { leaseEpoch: 1 } });
         if (!s) throw new NotFoundError(`store ${store} not found`);
@@ -369,13 +374,18 @@ export class StoreLeases {
     return removed;
   }
 
-  /** The first epoch after the announced one that nobody holds a ticket for. */
-  private async takeTicket(store: string): Promise<Ticket> {
-    const s = await this.stores.findOne({ _id: store }, { projection: { leaseEpoch: 1 } });
+  /**
+   * The first epoch after the announced one that nobody holds a ticket for; with the lease's
+   * fields as read before, when the epoch is the one right after them (no ticket between to look
+   * at): what the wait would read first, since only this ticket's holder can announce that epoch.
+   */
+  private async takeTicket(store: string): Promise<{ ticket: Ticket; seen: LeaseState | undefined }> {
+    const s = await this.stores.findOne({ _id: store }, { projection: LEASE_STATE });
     if (!s) throw new NotFoundError(`store ${store} not found`);
-    for (let epoch = (s.leaseEpoch ?? 0) + 1; ; epoch++) {
+    const next = (s.leaseEpoch ?? 0) + 1;
+    for (let epoch = next; ; epoch++) {
       const ticket = await this.insertTicket(store, epoch);
-      if (ticket) return ticket;
+      if (ticket) return { ticket, seen: epoch === next ? s : undefined };
     }
   }
 
@@ -400,13 +410,16 @@ export class StoreLeases {
    * Polls until every earlier epoch is done, and returns the store document's lease fields as
    * seen then (the announcement's filter); undefined when the ticket turns out stale.
    */
-  private async waitForTurn(ticket: Ticket, deadline: number): Promise<Filter<LeaseFields> | undefined> {
+  private async waitForTurn(
+    ticket: Ticket,
+    deadline: number,
+    first?: LeaseState,
+  ): Promise<Filter<LeaseFields> | undefined> {
     const { store, epoch } = ticket;
+    let seen = first;
     for (let wait = 2; ; wait = Math.min(wait * 2, 25)) {
-      const s = await this.stores.findOne(
-        { _id: store },
-        { projection: { leaseEpoch: 1, leaseUntil: 1, leaseReleased: 1 } },
-      );
+      const s = seen ?? (await this.stores.findOne({ _id: store }, { projection: LEASE_STATE }));
+      seen = undefined;
       if (!s) throw new NotFoundError(`store ${store} not found`);
       const announced = s.leaseEpoch ?? 0;
       if (announced >= epoch) return undefined;
