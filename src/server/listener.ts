@@ -80,7 +80,7 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, a?: unknown, b?: unknown): this {
     // Here rather than at arrival: a parked poll holds no headers until it answers.
-    if (this.requestId !== undefined) this.setHeader("X-Request-Id", this.requestId);
+    if (this.requestId !== undefined && !this.headersSent) this.setHeader("X-Request-Id", this.requestId);
     return (super.writeHead as (statusCode: number, a?: unknown, b?: unknown) => this)(statusCode, a, b);
   }
 }
