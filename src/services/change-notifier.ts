@@ -3,11 +3,12 @@
 // tell, other instances'); waiters are armed before they read, so a change
 // between the read and the wait is never missed.
 //
-// A parked poll costs one Waiter object and one promise: no timer, closure or
-// abort controller of its own (issue 14). Deadlines are kept in one heap with
-// one timer, set for the earliest deadline; a change wakes its waiters
-// synchronously, in the commit's turn of the event loop (docs/change-feed.md,
-// "Waiting").
+// A parked poll costs one Waiter object, told how its wait ended through its
+// target (`waitThen`, no promise; `wait` adds one): no timer, closure or abort
+// controller of its own (issue 14). Deadlines are kept in one heap with one
+// timer, set for the earliest deadline; a change wakes its waiters
+// synchronously, in the commit's turn of the event loop, and their polls go on
+// in that turn's microtasks (docs/change-feed.md, "Waiting").
 
 import type { StoragePort } from "../storage/port.js";
 
