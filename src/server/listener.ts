@@ -352,6 +352,7 @@ export function createListener(options: ListenerOptions): Listener {
     async close() {
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       clearTimeout(firstByteTimer);
+      firstByteTimer = undefined;
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       h1.closeAllConnections();
@@ -361,6 +362,7 @@ export function createListener(options: ListenerOptions): Listener {
     async drain(timeoutMs) {
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       clearTimeout(firstByteTimer);
+      firstByteTimer = undefined;
       for (const socket of sniffing.keys()) socket.destroy();
       for (const res of inFlight.keys()) {
         if (res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
