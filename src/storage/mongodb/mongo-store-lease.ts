@@ -174,6 +174,11 @@ export class StoreLeases {
   private readonly tickets: Collection<TicketDoc>;
   /** The epoch this process last released, per store. */
   private readonly lastReleased = new Map<string, number>();
+  /**
+   * Stores whose next ticket, after this process's own release, another instance took last time:
+   * the store's lease fields are read together with that insert, for the queue if it fails again.
+   */
+  private readonly contended = new Set<string>();
   private readonly owner = randomUUID();
 
   constructor(
@@ -233,16 +238,28 @@ export class StoreLeases {
     let over: Filter<LeaseFields> | undefined;
     /** The lease's fields as read just before `ticket` was taken: the first look of the wait. */
     let seen: LeaseState | undefined;
+    /** The store's lease fields read together with a ticket's insert that failed. */
+    let known: LeaseState | undefined;
     if (released !== undefined) {
       // After our own release of epoch n, n+1 is ours to take at once if nobody queued for it.
+      // Where another instance took it last time, the lease's fields come in the same round trip
+      // (a read: one command more, and no trip more, when the insert succeeds after all).
+      const reading = this.contended.has(store) ? this.readLease(store).catch(() => undefined) : undefined;
       ticket = await this.insertTicket(store, released + 1);
       held.ticket = ticket;
-      if (ticket) over = { _id: store, leaseEpoch: released, leaseReleased: true };
+      if (ticket) {
+        over = { _id: store, leaseEpoch: released, leaseReleased: true };
+        this.contended.delete(store);
+      } else {
+        known = (await reading) ?? undefined;
+        this.contended.add(store);
+      }
     }
     for (;;) {
       if (!ticket) {
         if (performance.now() > deadline) throw this.busy(store);
-        ({ ticket, seen } = await this.takeTicket(store));
+        ({ ticket, seen } = await this.takeTicket(store, known));
+        known = undefined;
         held.ticket = ticket;
         over = undefined;
       }
@@ -379,14 +396,21 @@ export class StoreLeases {
    * fields as read before, when the epoch is the one right after them (no ticket between to look
    * at): what the wait would read first, since only this ticket's holder can announce that epoch.
    */
-  private async takeTicket(store: string): Promise<{ ticket: Ticket; seen: LeaseState | undefined }> {
-    const s = await this.stores.findOne({ _id: store }, { projection: LEASE_STATE });
+  private async takeTicket(
+    store: string,
+    known?: LeaseState,
+  ): Promise<{ ticket: Ticket; seen: LeaseState | undefined }> {
+    const s = known ?? (await this.readLease(store));
     if (!s) throw new NotFoundError(`store ${store} not found`);
     const next = (s.leaseEpoch ?? 0) + 1;
     for (let epoch = next; ; epoch++) {
       const ticket = await this.insertTicket(store, epoch);
       if (ticket) return { ticket, seen: epoch === next ? s : undefined };
     }
+  }
+
+  private readLease(store: string): Promise<LeaseState | null> {
+    return this.stores.findOne({ _id: store }, { projection: LEASE_STATE });
   }
 
   private async insertTicket(store: string, epoch: number): Promise<Ticket | undefined> {
