@@ -294,9 +294,12 @@ export class ProjectCore implements ServiceImpl<typeof ProjectService> {
       }
       await this.storage.makeDirectory(store, dir, {}, date);
     }
+    // The source's size is known: a small one is stored without the check before the upload
+    // (ResourceCore.storeContents), and a source blob that does not hold its size is refused.
     const written = await this.resources.storeContents(store, targetPath, this.storage.readBlob(source), {
       type: source.type,
       ifMatch,
+      contentLength: BigInt(source.size),
     });
     await this.storage.insights.recordPromotion({ environmentId: to.id, path: `/${path}`, date, by: caller.subject });
     return written.resource?.tag ?? "";
