@@ -1,13 +1,14 @@
 // What the REST layer needs of a request and a response, over HTTP/1.1 and
 // HTTP/2 alike, and the helpers that write the spec's responses.
 
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { type ContextValues, createContextValues } from "@connectrpc/connect";
 import { type Caller, callerKey, nobody } from "../auth/caller.js";
 import { BadRequestError, TooLargeError } from "../domain/errors.js";
 import type { AbortListener, CallEnd } from "../services/change-notifier.js";
 import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
+import { giveBack } from "../storage/local/chunk-pool.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
 export type RestResponse = ServerResponse | Http2ServerResponse;
@@ -46,25 +47,56 @@ export function start(res: RestResponse, status: number, headers: Record<string,
   for (const [name, value] of Object.entries(headers)) r.setHeader(name, value);
 }
 
+/** `write` of a chunk read from a blob, given back to its reader's pool once the socket has sent it. */
+export async function writeLent(res: RestResponse, chunk: Uint8Array): Promise<void> {
+  const r = res as ServerResponse;
+  if (!sendLent(res, chunk)) await drained(r);
+}
+
+/**
+ * Writes a chunk read from a blob; over HTTP/1.1, gives it back to its reader's pool once the
+ * socket has sent it (the write's callback). A response whose socket is gone or no longer
+ * writable would keep the chunk queued and never call back: the chunk is given back unsent then,
+ * and the answer is over ("client went away"). A response that has no socket yet (a pipelined
+ * request's, waiting for the answers before it) keeps the chunk with the write's callback until
+ * its turn. Over HTTP/2 the chunk is left to the collector.
+ */
+export function sendLent(res: RestResponse, chunk: Uint8Array): boolean {
+  if (!(res instanceof ServerResponse)) {
+    if (res.destroyed) throw new Error("client went away");
+    return res.write(chunk);
+  }
+  const r = res;
+  const socket = r.socket;
+  if (r.destroyed || (socket && (socket.destroyed || !socket.writable))) {
+    giveBack(chunk);
+    throw new Error("client went away");
+  }
+  return r.write(chunk, () => giveBack(chunk));
+}
+
+/** Waits for a response's `drain`; rejects when the client goes away first. */
+function drained(r: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      r.off("drain", done);
+      r.off("close", closed);
+      resolve();
+    };
+    const closed = () => {
+      r.off("drain", done);
+      reject(new Error("client went away"));
+    };
+    r.once("drain", done);
+    r.once("close", closed);
+  });
+}
+
 /** Writes a chunk, waiting while the client is slower than the server. */
 export async function write(res: RestResponse, chunk: string | Uint8Array): Promise<void> {
   const r = res as ServerResponse;
   if (r.destroyed) throw new Error("client went away");
-  if (!r.write(chunk)) {
-    await new Promise<void>((resolve, reject) => {
-      const done = () => {
-        r.off("drain", done);
-        r.off("close", closed);
-        resolve();
-      };
-      const closed = () => {
-        r.off("drain", done);
-        reject(new Error("client went away"));
-      };
-      r.once("drain", done);
-      r.once("close", closed);
-    });
-  }
+  if (!r.write(chunk)) await drained(r);
 }
 
 export function header(req: RestRequest, name: string): string | undefined {

@@ -20,6 +20,7 @@ import {
   WriteRequestSchema,
 } from "../gen/trove/resources/v2/resources_pb.js";
 import type { ResourceCore } from "../services/resource-service.js";
+import { isLent } from "../storage/local/chunk-pool.js";
 import {
   header,
   httpDate,
@@ -29,8 +30,10 @@ import {
   restContextValues,
   SERVER_HEADER,
   send,
+  sendLent,
   start,
   write,
+  writeLent,
 } from "./http.js";
 import type { ApiVersion } from "./version.js";
 import { resourceElement, XML_DECLARATION, XML_TYPE } from "./xml.js";
@@ -248,13 +251,19 @@ export class ResourceRoutes {
       // The whole contents in one message (small ones are kept inline): one write with the
       // headers, and the read is closed without being resumed.
       iterator.return?.()?.catch(() => undefined);
+      if (isLent(chunk)) {
+        // A pooled read buffer (a blob file's contents): given back once the socket has sent it.
+        sendLent(r, chunk);
+        r.end();
+        return;
+      }
       if (r.destroyed) throw new Error("client went away");
       r.end(chunk);
       return;
     }
     let next = await iterator.next();
-    if (chunk && chunk.byteLength > 0) await write(res, chunk);
-    for (; !next.done; next = await iterator.next()) await write(res, next.value.chunk);
+    if (chunk && chunk.byteLength > 0) await writeLent(res, chunk);
+    for (; !next.done; next = await iterator.next()) await writeLent(res, next.value.chunk);
     r.end();
   }
 

@@ -97,3 +97,8 @@ export class ChunkPool {
 export function giveBack(chunk: Uint8Array): void {
   lenders.get(chunk)?.takeBack(chunk);
 }
+
+/** Whether `chunk` was lent by a pool and not given back yet. */
+export function isLent(chunk: Uint8Array): boolean {
+  return lenders.has(chunk);
+}
