@@ -8,7 +8,7 @@ import { type Caller, callerKey, nobody } from "../auth/caller.js";
 import { BadRequestError, TooLargeError } from "../domain/errors.js";
 import type { AbortListener, CallEnd } from "../services/change-notifier.js";
 import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
-import { giveBack } from "../storage/local/chunk-pool.js";
+import { giveBack } from "../storage/chunk-pool.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
 export type RestResponse = ServerResponse | Http2ServerResponse;

@@ -20,7 +20,7 @@ import {
   WriteRequestSchema,
 } from "../gen/trove/resources/v2/resources_pb.js";
 import type { ResourceCore } from "../services/resource-service.js";
-import { isLent } from "../storage/local/chunk-pool.js";
+import { isLent } from "../storage/chunk-pool.js";
 import {
   header,
   httpDate,
@@ -261,9 +261,17 @@ export class ResourceRoutes {
       r.end(chunk);
       return;
     }
-    let next = await iterator.next();
-    if (chunk && chunk.byteLength > 0) await writeLent(res, chunk);
-    for (; !next.done; next = await iterator.next()) await writeLent(res, next.value.chunk);
+    // More messages follow. Whichever way the answer ends, the read is closed: a client that went
+    // away must not leave the blob's file open, nor its read-ahead chunk lent (chunk-pool.ts).
+    try {
+      if (chunk && chunk.byteLength > 0) await writeLent(res, chunk);
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+        await writeLent(res, next.value.chunk);
+      }
+    } catch (err) {
+      await iterator.return?.()?.catch(() => undefined);
+      throw err;
+    }
     r.end();
   }
 
@@ -324,11 +332,17 @@ export class ResourceRoutes {
       includeAccess: query.flags["include-access"],
       includeBlob: query.flags["include-blob-uuid"],
     };
-    await write(res, `${XML_DECLARATION}<resources>`);
-    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-      await write(res, next.value.entries.map((e) => resourceElement(e, options)).join(""));
+    try {
+      await write(res, `${XML_DECLARATION}<resources>`);
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+        await write(res, next.value.entries.map((e) => resourceElement(e, options)).join(""));
+      }
+      await write(res, "</resources>\n");
+    } catch (err) {
+      // A client that went away: the listing's pages are not read on.
+      await iterator.return?.()?.catch(() => undefined);
+      throw err;
     }
-    await write(res, "</resources>\n");
     (res as { end(): void }).end();
   }
 

@@ -21,7 +21,7 @@ import { ResourceRoutes } from "../rest/resources.js";
 import { handleRest, REST_PREFIX } from "../rest/router.js";
 import { StoreRoutes } from "../rest/stores.js";
 import { toConnectError, withConnectErrors, withRequestDecodeErrors } from "../services/connect-errors.js";
-import { giveBack } from "../storage/local/chunk-pool.js";
+import { giveBack } from "../storage/chunk-pool.js";
 import type { Cores } from "./cores.js";
 import { rpcReadMaxBytes } from "./limits.js";
 import { dropUnreadBody, rpcProtocol, sendRpcError, unimplementedReason } from "./rpc-refusals.js";
@@ -91,7 +91,7 @@ function contextValues(req: unknown) {
 
 /**
  * ResourceService as the RPC faces serve it: Read gives each chunk of contents back to the
- * storage's read buffers (src/storage/local/chunk-pool.ts) once connect has serialized its message.
+ * storage's read buffers (src/storage/chunk-pool.ts) once connect has serialized its message.
  * connect serializes a message, copying its chunk, before it asks the handler for the next one
  * (connect 2.1, in the gRPC, gRPC-Web and Connect protocols alike: the handler's iterator feeds
  * `transformSerializeEnvelope` directly), so when Read resumes nothing reads the last chunk any

@@ -249,7 +249,9 @@ export interface ResourceStorage {
   writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo>;
   /**
    * The contents of a file node, also of one read without its contents; throws NotFoundError
-   * when the blob is gone (the node was replaced or deleted since it was read).
+   * when the blob is gone (the node was replaced or deleted since it was read). A chunk may be
+   * lent from a pool (storage/chunk-pool.ts): a consumer that is done with it (its bytes sent,
+   * nothing holding a view) may `giveBack` it for the next read; one that keeps it need not.
    */
   readBlob(node: NodeRecord): AsyncIterable<Uint8Array>;
   /**

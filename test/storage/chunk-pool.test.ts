@@ -12,8 +12,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { giveBack } from "../../src/storage/chunk-pool.js";
 import { BlobFiles, readBuffers } from "../../src/storage/local/blob-files.js";
-import { giveBack } from "../../src/storage/local/chunk-pool.js";
 
 const MiB = 1024 * 1024;
 const md5 = (data: Uint8Array) => createHash("md5").update(data).digest("base64");

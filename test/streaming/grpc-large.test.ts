@@ -243,7 +243,7 @@ describe("gRPC Read and Write of 20 MiB (issue 14)", () => {
   }, 120_000);
 
   it("Read over gRPC, gRPC-Web and Connect (HTTP/2 and 1.1) gives the storage's read buffers back, every answer's bytes and MD5 intact (issue 14)", async () => {
-    // The embedded store reads blobs into pooled buffers that it lends (src/storage/local/chunk-pool.ts);
+    // The embedded store reads blobs into pooled buffers that it lends (src/storage/chunk-pool.ts);
     // MongoDB's GridFS and filesystem stores read otherwise.
     const pooled = TEST_BACKEND === "sqlite" && process.env.TROVE_TEST_STORE_TYPE !== "filesystem";
     const before = readBuffers.stats();

@@ -140,7 +140,7 @@ describe("large resources through every face at once (issue 14: GET and PUT of 1
   }, 60_000);
 
   it("REST GETs over HTTP/1.1 give every pooled read buffer back, clients that went away included, and reuse them", async () => {
-    // Only the embedded store's blob files read into pooled buffers (src/storage/local/chunk-pool.ts).
+    // Only the embedded store's blob files read into pooled buffers (src/storage/chunk-pool.ts).
     const pooled = TEST_BACKEND === "sqlite" && process.env.TROVE_TEST_STORE_TYPE !== "filesystem";
     const before = readBuffers.stats();
     const names = [...contents.keys()];
@@ -148,7 +148,16 @@ describe("large resources through every face at once (issue 14: GET and PUT of 1
       ...names.map(async (name) => ({ name, ...(await get(name)) })),
       ...names.map(async (name) => ({ name, ...(await get(name, { slow: true })) })),
     ]);
-    await Promise.all([get("a.bin", { abortAfter: MiB + 1 }), get("b.bin", { abortAfter: 1 })]);
+    // Clients going away at different points: the server's read of the blob is closed each time,
+    // its read-ahead chunk given back (and its file closed).
+    await Promise.all([
+      get("a.bin", { abortAfter: 1 }),
+      get("a.bin", { abortAfter: MiB + 1 }),
+      get("a.bin", { abortAfter: 3 * MiB }),
+      get("b.bin", { abortAfter: 1 }),
+      get("b.bin", { abortAfter: 2 * MiB + 7 }),
+      get("b.bin", { abortAfter: 1, slow: true }),
+    ]);
     for (const a of answers) expect(a.body.equals(contents.get(a.name) as Buffer), a.name).toBe(true);
     const after = readBuffers.stats();
     if (!pooled) return;

@@ -7,8 +7,8 @@ import { createHash, randomUUID } from "node:crypto";
 import { chmod, type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { InsufficientStorageError, NotFoundError, TooLargeError } from "../../domain/errors.js";
+import { ChunkPool, giveBack } from "../chunk-pool.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
-import { ChunkPool, giveBack } from "./chunk-pool.js";
 import { FileHasher, type FileHashJob } from "./file-hasher.js";
 
 export const INLINE_MAX = 64 * 1024;
