@@ -135,12 +135,20 @@ export function restContextValues(req: RestRequest): ContextValues {
   return values;
 }
 
-/** An AbortSignal that fires when the client goes away before the response is complete. */
+/**
+ * An AbortSignal that fires when the client goes away before the response is complete; aborted
+ * already when it went away before this call (a signal asked for late, RestCallContext).
+ */
 export function requestSignal(res: RestResponse): AbortSignal {
   const controller = new AbortController();
-  (res as ServerResponse).on("close", () => {
-    if (!(res as ServerResponse).writableFinished) controller.abort(new Error("client went away"));
-  });
+  const r = res as ServerResponse;
+  if (r.destroyed && !r.writableFinished) {
+    controller.abort(new Error("client went away"));
+  } else {
+    r.on("close", () => {
+      if (!r.writableFinished) controller.abort(new Error("client went away"));
+    });
+  }
   return controller.signal;
 }
 

@@ -27,6 +27,7 @@ import {
   type RequestUrl,
   type RestRequest,
   type RestResponse,
+  requestSignal,
   restContextValues,
   SERVER_HEADER,
   send,
@@ -105,7 +106,7 @@ const noTimeout = () => undefined;
  * fifth of the CPU of a 4 KiB GET (docs/benchmarks.md); the resource calls read only `values`,
  * so the signal, its `close` listener and the headers are made on first use (a streaming read or
  * a write asks for the signal; a small GET never does). The signal aborts when the client goes
- * away before the response is complete, as `requestSignal` does.
+ * away before the response is complete (`requestSignal`).
  */
 class RestCallContext implements HandlerContext {
   readonly protocolName = "rest";
@@ -113,7 +114,7 @@ class RestCallContext implements HandlerContext {
   readonly url: string;
   readonly values: ContextValues;
   readonly timeoutMs = noTimeout;
-  private controller: AbortController | undefined;
+  private goneSignal: AbortSignal | undefined;
   private headers: [Headers, Headers, Headers] | undefined;
 
   constructor(
@@ -128,18 +129,8 @@ class RestCallContext implements HandlerContext {
   }
 
   get signal(): AbortSignal {
-    if (!this.controller) {
-      const controller = new AbortController();
-      this.controller = controller;
-      const r = this.res as ServerResponse;
-      // Gone already (its `close` was emitted before the first use), or when it goes.
-      if (r.destroyed && !r.writableFinished) controller.abort(new Error("client went away"));
-      else
-        r.once("close", () => {
-          if (!r.writableFinished) controller.abort(new Error("client went away"));
-        });
-    }
-    return this.controller.signal;
+    this.goneSignal ??= requestSignal(this.res);
+    return this.goneSignal;
   }
 
   get requestHeader(): Headers {

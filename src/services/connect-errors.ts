@@ -117,17 +117,6 @@ function namedField(message: string, input: DescMessage | undefined): string | u
  * full: the resource a failed precondition was about, the field of an invalid argument.
  */
 export function toConnectError(err: unknown, call?: CallSubject): ConnectError {
-  const error = connectErrorOf(err, call);
-  // A message quoting client text cut in UTF-16 units may hold a lone surrogate, which gRPC's
-  // percent-encoded grpc-message cannot carry (encodeURIComponent throws): made well-formed here.
-  if (!error.rawMessage.isWellFormed()) {
-    const wellFormed = error.rawMessage.toWellFormed();
-    Object.assign(error, { rawMessage: wellFormed, message: `[${Code[error.code]}] ${wellFormed}` });
-  }
-  return error;
-}
-
-function connectErrorOf(err: unknown, call?: CallSubject): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof BadRequestError) return badRequest(err, call);
   if (err instanceof DeletedError) {
@@ -273,10 +262,11 @@ export function withRequestDecodeErrors(routes: (router: ConnectRouter) => void)
 /**
  * connect-node's gRPC and gRPC-Web handlers reject, leaving the call unanswered, when the error
  * they would send cannot be percent-encoded into grpc-message: a message with a lone surrogate.
- * Trove's own errors are made well-formed (toConnectError), so only connect's errors about the
- * request it failed to decode get here: V8's JSON.parse quotes the text at the error cut in UTF-16
- * units, and an astral character can be cut in half (the fuzz test's seed 1352876297). The call is
- * answered InvalidArgument in its protocol; anything else is thrown on as before.
+ * Trove's own messages quote request fields, which protobuf-es refuses to decode with a lone
+ * surrogate in them, so only connect's errors about the request it failed to decode get here:
+ * V8's JSON.parse quotes the text at the error cut in UTF-16 units, and an astral character can be
+ * cut in half (the fuzz test's seed 1352876297). The call is answered InvalidArgument in its
+ * protocol; anything else is thrown on as before.
  */
 function undeliverableRequestError(req: UniversalServerRequest, err: unknown): UniversalServerResponse {
   const type = req.header.get("content-type") ?? "";
@@ -295,12 +285,8 @@ function undeliverableRequestError(req: UniversalServerRequest, err: unknown): U
   envelope[0] = ENVELOPE_TRAILER;
   new DataView(envelope.buffer).setUint32(1, text.byteLength);
   envelope.set(text, 5);
-  const base64 = type.startsWith("application/grpc-web-text");
-  return {
-    status: 200,
-    header,
-    body: single(base64 ? encoder.encode(Buffer.from(envelope).toString("base64")) : envelope),
-  };
+  // (No grpc-web-text here: connect-node answers that content type 415 before any handler runs.)
+  return { status: 200, header, body: single(envelope) };
 }
 
 async function* empty(): AsyncIterable<Uint8Array> {}

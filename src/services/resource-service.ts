@@ -213,7 +213,9 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     options: { type: string; ifMatch: readonly string[]; contentLength?: bigint | undefined; contentMd5?: string },
   ): Promise<WriteResponse> {
     const { ifMatch } = options;
-    const small = options.contentLength !== undefined && options.contentLength <= BigInt(UNCHECKED_UPLOAD_MAX);
+    // (Never above the largest resource accepted: that one is refused as too large, checked.)
+    const unchecked = BigInt(Math.min(UNCHECKED_UPLOAD_MAX, this.maxResourceSize));
+    const small = options.contentLength !== undefined && options.contentLength <= unchecked;
     if (!small) await this.checkBeforeUpload(store, path, ifMatch);
     // Unchecked, a body is received only up to its announced length: one that claims to be small
     // cannot make the server take in a large one bound to be refused.

@@ -442,7 +442,7 @@ export class StoreLeases {
     const { store, epoch } = ticket;
     let seen = first;
     for (let wait = 2; ; wait = Math.min(wait * 2, 25)) {
-      const s = seen ?? (await this.stores.findOne({ _id: store }, { projection: LEASE_STATE }));
+      const s = seen ?? (await this.readLease(store));
       seen = undefined;
       if (!s) throw new NotFoundError(`store ${store} not found`);
       const announced = s.leaseEpoch ?? 0;
