@@ -73,6 +73,8 @@ export interface DevIssuerOptions {
   /** The public client (no secret) that may use the authorization code flow: the console's. */
   consoleClientId?: string;
   now?: () => number;
+  /** Where authorization codes and refresh tokens are kept (default: in this process). */
+  grants?: GrantStore;
 }
 
 export interface DevIssuer {
@@ -213,7 +215,7 @@ function clientOf(req: RestRequest, form: URLSearchParams): { id: string; secret
 }
 
 /** What an authorization code or a refresh token stands for, until it is used or expires. */
-interface Grant {
+export interface Grant {
   clientId: string;
   expires: number;
   /** Authorization codes only: the PKCE challenge and the redirect URI of the request. */
@@ -227,12 +229,6 @@ interface Grant {
 class Grants {
   private readonly entries = new Map<string, Grant>();
   constructor(private readonly now: () => number) {}
-
-  add(grant: Grant): string {
-    const key = randomBytes(32).toString("base64url");
-    this.put(key, grant);
-    return key;
-  }
 
   put(key: string, grant: Grant): void {
     if (this.entries.size >= MAX_GRANTS) {
@@ -254,6 +250,42 @@ class Grants {
   delete(key: string): void {
     this.entries.delete(key);
   }
+}
+
+/** The issuer's two tables of single-use grants. */
+export type GrantTable = "codes" | "refresh";
+
+/**
+ * Where the issuer keeps its grants: in this process (`localGrants`), or, for the workers of
+ * `trove serve --workers`, in their primary, so that a code issued by one worker is taken, once,
+ * by whichever worker the token request reaches (server/workers.ts).
+ */
+export interface GrantStore {
+  put(table: GrantTable, key: string, grant: Grant): Promise<void>;
+  /** The grant, removed: a second use, from any worker, finds nothing. */
+  take(table: GrantTable, key: string): Promise<Grant | undefined>;
+  delete(table: GrantTable, key: string): Promise<void>;
+}
+
+/** Grants held in this process, in two tables with a size bound. */
+export function localGrants(now: () => number = Date.now): GrantStore {
+  const tables: Record<GrantTable, Grants> = { codes: new Grants(now), refresh: new Grants(now) };
+  return {
+    put: async (table, key, grant) => tables[table].put(key, grant),
+    take: async (table, key) => tables[table].take(key),
+    delete: async (table, key) => tables[table].delete(key),
+  };
+}
+
+/** A new grant's key: 256 random bits. */
+function grantKey(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** The grants could not be kept (a worker whose primary is gone): 503, nothing issued. */
+function signInFailed(req: RestRequest, res: RestResponse, err: Error): void {
+  if ((res as { headersSent: boolean }).headersSent) return;
+  sendPage(req, res, 503, "Sign-in failed", `<p>The sign-in could not be recorded: ${escapeHtml(err.message)}</p>`);
 }
 
 /** BASE64URL(SHA-256(verifier)), the S256 challenge of RFC 7636 4.2. */
@@ -337,8 +369,7 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
   let issuer = "http://127.0.0.1/auth";
 
   const consoleClientId = options.consoleClientId ?? DEFAULT_CONSOLE_CLIENT_ID;
-  const codes = new Grants(now);
-  const refreshTokens = new Grants(now);
+  const grants = options.grants ?? localGrants(now);
 
   /** A token for the client credentials' client, or for the developer signed in through the console. */
   const issue = (expiresIn = lifetime, subject = stored.client_id, clientId = stored.client_id) => {
@@ -363,8 +394,9 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
    * known until it expires, so that a replay is recognised and revokes this refresh token.
    */
   const consoleTokens = async (req: RestRequest, res: RestResponse, used?: { code: string; expires: number }) => {
-    const refresh = refreshTokens.add({ clientId: consoleClientId, expires: now() + REFRESH_LIFETIME * 1000 });
-    if (used) codes.put(used.code, { clientId: consoleClientId, expires: used.expires, refresh });
+    const refresh = grantKey();
+    await grants.put("refresh", refresh, { clientId: consoleClientId, expires: now() + REFRESH_LIFETIME * 1000 });
+    if (used) await grants.put("codes", used.code, { clientId: consoleClientId, expires: used.expires, refresh });
     sendJson(req, res, 200, {
       access_token: await issue(lifetime, "developer", consoleClientId),
       token_type: "Bearer",
@@ -383,7 +415,7 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
     if (form.get("grant_type") === "refresh_token") {
       const given = form.get("refresh_token");
       if (!given) return oauthError(req, res, "invalid_request", "refresh_token is required");
-      const grant = refreshTokens.take(given);
+      const grant = await grants.take("refresh", given);
       if (!grant || grant.clientId !== consoleClientId) {
         return oauthError(req, res, "invalid_grant", "unknown, expired or already used refresh token");
       }
@@ -396,10 +428,10 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
     if (!code) return oauthError(req, res, "invalid_request", "code is required");
     if (!redirectUri) return oauthError(req, res, "invalid_request", "redirect_uri is required");
     if (!verifier) return oauthError(req, res, "invalid_request", "code_verifier is required (PKCE, RFC 7636)");
-    const grant = codes.take(code);
+    const grant = await grants.take("codes", code);
     if (grant?.refresh !== undefined) {
       // A replayed code: what was issued for it is revoked too (RFC 6749 4.1.2).
-      refreshTokens.delete(grant.refresh);
+      await grants.delete("refresh", grant.refresh);
       return oauthError(req, res, "invalid_grant", "authorization code already used");
     }
     if (!grant || grant.clientId !== consoleClientId) {
@@ -498,7 +530,7 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
     return { redirectUri, state, challenge, back };
   }
 
-  function authorize(req: RestRequest, res: RestResponse, form?: URLSearchParams): void {
+  async function authorize(req: RestRequest, res: RestResponse, form?: URLSearchParams): Promise<void> {
     const params = form ?? new URLSearchParams(splitQuery(req.url ?? ""));
     const request = authorization(req, res, params);
     if (!request) return;
@@ -507,7 +539,8 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
         request.back({ error: "access_denied", error_description: "sign-in cancelled" });
         return;
       }
-      const code = codes.add({
+      const code = grantKey();
+      await grants.put("codes", code, {
         clientId: consoleClientId,
         expires: now() + CODE_LIFETIME * 1000,
         challenge: request.challenge,
@@ -570,10 +603,10 @@ export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssue
           scopes_supported: DEV_CLAIMS.scope.split(" "),
         });
       } else if (path === "/auth/authorize" && read) {
-        authorize(req, res);
+        authorize(req, res).catch((err: Error) => signInFailed(req, res, err));
       } else if (path === "/auth/authorize" && req.method === "POST") {
         readForm(req).then(
-          (form) => authorize(req, res, form),
+          (form) => authorize(req, res, form).catch((err: Error) => signInFailed(req, res, err)),
           () => sendPage(req, res, 413, "Sign-in refused", "<p>The form is larger than 64 KiB.</p>"),
         );
       } else if (path === "/auth/jwks" && read) {

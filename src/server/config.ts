@@ -1,5 +1,6 @@
 // Server configuration from flags, then environment variables, then defaults.
 
+import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../domain/store.js";
 import { parseCorsOrigin } from "./cors.js";
@@ -40,6 +41,8 @@ export interface ServeConfig {
   corsOrigins: string[];
   /** Public OAuth client id the console (/console/) signs in with. */
   consoleClientId: string;
+  /** Processes that serve the port (node:cluster); 1: this process alone (docs/operations.md, "Several cores"). */
+  workers: number;
 }
 
 export const SERVE_HELP = `Usage: trove serve [options]
@@ -79,6 +82,10 @@ Options:
                             face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
   --console-client-id ID    public OAuth client id the console at /console/ signs in with
                             (TROVE_CONSOLE_CLIENT_ID, default trove-console; docs/console.md)
+  --workers N               processes serving the port, one per core: N, or auto for the machine's
+                            cores; they share the data directory or the MongoDB database, and
+                            --max-connections is split between them (TROVE_WORKERS, default 1;
+                            docs/operations.md, Several cores)
 
 Limits (docs/security.md): a connection that never finishes a request is closed.
   --first-byte-timeout S    seconds a new connection may stay silent (TROVE_FIRST_BYTE_TIMEOUT, default 10)
@@ -185,6 +192,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "max-connections": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
       "console-client-id": { type: "string" },
+      workers: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -199,7 +207,15 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
     throw new Error(`unknown log level ${JSON.stringify(level)}`);
   }
+  const workersText = values.workers ?? env.TROVE_WORKERS ?? "1";
+  const workers = workersText === "auto" ? availableParallelism() : integer(workersText, "workers", 1, 64);
+  const maxConnections = count(
+    values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS,
+    "max-connections",
+    "maxConnections",
+  );
   return {
+    workers,
     host: values.host ?? env.TROVE_HOST ?? "127.0.0.1",
     port: integer(values.port ?? env.TROVE_PORT ?? "13242", "port", 0, 65535),
     dataDir: values.data ?? env.TROVE_DATA ?? ".trove-data",
@@ -266,11 +282,8 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
         "max-concurrent-streams",
         "maxConcurrentStreams",
       ),
-      maxConnections: count(
-        values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS,
-        "max-connections",
-        "maxConnections",
-      ),
+      // Each worker counts its own connections: the limit is split between them.
+      maxConnections: Math.ceil(maxConnections / workers),
     },
   };
 }

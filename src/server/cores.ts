@@ -10,7 +10,7 @@ import { ReportCore } from "../services/report-service.js";
 import { ReportWorker, type ReportWorkerOptions } from "../services/report-worker.js";
 import { ResourceCore } from "../services/resource-service.js";
 import { StoreCore } from "../services/store-service.js";
-import type { StoragePort } from "../storage/port.js";
+import type { PeerChannel, StoragePort } from "../storage/port.js";
 
 export const DEFAULT_MAX_RESOURCE_SIZE = 4 * 1024 ** 3;
 
@@ -21,6 +21,8 @@ export interface CoreOptions {
   maxResourceSize: number;
   pollWait?: number;
   reportAvailability?: number;
+  /** The other workers of `trove serve --workers`: report changes and jobs are told to them. */
+  peers?: PeerChannel;
   reportWorker?:
     | Partial<Omit<ReportWorkerOptions, "storage" | "notifier" | "availabilityMs" | "now" | "logger">>
     | false;
@@ -47,7 +49,7 @@ export function createCores(options: CoreOptions): Cores {
   const notifier = new ChangeNotifier(storage);
   const changes = new ChangeCore({ storage, notifier, pollWait: options.pollWait });
   const projects = new ProjectCore({ storage, resources, now });
-  const reportNotifier = new ReportNotifier();
+  const reportNotifier = new ReportNotifier(options.peers);
   const reports = new ReportCore({
     storage,
     projects,

@@ -16,7 +16,7 @@ export interface LifecycleOptions {
   health: Health;
   logger: Logger;
   now: () => number;
-  /** How often expired tombstones are purged, in milliseconds (default 60 s). */
+  /** How often expired tombstones are purged, in milliseconds (default 60 s; 0: never here). */
   purgeInterval?: number;
 }
 
@@ -44,10 +44,14 @@ export function startLifecycle(options: LifecycleOptions): Lifecycle {
   const { storage, cores, listener, health, logger, now } = options;
   cores.worker?.start();
   health.start();
-  const purge = setInterval(() => {
-    storage.purgeExpired(now()).catch((err) => logger.error({ err }, "purge of expired tombstones failed"));
-  }, options.purgeInterval ?? 60_000);
-  purge.unref();
+  // 0: none here (another worker of `trove serve --workers` purges the shared directory).
+  const purge =
+    options.purgeInterval === 0
+      ? undefined
+      : setInterval(() => {
+          storage.purgeExpired(now()).catch((err) => logger.error({ err }, "purge of expired tombstones failed"));
+        }, options.purgeInterval ?? 60_000);
+  purge?.unref();
   let stopping: Promise<ShutdownResult> | undefined;
   return {
     async close() {

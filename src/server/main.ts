@@ -1,5 +1,6 @@
 // Starts a server from its configuration: the entry point of `trove serve`.
 
+import cluster from "node:cluster";
 import { type Logger, pino } from "pino";
 import { type DevIssuer, openDevIssuer } from "../auth/dev-issuer.js";
 import { type Authenticator, checkIssuer, createJwtAuthenticator } from "../auth/verifier.js";
@@ -10,6 +11,7 @@ import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import type { ServeConfig } from "./config.js";
 import { createTroveServer, type TroveServer } from "./server.js";
+import { primaryLogger, runPrimary, type WorkerLink, workerLink } from "./workers.js";
 
 /** On a fresh data directory, the store `home` (sync-recursive), so a new user can PUT at once. */
 export async function ensureHomeStore(storage: StoragePort, now: number): Promise<void> {
@@ -23,11 +25,23 @@ export async function ensureHomeStore(storage: StoragePort, now: number): Promis
   }
 }
 
-export async function serve(config: ServeConfig): Promise<TroveServer> {
-  const logger = pino({ level: config.logLevel });
+/**
+ * Starts a server: the only one of this process, or, with `link`, one worker of `trove serve
+ * --workers` (workers.ts), which shares the storage with the others and leaves the
+ * once-per-directory duties to slot 1.
+ */
+export async function serve(config: ServeConfig, link?: WorkerLink): Promise<TroveServer> {
+  const root = pino({ level: config.logLevel });
+  const logger = link ? root.child({ worker: link.slot }) : root;
+  const first = link === undefined || link.slot === 1;
   const storage: StoragePort = config.mongodbUrl
     ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase, logger })
-    : await SqliteStorage.open({ dataDir: config.dataDir, logger, synchronous: config.sqliteSynchronous });
+    : await SqliteStorage.open({
+        dataDir: config.dataDir,
+        logger,
+        synchronous: config.sqliteSynchronous,
+        peers: link && { channel: link.peers, slot: link.slot },
+      });
   await ensureHomeStore(storage, Date.now());
   let auth: Authenticator;
   let devIssuer: DevIssuer | undefined;
@@ -39,6 +53,7 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
       audience: config.audience,
       tokenLifetime: config.tokenLifetime,
       consoleClientId: config.consoleClientId,
+      grants: link?.grants,
     });
     auth = devIssuer.authenticator;
   }
@@ -50,13 +65,21 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     auth,
     devIssuer,
     reportAvailability: config.reportAvailability,
-    reportWorker: config.reportWorker ? {} : false,
+    reportWorker: config.reportWorker && first ? {} : false,
+    purgeInterval: first ? undefined : 0,
+    worker: link && { peers: link.peers, collectMetrics: link.collectMetrics },
     metrics: config.metrics,
     limits: config.limits,
     corsOrigins: config.corsOrigins,
     console: { clientId: config.consoleClientId, issuer: config.issuer },
     // Instances on one MongoDB serving one folder: one scans it at a time (docs/filesystem-stores.md).
-    filesystem: storage instanceof MongoStorage ? { scanLease: storage.scanLease(config.filesystemScanLease) } : {},
+    // Workers on one data directory: slot 1 scans.
+    filesystem:
+      storage instanceof MongoStorage
+        ? { scanLease: storage.scanLease(config.filesystemScanLease) }
+        : link
+          ? { scanLease: link.scanLease }
+          : {},
   });
   const address = await server.listen(config.port, config.host);
   const backend = storage.backend;
@@ -71,8 +94,9 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
     },
     `Trove ${TROVE_VERSION} listening on http://${config.host}:${address.port} (storage: ${backend})`,
   );
-  if (devIssuer) process.stderr.write(devModeBanner(devIssuer, config));
-  else void reportIssuer(config.issuer as string, config.audience, logger);
+  // Workers: the primary shows the banner once.
+  if (devIssuer && !link) process.stderr.write(devModeBanner(devIssuer, config));
+  else if (!devIssuer && first) void reportIssuer(config.issuer as string, config.audience, logger);
   return server;
 }
 
@@ -82,6 +106,12 @@ export async function serve(config: ServeConfig): Promise<TroveServer> {
  * exit code: 0 once the shutdown finished, drained or cut by its timeout.
  */
 export async function serveUntilSignal(config: ServeConfig): Promise<number> {
+  if (config.workers > 1) {
+    if (!cluster.isWorker) return servePrimary(config);
+    const link = workerLink();
+    if (!link) throw new Error("a worker process without its slot: start trove serve --workers, not a worker");
+    return serveWorker(config, link);
+  }
   const server = await serve(config);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const first = (received: NodeJS.Signals) => {
@@ -102,6 +132,52 @@ export async function serveUntilSignal(config: ServeConfig): Promise<number> {
   process.once("SIGINT", atOnce);
   process.once("SIGTERM", atOnce);
   await server.shutdown(config.shutdownTimeout, signal);
+  return 0;
+}
+
+/** The primary of `trove serve --workers`: the development issuer's file first, then the workers. */
+async function servePrimary(config: ServeConfig): Promise<number> {
+  const logger = primaryLogger(config.logLevel);
+  // Made before any worker starts, so that they all read the same credentials and signing key.
+  const devIssuer =
+    config.issuer === undefined
+      ? await openDevIssuer({
+          dataDir: config.dataDir,
+          audience: config.audience,
+          tokenLifetime: config.tokenLifetime,
+          consoleClientId: config.consoleClientId,
+        })
+      : undefined;
+  return runPrimary({
+    workers: config.workers,
+    logger,
+    listening(port) {
+      if (!devIssuer) return;
+      devIssuer.listening(config.host, port);
+      process.stderr.write(devModeBanner(devIssuer, { ...config, port }));
+    },
+  });
+}
+
+/**
+ * One worker: serves until the primary says stop, then shuts down gracefully (or at once, when
+ * the primary got a second signal). Signals sent to the whole process group (a terminal's
+ * Ctrl-C, a service manager's SIGTERM) reach the primary too, which decides: the worker ignores them.
+ */
+async function serveWorker(config: ServeConfig, link: WorkerLink): Promise<number> {
+  process.on("SIGINT", () => {});
+  process.on("SIGTERM", () => {});
+  const server = await serve(config, link);
+  const graceful = await new Promise<boolean>((resolve) => {
+    link.onStop((now) => {
+      if (now) {
+        server.logger.warn("stopping at once, cutting every connection");
+        process.exit(143);
+      }
+      resolve(true);
+    });
+  });
+  if (graceful) await server.shutdown(config.shutdownTimeout, "primary");
   return 0;
 }
 

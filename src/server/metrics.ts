@@ -6,7 +6,15 @@
 
 import type { ServerHttp2Stream } from "node:http2";
 import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from "prom-client";
+import {
+  AggregatorRegistry,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  type Metric,
+  Registry,
+} from "prom-client";
 import { DEV_ISSUER_PREFIX } from "../auth/dev-issuer.js";
 import type { Authenticator, TokenCheck } from "../auth/verifier.js";
 import { type RestRequest, type RestResponse, sendText } from "../rest/http.js";
@@ -386,6 +394,12 @@ const REPORT_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900];
 export interface MetricsOptions {
   /** The storage backend's name (build info, storage latency). */
   backend: string;
+  /**
+   * This server is a worker of `trove serve --workers`: its registry is offered to the primary
+   * (prom-client's AggregatorRegistry), and GET /metrics answers `collect()`, every worker's
+   * metrics summed by the primary, whichever worker the scrape reaches.
+   */
+  worker?: { collect(): Promise<string> };
 }
 
 export interface Metrics {
@@ -421,7 +435,16 @@ export function createMetrics(options: MetricsOptions): Metrics {
     help: "Always 1: the Trove version, the storage backend and the Node.js version of this server.",
     labelNames: ["version", "backend", "node"],
     registers,
+    // Every worker's is the same 1: summed, it would count them.
+    aggregator: "max",
   }).set({ version: TROVE_VERSION, backend: options.backend, node: process.version }, 1);
+  const worker = options.worker;
+  if (worker) {
+    AggregatorRegistry.setRegistries([registry]);
+    // Its constructor adds the listener that answers the primary's requests for this worker's metrics.
+    new AggregatorRegistry();
+  }
+  const collect = worker ? () => worker.collect() : () => registry.metrics();
 
   // The hottest counts are plain numbers on the request path, handed to prom-client at each
   // scrape: a prom-client update validates and hashes its labels every time (about 2 µs).
@@ -575,7 +598,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
         sendText(res, 405, `${req.method} is not supported here: use GET`, { Allow: "GET, HEAD" });
         return;
       }
-      registry.metrics().then(
+      collect().then(
         (text) => {
           const body = Buffer.from(text);
           res.writeHead(200, {

@@ -10,7 +10,7 @@ import type { ChangeNotifier } from "../services/change-notifier.js";
 import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import { createFilesystemStorage, type FilesystemStorageOptions } from "../storage/filesystem/filesystem-storage.js";
-import type { StoragePort } from "../storage/port.js";
+import type { PeerChannel, StoragePort } from "../storage/port.js";
 import { CONSOLE_PREFIX, type ConsoleOptions, consoleRoutes } from "./console.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
 import { createCrossOrigin } from "./cors.js";
@@ -31,8 +31,13 @@ export interface TroveServerOptions {
   maxResourceSize?: number;
   /** Longest a poll waits for an event, in milliseconds (default 30 s, the spec's). */
   pollWait?: number;
-  /** How often expired tombstones are purged, in milliseconds (default 60 s). */
+  /** How often expired tombstones are purged, in milliseconds (default 60 s; 0: never, another worker does). */
   purgeInterval?: number;
+  /**
+   * This server is one of the workers of `trove serve --workers` (server/workers.ts): report
+   * changes and jobs are told to the other workers, and GET /metrics answers every worker's sum.
+   */
+  worker?: { peers: PeerChannel; collectMetrics(): Promise<string> };
   now?: () => number;
   /**
    * How callers are authenticated: a token verifier (every request then needs
@@ -86,7 +91,13 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   const now = options.now ?? Date.now;
   const maxResourceSize = options.maxResourceSize ?? DEFAULT_MAX_RESOURCE_SIZE;
   const { devIssuer } = options;
-  const metrics = options.metrics === false ? undefined : createMetrics({ backend: options.storage.backend });
+  const metrics =
+    options.metrics === false
+      ? undefined
+      : createMetrics({
+          backend: options.storage.backend,
+          worker: options.worker && { collect: options.worker.collectMetrics },
+        });
   // Filesystem stores wrap the (measured) port: the changes their scanners record are counted too.
   const storage = createFilesystemStorage(
     metrics ? measuredStorage(options.storage, metrics.storage) : options.storage,
@@ -99,6 +110,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     maxResourceSize,
     pollWait: options.pollWait,
     reportAvailability: options.reportAvailability,
+    peers: options.worker?.peers,
     reportWorker:
       metrics && options.reportWorker !== false
         ? { ...options.reportWorker, observer: metrics.reportJobs }

@@ -316,6 +316,18 @@ export interface InsightsStorage {
  * What an adapter provides: the resources part (itself), the insights part, and what concerns
  * the backend as a whole.
  */
+/**
+ * The other processes on the same data directory (`trove serve --workers`): what one process
+ * commits, the others are told, so their parked polls and report watchers wake as this one's do.
+ * A topic names the kind of key ("store": a store's name; "report": a report id; "job": a report
+ * job was stored). Publishing never throws and never waits.
+ */
+export interface PeerChannel {
+  publish(topic: string, key: string): void;
+  /** Calls `listener` with every key another process published on `topic`; returns the unsubscribe. */
+  subscribe(topic: string, listener: (key: string) => void): () => void;
+}
+
 export interface StoragePort extends ResourceStorage {
   /** Projects, environments, promotions and reports, kept by the same backend. */
   readonly insights: InsightsStorage;

@@ -5,7 +5,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import { chmod, type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { InsufficientStorageError, NotFoundError, TooLargeError } from "../../domain/errors.js";
 import { ChunkPool, giveBack } from "../chunk-pool.js";
 import type { BlobInfo, WriteBlobOptions } from "../port.js";
@@ -65,22 +65,36 @@ export class BlobFiles {
   /**
    * `syncDirectories`: after the rename of a blob file into its shard, fsync the shard directory
    * too, so the file's name survives a power loss (with SQLite's synchronous=FULL).
+   * `workerSlot`: this process is that worker of several on the directory (`trove serve
+   * --workers`); its temporary files go to `tmp/w{slot}`, which only it, started again, clears.
    */
   constructor(
     root: string,
     private readonly syncDirectories = false,
+    private readonly workerSlot?: number,
   ) {
     this.blobDir = join(root, "blobs");
-    this.tempDir = join(root, "tmp");
+    this.tempDir = workerSlot === undefined ? join(root, "tmp") : join(root, "tmp", `w${workerSlot}`);
   }
 
-  /** Creates the directories and removes temporary files left by a process that died mid-upload. */
+  /**
+   * Creates the directories and removes temporary files left by a process that died mid-upload:
+   * all of `tmp/` for the directory's only process; a worker's own folder and the files a single
+   * process left directly in `tmp/` (none runs beside workers), never another worker's.
+   */
   async init(): Promise<void> {
     try {
       await mkdir(this.blobDir, { recursive: true, mode: OWNER_DIR });
       await chmod(this.blobDir, OWNER_DIR);
       // The shard directories (at most 256) of an older data directory; their files sit below them.
       for (const shard of await readdir(this.blobDir)) await chmod(join(this.blobDir, shard), OWNER_DIR);
+      if (this.workerSlot !== undefined) {
+        const shared = dirname(this.tempDir);
+        await mkdir(shared, { recursive: true, mode: OWNER_DIR });
+        for (const entry of await readdir(shared, { withFileTypes: true })) {
+          if (entry.isFile()) await rm(join(shared, entry.name), { force: true });
+        }
+      }
       await rm(this.tempDir, { recursive: true, force: true });
       await mkdir(this.tempDir, { recursive: true, mode: OWNER_DIR });
       await chmod(this.tempDir, OWNER_DIR);

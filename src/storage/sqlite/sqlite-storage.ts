@@ -19,6 +19,7 @@ import {
   type GetStoreNodeOptions,
   type ListOptions,
   type NodeRecord,
+  type PeerChannel,
   type Preconditions,
   refuseOutsideFolder,
   type StorageLogger,
@@ -55,6 +56,14 @@ export interface SqliteStorageOptions {
    * on a full disk. The last `reserveBytes` of it are kept for deletes. Default: no cap.
    */
   maxDatabaseBytes?: number;
+  /**
+   * The other worker processes on this data directory (`trove serve --workers`), and this one's
+   * slot among them (1..N). With peers the database is opened in SQLite's normal locking mode,
+   * so that every worker can read and write it; each commit is published to the others (topic
+   * "store") and theirs wake this process's listeners. Without (the default) one process holds
+   * the directory in the exclusive locking mode: faster reads, and any other process is refused.
+   */
+  peers?: { channel: PeerChannel; slot: number };
 }
 
 const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
@@ -220,6 +229,9 @@ function newDirectory(store: string, path: string, now: number, eventId: number)
 // store's keep-deleted): a pure function of the text, so never stale; frozen, as they are shared.
 const parsedSettings = new Map<string, Readonly<Record<string, string>>>();
 
+/** The peers' topic of committed changes: the key is the store's name. */
+const PEER_TOPIC = "store";
+
 /** Blob files older than this that nothing refers to are orphans. */
 const ORPHAN_AGE = 3_600_000;
 /** How often the purge also sweeps orphaned blob files (a walk of `blobs/`). */
@@ -266,6 +278,9 @@ export class SqliteStorage implements StoragePort {
   private readonly stmt;
   private readonly tx;
   private readonly listeners = new Set<(store: string) => void>();
+  private readonly peers: { channel: PeerChannel; slot: number } | undefined;
+  /** Stops listening to the peers' commits (close). */
+  private unsubscribePeers: (() => void) | undefined;
   /** Date.now() from which the next purge also sweeps orphaned blob files. */
   private nextSweep = 0;
   private readonly dataDir: string;
@@ -293,8 +308,11 @@ export class SqliteStorage implements StoragePort {
     // entered, SQLite keeps its WAL index in memory (no -shm file) and never takes or releases a
     // file lock again, so a point read costs no fcntl (4 lock calls per read otherwise, the most
     // of a GET's read: docs/benchmarks.md). A second process on the same directory is refused.
+    // Workers (peers) share it in the normal locking mode, each read taking its locks; a process
+    // in the exclusive mode is refused while they hold it open, and they while it does.
+    this.peers = options.peers;
     try {
-      this.db.pragma("locking_mode = EXCLUSIVE");
+      if (!this.peers) this.db.pragma("locking_mode = EXCLUSIVE");
       this.db.pragma("journal_mode = WAL");
     } catch (err) {
       this.db.close();
@@ -317,7 +335,7 @@ export class SqliteStorage implements StoragePort {
       this.pageCap = { all, writes: Math.max(1, all - Math.ceil(reserveBytes / pageSize)) };
       this.db.pragma(`max_page_count = ${this.pageCap.writes}`);
     }
-    this.blobs = new BlobFiles(dir, this.synchronous === "full");
+    this.blobs = new BlobFiles(dir, this.synchronous === "full", this.peers?.slot);
     const writes: SqliteWrites = { write: (run) => this.write(run), free: (run) => this.free(run) };
     this.insights = new SqliteInsights(this.db, this.blobs, writes, this.logger);
     const db = this.db;
@@ -453,6 +471,9 @@ export class SqliteStorage implements StoragePort {
       throw err;
     }
     storage.reserve.restore();
+    if (storage.peers) {
+      storage.unsubscribePeers = storage.peers.channel.subscribe(PEER_TOPIC, (store) => storage.tellListeners(store));
+    }
     return storage;
   }
 
@@ -717,8 +738,14 @@ export class SqliteStorage implements StoragePort {
     return () => this.listeners.delete(listener);
   }
 
-  /** Tells the listeners that a store changed; called after each commit, so nothing here may throw. */
+  /** A commit here changed `store`: tells the listeners and the peers; nothing here may throw. */
   private changed(store: string): void {
+    this.tellListeners(store);
+    this.peers?.channel.publish(PEER_TOPIC, store);
+  }
+
+  /** Tells the listeners that a store changed, here or in a peer. */
+  private tellListeners(store: string): void {
     for (const listener of this.listeners) {
       try {
         listener(store);
@@ -822,6 +849,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async close(): Promise<void> {
+    this.unsubscribePeers?.();
     await this.reserve.settled();
     this.db.close();
   }

@@ -1,0 +1,268 @@
+// `trove serve --workers N` (docs/operations.md, "Several cores"). One process's event loop uses
+// one core; N worker processes (node:cluster) serve the same port, the primary handing each new
+// connection to one of them in turn. The workers share the storage: the embedded store's data
+// directory in SQLite's normal locking mode, or the MongoDB database as instances do. What one
+// commits, the others are told through the primary (a PeerChannel), so a poll parked in one worker
+// wakes for a PUT another answered. The primary serves nothing: it starts the workers and starts
+// again one that died, relays their messages, keeps the development issuer's single-use grants,
+// sums their metrics for GET /metrics, and stops them gracefully on SIGTERM or SIGINT.
+//
+// Every worker is the same server; slot 1 (whichever process holds it now) also runs what must
+// run once per data directory: the report worker, the purge of expired tombstones, the filesystem
+// stores' scanners.
+
+import cluster, { type Worker } from "node:cluster";
+import { type Logger, pino } from "pino";
+import { AggregatorRegistry } from "prom-client";
+import { type Grant, type GrantStore, type GrantTable, localGrants } from "../auth/dev-issuer.js";
+import type { ScanLease } from "../storage/filesystem/scan-lease.js";
+import type { PeerChannel } from "../storage/port.js";
+
+/** The environment variable that gives a worker its slot, 1..N. */
+const SLOT = "TROVE_WORKER_SLOT";
+/** How long a worker waits for the primary's answer (metrics, grants). */
+const ASK_TIMEOUT = 10_000;
+/** How long after a worker died its slot is started again. */
+const RESTART_DELAY = 1000;
+
+type GrantOp =
+  | { op: "put"; table: GrantTable; key: string; grant: Grant }
+  | { op: "take" | "delete"; table: GrantTable; key: string };
+
+/** Worker to primary. */
+type Upward =
+  | { trove: "publish"; topic: string; key: string }
+  | { trove: "ask"; id: number; what: "metrics" }
+  | { trove: "ask"; id: number; what: "grants"; grant: GrantOp };
+
+/** Primary to worker. */
+type Downward =
+  | { trove: "publish"; topic: string; key: string }
+  | { trove: "answer"; id: number; value?: unknown; error?: string }
+  /** Stop: gracefully, or at once (a second signal). */
+  | { trove: "stop"; now: boolean };
+
+function isTroveMessage<T extends { trove: string }>(message: unknown): message is T {
+  return typeof message === "object" && message !== null && typeof (message as { trove?: unknown }).trove === "string";
+}
+
+/** What a worker has of the others and of its primary. */
+export interface WorkerLink {
+  /** 1..N: slot 1 runs the once-per-directory duties. */
+  readonly slot: number;
+  /** Commits, report changes and jobs, to and from the other workers. */
+  readonly peers: PeerChannel;
+  /** The development issuer's grants, kept by the primary. */
+  readonly grants: GrantStore;
+  /** Every worker's metrics, summed by the primary (Prometheus text). */
+  collectMetrics(): Promise<string>;
+  /** Filesystem stores: slot 1 scans their folders, the others serve what it records. */
+  readonly scanLease: ScanLease;
+  /** Calls `listener` each time this worker is told to stop: gracefully (the primary's first signal, or the primary is gone), or at once. */
+  onStop(listener: (now: boolean) => void): void;
+}
+
+/** This process's link, when it is a worker of `trove serve --workers`; undefined otherwise. */
+export function workerLink(): WorkerLink | undefined {
+  const slot = Number(process.env[SLOT]);
+  if (!cluster.isWorker || !Number.isInteger(slot) || slot < 1) return undefined;
+  const listeners = new Map<string, Set<(key: string) => void>>();
+  const pending = new Map<number, { resolve(value: unknown): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
+  let nextId = 0;
+  const stopListeners: Array<(now: boolean) => void> = [];
+  const stopNow = (now: boolean) => {
+    for (const listener of stopListeners) listener(now);
+  };
+  const send = (message: Upward): boolean => {
+    if (!process.connected) return false;
+    process.send?.(message);
+    return true;
+  };
+  process.on("message", (message: unknown) => {
+    if (!isTroveMessage<Downward>(message)) return;
+    if (message.trove === "publish") {
+      for (const listener of listeners.get(message.topic) ?? []) listener(message.key);
+    } else if (message.trove === "answer") {
+      const ask = pending.get(message.id);
+      if (!ask) return;
+      pending.delete(message.id);
+      clearTimeout(ask.timer);
+      if (message.error !== undefined) ask.reject(new Error(message.error));
+      else ask.resolve(message.value);
+    } else if (message.trove === "stop") {
+      stopNow(message.now);
+    }
+  });
+  // The primary is gone (killed): nothing relays or restarts any more; stop serving.
+  process.on("disconnect", () => {
+    for (const [id, ask] of pending) {
+      pending.delete(id);
+      clearTimeout(ask.timer);
+      ask.reject(new Error("the primary process is gone"));
+    }
+    stopNow(false);
+  });
+  const ask = <T>(question: { what: "metrics" } | { what: "grants"; grant: GrantOp }): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`the primary process did not answer within ${ASK_TIMEOUT / 1000} s`));
+      }, ASK_TIMEOUT);
+      pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      if (!send({ trove: "ask", id, ...question })) {
+        pending.delete(id);
+        clearTimeout(timer);
+        reject(new Error("the primary process is gone"));
+      }
+    });
+  const grant = <T>(op: GrantOp) => ask<T>({ what: "grants", grant: op });
+  return {
+    slot,
+    peers: {
+      publish(topic, key) {
+        send({ trove: "publish", topic, key });
+      },
+      subscribe(topic, listener) {
+        let set = listeners.get(topic);
+        if (!set) {
+          set = new Set();
+          listeners.set(topic, set);
+        }
+        set.add(listener);
+        return () => set.delete(listener);
+      },
+    },
+    grants: {
+      put: (table, key, value) => grant<void>({ op: "put", table, key, grant: value }),
+      take: (table, key) => grant<Grant | undefined>({ op: "take", table, key }),
+      delete: (table, key) => grant<void>({ op: "delete", table, key }),
+    },
+    collectMetrics: () => ask<string>({ what: "metrics" }),
+    scanLease: {
+      duration: 30_000,
+      hold: async () => slot === 1,
+      release: async () => {},
+    },
+    onStop(listener) {
+      stopListeners.push(listener);
+    },
+  };
+}
+
+export interface PrimaryOptions {
+  workers: number;
+  logger: Logger;
+  /** Called once every worker listens, with the port (the development issuer's banner). */
+  listening(port: number): void;
+}
+
+/**
+ * Runs the primary: starts `workers` workers (this program again, with the same arguments, each
+ * told its slot), and serves until SIGTERM or SIGINT, after which every worker stops gracefully;
+ * a second signal stops them at once. Answers the exit code: 0 after a shutdown; a worker's own
+ * when one could not start (the others are stopped then).
+ */
+export function runPrimary(options: PrimaryOptions): Promise<number> {
+  const { logger, workers: count } = options;
+  const slots = new Map<number, Worker>();
+  const grants = localGrants();
+  // Its constructor adds the listener of the workers' answers (prom-client's cluster support).
+  const aggregator = new AggregatorRegistry();
+  let started = 0;
+  let stopping = false;
+
+  return new Promise<number>((resolve) => {
+    const answer = (worker: Worker, id: number, work: () => Promise<unknown>) => {
+      work().then(
+        (value) => worker.isConnected() && worker.send({ trove: "answer", id, value } satisfies Downward),
+        (err: Error) =>
+          worker.isConnected() && worker.send({ trove: "answer", id, error: err.message } satisfies Downward),
+      );
+    };
+    const onMessage = (worker: Worker, message: unknown) => {
+      if (!isTroveMessage<Upward>(message)) return;
+      if (message.trove === "publish") {
+        for (const other of slots.values()) {
+          if (other !== worker && other.isConnected()) other.send(message satisfies Downward);
+        }
+      } else if (message.what === "metrics") {
+        answer(worker, message.id, () => aggregator.clusterMetrics());
+      } else {
+        const op = message.grant;
+        answer(worker, message.id, () =>
+          op.op === "put" ? grants.put(op.table, op.key, op.grant) : grants[op.op](op.table, op.key),
+        );
+      }
+    };
+    const fork = (slot: number) => {
+      const worker = cluster.fork({ [SLOT]: String(slot) });
+      slots.set(slot, worker);
+      worker.on("message", (message: unknown) => onMessage(worker, message));
+      worker.once("listening", (address) => {
+        if (started === count) {
+          if (!stopping) logger.info({ slot, pid: worker.process.pid }, "worker started again");
+          return;
+        }
+        started += 1;
+        if (started === count) {
+          logger.info({ workers: count, port: address.port }, `${count} workers serving`);
+          options.listening(address.port);
+        }
+      });
+      worker.once("exit", (code, signal) => {
+        if (slots.get(slot) === worker) slots.delete(slot);
+        if (stopping) {
+          if (slots.size === 0) finish(0);
+          return;
+        }
+        if (started < count) {
+          // A worker could not start (a port in use, the storage unreachable): its own message
+          // is on stderr. The others stop; the primary ends with its exit code.
+          logger.error({ slot, code, signal }, "a worker could not start: stopping the others");
+          stopAll(true);
+          exitCode = typeof code === "number" && code !== 0 ? code : 1;
+          if (slots.size === 0) finish(exitCode);
+          return;
+        }
+        logger.error({ slot, code, signal }, `worker ${slot} ended unexpectedly: starting it again`);
+        setTimeout(() => !stopping && fork(slot), RESTART_DELAY).unref();
+      });
+    };
+    let exitCode = 0;
+    const stopAll = (now: boolean) => {
+      stopping = true;
+      for (const worker of slots.values()) {
+        if (worker.isConnected()) worker.send({ trove: "stop", now } satisfies Downward);
+      }
+    };
+    const finish = (code: number) => {
+      process.off("SIGINT", first);
+      process.off("SIGTERM", first);
+      resolve(exitCode || code);
+    };
+    const first = (signal: NodeJS.Signals) => {
+      process.off("SIGINT", first);
+      process.off("SIGTERM", first);
+      logger.info({ signal }, "stopping the workers gracefully");
+      process.once("SIGINT", atOnce);
+      process.once("SIGTERM", atOnce);
+      stopAll(false);
+      if (slots.size === 0) finish(0);
+    };
+    const atOnce = (second: NodeJS.Signals) => {
+      logger.warn({ signal: second }, "second signal: stopping every worker at once");
+      stopAll(true);
+      // As a single process would: the exit code of the signal, without waiting for the workers.
+      setTimeout(() => process.exit(second === "SIGINT" ? 130 : 143), 100).unref();
+    };
+    process.on("SIGINT", first);
+    process.on("SIGTERM", first);
+    for (let slot = 1; slot <= count; slot++) fork(slot);
+  });
+}
+
+/** The primary's own logger: what it does (starts, restarts, stops), on the workers' stdout. */
+export function primaryLogger(level: string): Logger {
+  return pino({ level }).child({ role: "primary" });
+}
