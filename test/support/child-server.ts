@@ -28,6 +28,8 @@ export interface ChildServer {
   stop(): Promise<void>;
   /** Ends the process with SIGKILL, as a crash would; the data directory stays. */
   kill(): Promise<void>;
+  /** Settles when the process has ended, with its exit code or the signal that ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export interface ChildServerOptions {
@@ -103,7 +105,9 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     stderr = (stderr + s).slice(-4000);
   });
   const url = `http://127.0.0.1:${port}`;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   const token = () => (options.token !== undefined ? Promise.resolve(options.token) : fetchDevToken({ url, dataDir }));
   let authorization: string;
   try {
@@ -119,6 +123,7 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     pid: child.pid as number,
     dataDir,
     authorization,
+    exited,
     async stop() {
       if (child.exitCode === null) {
         child.kill("SIGTERM");

@@ -1,0 +1,725 @@
+// `trove serve --workers N` (issue 14, multi-core serving; docs/operations.md, "Several cores"), as
+// clients and an operator see it: the server runs in a child process (from dist/) with two worker
+// processes on one port. Which worker holds a connection is read from /proc, never from the
+// server: the test keeps keep-alive connections and finds the worker process that owns the
+// server's end of each (its socket inode in /proc/net/tcp, among the fds of the primary's
+// children). So "on the other worker" is a fact the test checks, not a hope about round robin.
+
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, readdir, readFile, readlink, rm } from "node:fs/promises";
+import * as http from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { decodeJwt } from "jose";
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type ChildServer, freePort, startChildServer } from "../support/child-server.js";
+
+const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
+/** Idle keep-alive connections stay open for the whole test (the default closes them after 5 s). */
+const WORKERS_ARGS = ["--workers", "2", "--keep-alive-timeout", "600"];
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  /** The client's end of the connection that carried the request. */
+  localPort: number;
+}
+
+interface SendInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** false: a connection of its own, closed after the answer. */
+  agent?: http.Agent | false;
+}
+
+function send(url: string, init: SendInit = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: init.method ?? "GET", headers: init.headers, agent: init.agent ?? false },
+      (res) => {
+        const localPort = res.socket?.localPort ?? 0;
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => {
+          body += c;
+        });
+        res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, localPort }));
+        res.once("error", reject);
+      },
+    );
+    req.once("error", reject);
+    req.end(init.body);
+  });
+}
+
+/** The quoted ETag header without its quotes, as poll events carry it. */
+function tagOf(a: Answer): string {
+  const etag = a.headers.etag;
+  if (typeof etag !== "string") throw new Error(`no ETag in the answer (${a.status}): ${a.body}`);
+  return etag.replaceAll('"', "");
+}
+
+/** The processes the primary started (its children), from every thread's children list. */
+async function workerPids(primary: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${primary}/task`).catch(() => [] as string[]);
+  const pids = new Set<number>();
+  for (const task of tasks) {
+    const children = await readFile(`/proc/${primary}/task/${task}/children`, "utf8").catch(() => "");
+    for (const pid of children.trim().split(/\s+/)) if (pid) pids.add(Number(pid));
+  }
+  return [...pids].sort((a, b) => a - b);
+}
+
+/** Whether a process exists and is not a zombie. */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  if (stat === "") return false;
+  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+}
+
+/** Which of `pids` holds the server's end of the connection from client port `clientPort`. */
+async function ownerOf(serverPort: number, clientPort: number, pids: number[]): Promise<number | undefined> {
+  let inode: string | undefined;
+  for (const line of (await readFile("/proc/net/tcp", "utf8")).split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10) continue;
+    const local = Number.parseInt((f[1] as string).split(":")[1] as string, 16);
+    const remote = Number.parseInt((f[2] as string).split(":")[1] as string, 16);
+    if (local === serverPort && remote === clientPort && f[3] === "01") inode = f[9];
+  }
+  if (inode === undefined) return undefined;
+  for (const pid of pids) {
+    for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+      if ((await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "")) === `socket:[${inode}]`) return pid;
+    }
+  }
+  return undefined;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeout = 30_000): Promise<T> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One keep-alive connection, known to be held by the worker `pid`. */
+class Pinned {
+  readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  localPort = 0;
+  pid = 0;
+
+  constructor(readonly s: ChildServer) {}
+
+  /** `path` on this connection; throws if the server closed it and another had to be opened. */
+  async request(path: string, init: Omit<SendInit, "agent"> = {}): Promise<Answer> {
+    const a = await send(`${this.s.url}${path}`, { ...init, agent: this.agent });
+    if (this.localPort !== 0 && a.localPort !== this.localPort) {
+      throw new Error(`the connection to worker ${this.pid} was closed: a request went out on another one`);
+    }
+    this.localPort = a.localPort;
+    return a;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** Everything a test started: connections closed, servers stopped, worker processes gone. */
+const opened: Pinned[] = [];
+const servers: ChildServer[] = [];
+const workers = new Set<number>();
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+async function cleanUp(): Promise<void> {
+  for (const c of opened.splice(0)) c.close();
+  for (const child of children.splice(0)) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const gone = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+    await gone;
+    clearTimeout(timer);
+  }
+  for (const s of servers.splice(0)) await s.stop();
+  // The primary stops its workers; any left (a primary that had to be killed) are ended here.
+  for (const pid of [...workers]) {
+    workers.delete(pid);
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes("trove.js") && (await alive(pid))) process.kill(pid, "SIGKILL");
+  }
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+}
+
+async function startWorkers(options: { dataDir?: string } = {}): Promise<{ s: ChildServer; pids: number[] }> {
+  const s = await startChildServer({ args: WORKERS_ARGS, dataDir: options.dataDir });
+  servers.push(s);
+  const pids = await until("two worker processes", async () => {
+    const found = await workerPids(s.pid);
+    return found.length === 2 ? found : undefined;
+  });
+  for (const pid of pids) workers.add(pid);
+  return { s, pids };
+}
+
+/** `perWorker` keep-alive connections held by each of `pids`: new connections until each has its share. */
+async function pin(s: ChildServer, pids: number[], perWorker: number): Promise<Map<number, Pinned[]>> {
+  const held = new Map<number, Pinned[]>(pids.map((pid) => [pid, []]));
+  for (let tries = 0; [...held.values()].some((list) => list.length < perWorker); tries++) {
+    if (tries > 40 * perWorker * pids.length) {
+      throw new Error(
+        `no fair share of connections after ${tries} tries: ${[...held].map(([p, l]) => `${p}:${l.length}`)}`,
+      );
+    }
+    const c = new Pinned(s);
+    opened.push(c);
+    expect((await c.request("/healthz")).status).toBe(200);
+    const owner = await ownerOf(s.port, c.localPort, pids);
+    const list = owner === undefined ? undefined : held.get(owner);
+    if (owner !== undefined && list !== undefined && list.length < perWorker) {
+      c.pid = owner;
+      list.push(c);
+    } else {
+      c.close();
+    }
+  }
+  return held;
+}
+
+/** One connection on each worker, in the order of `pids`. */
+async function onePerWorker(s: ChildServer, pids: number[]): Promise<Pinned[]> {
+  const held = await pin(s, pids, 1);
+  return pids.map((pid) => held.get(pid)?.[0] as Pinned);
+}
+
+function auth(s: ChildServer, more: Record<string, string> = {}): Record<string, string> {
+  return { authorization: s.authorization, ...more };
+}
+
+async function createStore(s: ChildServer, name: string, type = "snapshot"): Promise<void> {
+  const res = await send(`${s.url}/resources/v2/stores`, {
+    method: "POST",
+    headers: auth(s, { "content-type": "application/json" }),
+    body: JSON.stringify({ name, type }),
+  });
+  expect(res.status).toBe(201);
+}
+
+/** The store's last event id, from the poll without parameters (`RESET {store} {id}`). */
+async function lastEventId(s: ChildServer, store: string): Promise<number> {
+  const res = await send(`${s.url}/resources/v2/poll`, { headers: auth(s) });
+  expect(res.status).toBe(200);
+  const match = new RegExp(`^RESET ${store} (\\d+)$`, "m").exec(res.body);
+  if (!match) throw new Error(`no RESET line for ${store}: ${res.body}`);
+  return Number(match[1]);
+}
+
+interface Change {
+  id: number;
+  path: string;
+  op: string;
+  previous: string;
+  tag: string;
+  type: string;
+}
+
+function changesOf(store: string, body: string): Change[] {
+  return body
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((line) => {
+      const f = line.split("|");
+      const prefix = `idr://${store}/`;
+      if (f.length !== 7 || f[0] !== "CHANGE" || !f[2]?.startsWith(prefix))
+        throw new Error(`not a change of ${store}: ${line}`);
+      return {
+        id: Number(f[1]),
+        path: decodeURIComponent(f[2].slice(prefix.length)),
+        op: f[3] as string,
+        previous: f[4] as string,
+        tag: f[5] as string,
+        type: f[6] as string,
+      };
+    });
+}
+
+/** GET /metrics on a connection of its own, parsed; `name`'s samples whose labels include `labels`, summed. */
+async function metricSum(s: ChildServer, name: string, labels: Record<string, string> = {}, c?: Pinned) {
+  const res = c ? await c.request("/metrics") : await send(`${s.url}/metrics`);
+  expect(res.status).toBe(200);
+  const family = parsePrometheusTextFormat(res.body).find((f) => f.name === name);
+  if (!family) throw new Error(`no ${name} in the scrape`);
+  return family.metrics
+    .filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))
+    .reduce((sum, m) => sum + Number(m.value), 0);
+}
+
+/** Waits until the workers together hold `n` armed change waiters (parked polls), as /metrics sums them. */
+function parked(s: ChildServer, n: number): Promise<true> {
+  return until(`${n} parked polls`, async () =>
+    (await metricSum(s, "trove_change_waiters")) === n ? true : undefined,
+  );
+}
+
+afterEach(cleanUp);
+
+describe("trove serve --workers 2: one data directory, two worker processes (issue 14, multi-core serving)", () => {
+  let s: ChildServer;
+  let pids: number[];
+
+  beforeAll(async () => {
+    ({ s, pids } = await startWorkers());
+    // One server for this block: its connections are closed after each test, the server after all.
+    servers.splice(servers.indexOf(s), 1);
+    for (const pid of pids) workers.delete(pid);
+  }, 60_000);
+  afterAll(async () => {
+    servers.push(s);
+    for (const pid of pids) workers.add(pid);
+    await cleanUp();
+  });
+
+  it("spec Poll: long polls parked in both workers all wake with the CHANGE of a PUT answered by either worker (issue 14, multi-core serving)", async () => {
+    await createStore(s, "crossfeed");
+    const polls = await pin(s, pids, 3);
+    const writers = await onePerWorker(s, pids);
+    let cursor = await lastEventId(s, "crossfeed");
+    for (const [round, writer] of writers.entries()) {
+      const waiting = [...polls.values()]
+        .flat()
+        .map((c) => c.request(`/resources/v2/poll?store=crossfeed:${cursor}&wait=60`, { headers: auth(s) }));
+      await parked(s, 6);
+      const put = await writer.request(`/resources/v2/data/crossfeed/round-${round}.txt`, {
+        method: "PUT",
+        headers: auth(s, { "content-type": "text/plain" }),
+        body: `written by worker ${writer.pid}`,
+      });
+      expect(put.status).toBe(201);
+      const answers = await Promise.all(waiting);
+      const first = changesOf("crossfeed", answers[0]?.body ?? "");
+      expect(first).toEqual([
+        {
+          id: expect.any(Number),
+          path: `round-${round}.txt`,
+          op: "modify",
+          previous: "",
+          tag: tagOf(put),
+          type: "text/plain",
+        },
+      ]);
+      expect(first[0]?.id).toBeGreaterThan(cursor);
+      // Every poll, in the worker that answered the PUT and in the other: 200 and the same line.
+      for (const a of answers) {
+        expect(a.status).toBe(200);
+        expect(a.headers["content-type"]).toBe("text/plain; charset=utf-8");
+        expect(a.body).toBe(answers[0]?.body);
+      }
+      cursor = first[0]?.id as number;
+    }
+  }, 120_000);
+
+  it("read-after-write: a GET on the other worker, and on fresh connections, sees the PUT at once; If-None-Match old tag 200, new tag 304 (issue 14, multi-core serving)", async () => {
+    await createStore(s, "readafter", "recursive");
+    const [a, b] = (await onePerWorker(s, pids)) as [Pinned, Pinned];
+    let old = "";
+    for (let round = 0; round < 6; round++) {
+      const [writer, reader] = round % 2 === 0 ? [a, b] : [b, a];
+      const body = `round ${round} from worker ${writer.pid} ${randomBytes(8).toString("hex")}`;
+      const put = await writer.request("/resources/v2/data/readafter/doc.txt", {
+        method: "PUT",
+        headers: auth(s, { "content-type": "text/plain" }),
+        body,
+      });
+      expect(put.status).toBe(round === 0 ? 201 : 200);
+      const tag = tagOf(put);
+      expect(tag).not.toBe(old);
+      const url = `${s.url}/resources/v2/data/readafter/doc.txt`;
+      const reads: Array<(headers: Record<string, string>) => Promise<Answer>> = [
+        (headers) => reader.request("/resources/v2/data/readafter/doc.txt", { headers }),
+        ...Array.from({ length: 4 }, () => (headers: Record<string, string>) => send(url, { headers })),
+      ];
+      for (const read of reads) {
+        const plain = await read(auth(s));
+        expect({ status: plain.status, etag: plain.headers.etag, body: plain.body }).toEqual({
+          status: 200,
+          etag: `"${tag}"`,
+          body,
+        });
+        if (old !== "") {
+          const stale = await read(auth(s, { "if-none-match": `"${old}"` }));
+          expect({ status: stale.status, etag: stale.headers.etag, body: stale.body }).toEqual({
+            status: 200,
+            etag: `"${tag}"`,
+            body,
+          });
+        }
+        const fresh = await read(auth(s, { "if-none-match": `"${tag}"` }));
+        expect({ status: fresh.status, body: fresh.body }).toEqual({ status: 304, body: "" });
+      }
+      old = tag;
+    }
+  }, 120_000);
+
+  it("concurrent writers on both workers: a follower polling both workers gets every write once, ids increasing, and ends on the store's state (issue 14, multi-core serving; DESIGN change feed guarantee)", async () => {
+    await createStore(s, "racing");
+    const start = await lastEventId(s, "racing");
+    const writers = [...(await pin(s, pids, 2)).values()].flat();
+    const followers = await onePerWorker(s, pids);
+
+    // The follower: one poll after another, alternately on each worker, applying what it gets.
+    const mirror = new Map<string, string>();
+    const seen: Change[] = [];
+    let cursor = start;
+    let stopAt: number | undefined;
+    const follow = (async () => {
+      for (let n = 0; stopAt === undefined || cursor < stopAt; n++) {
+        const c = followers[n % followers.length] as Pinned;
+        const a = await c.request(`/resources/v2/poll?store=racing:${cursor}&wait=2`, { headers: auth(s) });
+        if (a.status === 204) continue;
+        expect(a.status).toBe(200);
+        for (const change of changesOf("racing", a.body)) {
+          expect(change.id).toBeGreaterThan(cursor);
+          seen.push(change);
+          cursor = change.id;
+          mirror.set(change.path, change.tag);
+        }
+      }
+    })();
+    follow.catch(() => {});
+
+    // Four writers, two held by each worker: 10 times their own new resource, then the shared one.
+    const puts = await Promise.all(
+      writers.map(async (w, i) => {
+        const mine: Array<{ path: string; tag: string; body: string }> = [];
+        const shared: Array<{ tag: string; body: string }> = [];
+        for (let k = 0; k < 10; k++) {
+          const path = `w${i}-${k}.txt`;
+          const own = await w.request(`/resources/v2/data/racing/${path}`, {
+            method: "PUT",
+            headers: auth(s, { "content-type": "text/plain" }),
+            body: `${path} by worker ${w.pid}`,
+          });
+          expect(own.status).toBe(201);
+          mine.push({ path, tag: tagOf(own), body: `${path} by worker ${w.pid}` });
+          const body = `shared, writer ${i}, write ${k}`;
+          const common = await w.request("/resources/v2/data/racing/shared.txt", {
+            method: "PUT",
+            headers: auth(s, { "content-type": "text/plain" }),
+            body,
+          });
+          expect([200, 201]).toContain(common.status);
+          shared.push({ tag: tagOf(common), body });
+        }
+        return { mine, shared };
+      }),
+    );
+    stopAt = await lastEventId(s, "racing");
+    await follow;
+
+    // Ids strictly increasing across all answers, no id twice.
+    const ids = seen.map((c) => c.id);
+    expect(ids).toEqual([...new Set(ids)].sort((x, y) => x - y));
+    expect(ids.at(-1)).toBe(stopAt);
+    // Every write to a resource written once reached the follower, exactly once, with its tag.
+    for (const { path, tag } of puts.flatMap((p) => p.mine)) {
+      expect(seen.filter((c) => c.path === path)).toEqual([
+        { id: expect.any(Number), path, op: "modify", previous: "", tag, type: "text/plain" },
+      ]);
+    }
+    // The shared resource: the follower ends on the tag a GET answers, which is one write's, with its body.
+    const all = puts.flatMap((p) => p.shared);
+    expect(new Set(all.map((w) => w.tag)).size).toBe(40);
+    for (const c of followers) {
+      const got = await c.request("/resources/v2/data/racing/shared.txt", { headers: auth(s) });
+      expect(got.status).toBe(200);
+      expect(mirror.get("shared.txt")).toBe(tagOf(got));
+      expect(all.find((w) => w.tag === tagOf(got))?.body).toBe(got.body);
+    }
+    expect(mirror.size).toBe(41);
+
+    // From the start: one event per resource (the latest), ids increasing, the same state.
+    const full = await send(`${s.url}/resources/v2/poll?store=racing:${start}`, { headers: auth(s) });
+    expect(full.status).toBe(200);
+    const listed = changesOf("racing", full.body);
+    const listedIds = listed.map((c) => c.id);
+    expect(listedIds).toEqual([...new Set(listedIds)].sort((x, y) => x - y));
+    expect(listedIds.at(-1)).toBe(stopAt);
+    expect(new Map(listed.map((c) => [c.path, c.tag]))).toEqual(mirror);
+    expect(listed).toHaveLength(41);
+  }, 120_000);
+
+  it("console sign-in: a code issued by one worker is taken once by the other; the refresh token works once (issue 14, multi-core serving)", async () => {
+    const [a, b] = (await onePerWorker(s, pids)) as [Pinned, Pinned];
+    const redirectUri = `${s.url}/console/`;
+    const signIn = async (on: Pinned) => {
+      const verifier = randomBytes(32).toString("base64url");
+      const form = new URLSearchParams({
+        response_type: "code",
+        client_id: "trove-console",
+        redirect_uri: redirectUri,
+        state: "s-1",
+        code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+        code_challenge_method: "S256",
+        decision: "allow",
+      });
+      const res = await on.request("/auth/authorize", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: form.toString(),
+      });
+      expect(res.status).toBe(302);
+      const location = new URL(res.headers.location as string);
+      expect(location.origin + location.pathname).toBe(redirectUri);
+      expect(location.searchParams.get("state")).toBe("s-1");
+      const code = location.searchParams.get("code") as string;
+      return {
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: redirectUri,
+        client_id: "trove-console",
+        code_verifier: verifier,
+      };
+    };
+    const token = async (on: Pinned, form: Record<string, string>) => {
+      const res = await on.request("/auth/token", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(form).toString(),
+      });
+      return { status: res.status, body: JSON.parse(res.body) as Record<string, unknown> };
+    };
+    const refresh = (on: Pinned, refreshToken: unknown) =>
+      token(on, { grant_type: "refresh_token", refresh_token: String(refreshToken), client_id: "trove-console" });
+
+    // Authorized on worker a, exchanged on worker b; the token works on a.
+    const form = await signIn(a);
+    const exchanged = await token(b, form);
+    expect(exchanged.status).toBe(200);
+    expect(exchanged.body).toMatchObject({
+      token_type: "Bearer",
+      // startChildServer's --token-lifetime.
+      expires_in: 86400,
+      refresh_token: expect.any(String),
+    });
+    expect(decodeJwt(String(exchanged.body.access_token))).toMatchObject({
+      sub: "developer",
+      client_id: "trove-console",
+    });
+    const stores = await a.request("/resources/v2/stores", {
+      headers: { authorization: `Bearer ${exchanged.body.access_token}` },
+    });
+    expect(stores.status).toBe(200);
+    // The refresh token, on a: works once, then not on either worker.
+    const renewed = await refresh(a, exchanged.body.refresh_token);
+    expect(renewed.status).toBe(200);
+    expect(renewed.body.refresh_token).not.toBe(exchanged.body.refresh_token);
+    for (const on of [b, a]) {
+      const reused = await refresh(on, exchanged.body.refresh_token);
+      expect(reused).toEqual({
+        status: 400,
+        body: { error: "invalid_grant", error_description: "unknown, expired or already used refresh token" },
+      });
+    }
+    // The code replayed on a: recognised as used; then, as in one process, the record is spent: unknown on b.
+    expect(await token(a, form)).toEqual({
+      status: 400,
+      body: { error: "invalid_grant", error_description: "authorization code already used" },
+    });
+    expect(await token(b, form)).toEqual({
+      status: 400,
+      body: { error: "invalid_grant", error_description: "unknown or expired authorization code" },
+    });
+
+    // The other way round, and a replay on the other worker revokes the refresh token it gave (RFC 6749 4.1.2).
+    const second = await signIn(b);
+    const got = await token(a, second);
+    expect(got.status).toBe(200);
+    expect((await token(b, second)).body).toEqual({
+      error: "invalid_grant",
+      error_description: "authorization code already used",
+    });
+    expect((await refresh(a, got.body.refresh_token)).status).toBe(400);
+  }, 60_000);
+
+  it("GET /metrics on either worker answers both workers' counts summed (issue 14, multi-core serving)", async () => {
+    await createStore(s, "counted", "recursive");
+    const put = await send(`${s.url}/resources/v2/data/counted/m.txt`, { method: "PUT", headers: auth(s), body: "m" });
+    expect(put.status).toBe(201);
+    const [a, b] = (await onePerWorker(s, pids)) as [Pinned, Pinned];
+    const route = { face: "rest", route: "GET /resources/v2/data/{store}/{path}", status: "200" };
+    const before = await metricSum(s, "trove_requests_total", route, a);
+    // 10 on worker a, 7 on worker b, 8 on connections of their own (either worker).
+    const gets: Array<() => Promise<Answer>> = [
+      ...Array.from({ length: 10 }, () => () => a.request("/resources/v2/data/counted/m.txt", { headers: auth(s) })),
+      ...Array.from({ length: 7 }, () => () => b.request("/resources/v2/data/counted/m.txt", { headers: auth(s) })),
+      ...Array.from({ length: 8 }, () => () => send(`${s.url}/resources/v2/data/counted/m.txt`, { headers: auth(s) })),
+    ];
+    for (const get of gets) expect((await get()).status).toBe(200);
+    expect(await metricSum(s, "trove_requests_total", route, a)).toBe(before + 25);
+    expect(await metricSum(s, "trove_requests_total", route, b)).toBe(before + 25);
+    expect(await metricSum(s, "trove_requests_total", route)).toBe(before + 25);
+    // Build information is each worker's 1, not their sum.
+    expect(await metricSum(s, "trove_build_info", {}, b)).toBe(1);
+  }, 60_000);
+});
+
+describe("trove serve --workers 2: processes (issue 14, multi-core serving)", () => {
+  it("a worker killed with SIGKILL is started again; every connection is served, data intact, feed relayed (issue 14, multi-core serving)", async () => {
+    const { s, pids } = await startWorkers();
+    await createStore(s, "survivor", "recursive");
+    const put = await send(`${s.url}/resources/v2/data/survivor/kept.txt`, {
+      method: "PUT",
+      headers: auth(s),
+      body: "kept across a crash",
+    });
+    expect(put.status).toBe(201);
+    const [victim, survivor] = pids as [number, number];
+    process.kill(victim, "SIGKILL");
+
+    const now = await until("a new worker in place of the killed one", async () => {
+      const found = await workerPids(s.pid);
+      const live: number[] = [];
+      for (const pid of found) if (await alive(pid)) live.push(pid);
+      return live.length === 2 && !live.includes(victim) && live.includes(survivor) ? live : undefined;
+    });
+    for (const pid of now) workers.add(pid);
+    const restarted = now.find((pid) => pid !== survivor) as number;
+
+    // Fresh connections: every one answered, with the data written before the crash.
+    await until("the restarted worker serving", async () => {
+      const held = await pin(s, [survivor, restarted], 1).catch(() => undefined);
+      return held;
+    });
+    for (let i = 0; i < 8; i++) {
+      const got = await send(`${s.url}/resources/v2/data/survivor/kept.txt`, { headers: auth(s) });
+      expect({ status: got.status, etag: got.headers.etag, body: got.body }).toEqual({
+        status: 200,
+        etag: put.headers.etag,
+        body: "kept across a crash",
+      });
+    }
+    // The restarted worker is linked to the other: a poll parked in the survivor wakes for its PUT.
+    const [onSurvivor, onRestarted] = (await onePerWorker(s, [survivor, restarted])) as [Pinned, Pinned];
+    const cursor = await lastEventId(s, "survivor");
+    const waiting = onSurvivor.request(`/resources/v2/poll?store=survivor:${cursor}&wait=60`, { headers: auth(s) });
+    await parked(s, 1);
+    const after = await onRestarted.request("/resources/v2/data/survivor/after.txt", {
+      method: "PUT",
+      headers: auth(s),
+      body: "after the restart",
+    });
+    expect(after.status).toBe(201);
+    const woke = await waiting;
+    expect(woke.status).toBe(200);
+    expect(changesOf("survivor", woke.body).find((c) => c.path === "after.txt")?.tag).toBe(tagOf(after));
+  }, 120_000);
+
+  it("SIGTERM to the primary: parked polls in both workers answer 204, every process ends, exit code 0 (issue 14, multi-core serving)", async () => {
+    const { s, pids } = await startWorkers();
+    const cursor = await lastEventId(s, "home");
+    const polls = [...(await pin(s, pids, 2)).values()].flat();
+    const waiting = polls.map((c) =>
+      c.request(`/resources/v2/poll?store=home:${cursor}&wait=60`, { headers: auth(s) }),
+    );
+    await parked(s, 4);
+    process.kill(s.pid, "SIGTERM");
+    for (const answer of await Promise.all(waiting)) {
+      expect({ status: answer.status, body: answer.body }).toEqual({ status: 204, body: "" });
+    }
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+    for (const pid of [s.pid, ...pids]) {
+      await until(`process ${pid} gone`, async () => ((await alive(pid)) ? undefined : true));
+    }
+  }, 60_000);
+});
+
+describe("trove serve --workers: refusals (issue 14, multi-core serving)", () => {
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+    promisify(execFile)(process.execPath, [CLI, "serve", ...args], { env: { ...process.env, ...env } }).then(
+      ({ stderr }) => ({ code: 0, stderr }),
+      (err: { code: number; stderr: string }) => ({ code: err.code, stderr: err.stderr }),
+    );
+
+  it("--workers 0, 65, x (and TROVE_WORKERS=0): usage error, exit code 2, nothing started", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "trove-workers-usage-"));
+    dirs.push(dir);
+    const data = join(dir, "data");
+    for (const given of ["0", "65", "x", "1.5"]) {
+      expect(await run(["--workers", given, "--port", "0", "--data", data])).toEqual({
+        code: 2,
+        stderr: `trove serve: workers must be a whole number from 1 to 64, not "${given}"\n`,
+      });
+    }
+    expect(await run(["--port", "0", "--data", data], { TROVE_WORKERS: "0" })).toEqual({
+      code: 2,
+      stderr: 'trove serve: workers must be a whole number from 1 to 64, not "0"\n',
+    });
+    // Nothing was started: not even the data directory was made.
+    expect(await readdir(dir)).toEqual([]);
+  }, 60_000);
+
+  it("a single-process trove serve on the workers' data directory is refused; the workers keep serving (issue 14, multi-core serving)", async () => {
+    const { s, pids } = await startWorkers();
+    const put = await send(`${s.url}/resources/v2/data/home/before.txt`, {
+      method: "PUT",
+      headers: auth(s),
+      body: "b",
+    });
+    expect(put.status).toBe(201);
+    const refused = await run(["--port", String(await freePort()), "--data", s.dataDir, "--log-level", "silent"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `trove serve: the data directory ${s.dataDir} is in use by another process (another trove serve?): stop it, or give this one another --data directory\n`,
+    );
+    for (const c of await onePerWorker(s, pids)) {
+      const got = await c.request("/resources/v2/data/home/before.txt", { headers: auth(s) });
+      expect({ status: got.status, etag: got.headers.etag, body: got.body }).toEqual({
+        status: 200,
+        etag: put.headers.etag,
+        body: "b",
+      });
+      const write = await c.request(`/resources/v2/data/home/by-${c.pid}.txt`, {
+        method: "PUT",
+        headers: auth(s),
+        body: "w",
+      });
+      expect(write.status).toBe(201);
+    }
+  }, 60_000);
+
+  it("workers on the data directory of a running single-process trove serve are refused; it keeps serving (issue 14, multi-core serving)", async () => {
+    const single = await startChildServer();
+    servers.push(single);
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [CLI, "serve", ...WORKERS_ARGS, "--port", String(port), "--data", single.dataDir, "--log-level", "silent"],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    children.push(child);
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    const exited = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+    expect(exited).toEqual({ code: 1, signal: null });
+    expect(stderr).toContain(
+      `trove serve: the data directory ${single.dataDir} is in use by another process (another trove serve?): stop it, or give this one another --data directory\n`,
+    );
+    const got = await send(`${single.url}/resources/v2/data/home/`, { headers: auth(single) });
+    expect(got.status).toBe(200);
+  }, 60_000);
+});
