@@ -102,12 +102,18 @@ async function ownerOf(serverPort: number, clientPort: number, pids: number[]): 
   return undefined;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeout = 30_000): Promise<T> {
+/** Waits for `probe` to answer a value; `seen` says what was there instead when it times out. */
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  seen: () => unknown = () => "",
+  timeout = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeout;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(seen())}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -165,11 +171,16 @@ async function cleanUp(): Promise<void> {
 async function startWorkers(options: { dataDir?: string } = {}): Promise<{ s: ChildServer; pids: number[] }> {
   const s = await startChildServer({ args: WORKERS_ARGS, dataDir: options.dataDir });
   servers.push(s);
-  const pids = await until("two worker processes", async () => {
-    const found = await workerPids(s.pid);
-    return found.length === 2 ? found : undefined;
-  });
-  for (const pid of pids) workers.add(pid);
+  let found: number[] = [];
+  const pids = await until(
+    "two worker processes",
+    async () => {
+      found = await workerPids(s.pid);
+      for (const pid of found) workers.add(pid);
+      return found.length === 2 ? found : undefined;
+    },
+    () => ({ found, stderr: s.stderr() }),
+  );
   return { s, pids };
 }
 
@@ -355,8 +366,14 @@ async function metricSum(s: ChildServer, name: string, labels: Record<string, st
 
 /** Waits until the workers together hold `n` armed change waiters (parked polls), as /metrics sums them. */
 function parked(s: ChildServer, n: number): Promise<true> {
-  return until(`${n} parked polls`, async () =>
-    (await metricSum(s, "trove_change_waiters")) === n ? true : undefined,
+  let waiters: number | undefined;
+  return until(
+    `${n} parked polls`,
+    async () => {
+      waiters = await metricSum(s, "trove_change_waiters");
+      return waiters === n ? true : undefined;
+    },
+    () => ({ waiters }),
   );
 }
 
@@ -699,20 +716,32 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     const [victim, survivor] = (await bySlot(pids)) as [number, number];
     process.kill(victim, "SIGKILL");
 
-    const now = await until("a new worker in place of the killed one", async () => {
-      const found = await workerPids(s.pid);
-      const live: number[] = [];
-      for (const pid of found) if (await alive(pid)) live.push(pid);
-      return live.length === 2 && !live.includes(victim) && live.includes(survivor) ? live : undefined;
-    });
-    for (const pid of now) workers.add(pid);
+    let live: number[] = [];
+    const now = await until(
+      "a new worker in place of the killed one",
+      async () => {
+        live = [];
+        for (const pid of await workerPids(s.pid)) {
+          workers.add(pid);
+          if (await alive(pid)) live.push(pid);
+        }
+        return live.length === 2 && !live.includes(victim) && live.includes(survivor) ? live : undefined;
+      },
+      () => ({ victim, survivor, live, stderr: s.stderr() }),
+    );
     const restarted = now.find((pid) => pid !== survivor) as number;
 
     // Fresh connections: every one answered, with the data written before the crash.
-    await until("the restarted worker serving", async () => {
-      const held = await pin(s, [survivor, restarted], 1).catch(() => undefined);
-      return held;
-    });
+    let refused: unknown;
+    await until(
+      "the restarted worker serving",
+      () =>
+        pin(s, [survivor, restarted], 1).catch((err: Error) => {
+          refused = err.message;
+          return undefined;
+        }),
+      () => ({ refused, stderr: s.stderr() }),
+    );
     for (let i = 0; i < 8; i++) {
       const got = await send(`${s.url}/resources/v2/data/survivor/kept.txt`, { headers: auth(s) });
       expect({ status: got.status, etag: got.headers.etag, body: got.body }).toEqual({

@@ -28,6 +28,8 @@ export interface ChildServer {
   stop(): Promise<void>;
   /** Ends the process with SIGKILL, as a crash would; the data directory stays. */
   kill(): Promise<void>;
+  /** The last 4000 characters the process (and any process it started) wrote to stderr. */
+  stderr(): string;
   /** Settles when the process has ended, with its exit code or the signal that ended it. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -124,6 +126,7 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     dataDir,
     authorization,
     exited,
+    stderr: () => stderr,
     async stop() {
       if (child.exitCode === null) {
         child.kill("SIGTERM");
