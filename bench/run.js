@@ -14,6 +14,8 @@
 // (bench/apache-large.js) compares GET and PUT of 1 MiB and 64 MiB, `--only apache-listing`
 // (bench/apache-listing.js) listings of 1,000 and 10,000 entries against PROPFIND; a bare `npm
 // run bench` runs both too where httpd and wrk are installed (4 connections, rounds of <= 5 s).
+// `--only apache` also measures `trove serve --workers N` (`--workers N`, default one per core
+// where there are several; `--workers 0` leaves it out).
 
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
@@ -38,6 +40,8 @@ const { values: opts } = parseArgs({
     rounds: { type: "string", default: "3" },
     "mongodb-url": { type: "string" },
     "mongodb-pid": { type: "string" },
+    // `--only apache`: also Trove with `--workers N` (0: not; default the machine's cores, if more than one).
+    workers: { type: "string" },
   },
 });
 const mongodbUrl = opts["mongodb-url"];
@@ -322,6 +326,12 @@ async function runApache() {
     targets.push({ label: "apache mod_dav", ...apache, newPrefix: "/new-" });
     const trove = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl }));
     targets.push({ label: "trove (defaults)", ...trove, newPrefix: "/resources/v2/data/home/new-" });
+    const workers = Number(opts.workers ?? (cpus().length > 1 ? cpus().length : 0));
+    if (workers > 1) {
+      const serveArgs = ["--workers", String(workers)];
+      const several = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl, serveArgs }));
+      targets.push({ label: `trove --workers ${workers}`, ...several, newPrefix: "/resources/v2/data/home/new-" });
+    }
     const [bare, ,] = targets;
     const rows = [];
     for (const c of APACHE_CASES.filter((x) => useWrk || !x.wrkOnly)) {
@@ -340,7 +350,7 @@ async function runApache() {
       }
       const rps = (t) => median(runs.get(t).map((x) => x.rps));
       for (const t of targets) {
-        const isTrove = t === targets[2];
+        const isTrove = t.label.startsWith("trove");
         rows.push({
           case: c.name,
           target: t.label,

@@ -40,7 +40,7 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
         dataDir: config.dataDir,
         logger,
         synchronous: config.sqliteSynchronous,
-        peers: link && { channel: link.peers, slot: link.slot },
+        peers: link && { channel: link.peers, turns: link.turns, slot: link.slot },
       });
   await ensureHomeStore(storage, Date.now());
   let auth: Authenticator;

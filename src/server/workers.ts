@@ -16,7 +16,7 @@ import { type Logger, pino } from "pino";
 import { AggregatorRegistry } from "prom-client";
 import { type Grant, type GrantStore, type GrantTable, localGrants } from "../auth/dev-issuer.js";
 import type { ScanLease } from "../storage/filesystem/scan-lease.js";
-import type { PeerChannel } from "../storage/port.js";
+import type { PeerChannel, WriteTurns } from "../storage/port.js";
 
 /** The environment variable that gives a worker its slot, 1..N. */
 const SLOT = "TROVE_WORKER_SLOT";
@@ -29,15 +29,22 @@ type GrantOp =
   | { op: "put"; table: GrantTable; key: string; grant: Grant }
   | { op: "take" | "delete"; table: GrantTable; key: string };
 
+/** Keys published in one turn of a worker's event loop, each [topic, key] once. */
+type Published = { trove: "publish"; items: Array<[string, string]> };
+
 /** Worker to primary. */
 type Upward =
-  | { trove: "publish"; topic: string; key: string }
+  | Published
+  /** The write turn (WriteTurns): asked for, or given back. */
+  | { trove: "turn"; op: "take" | "release" }
   | { trove: "ask"; id: number; what: "metrics" }
   | { trove: "ask"; id: number; what: "grants"; grant: GrantOp };
 
 /** Primary to worker. */
 type Downward =
-  | { trove: "publish"; topic: string; key: string }
+  | Published
+  /** The write turn is this worker's. */
+  | { trove: "turn" }
   | { trove: "answer"; id: number; value?: unknown; error?: string }
   /** Stop: gracefully, or at once (a second signal). */
   | { trove: "stop"; now: boolean };
@@ -52,6 +59,8 @@ export interface WorkerLink {
   readonly slot: number;
   /** Commits, report changes and jobs, to and from the other workers. */
   readonly peers: PeerChannel;
+  /** Turns at the embedded store's write lock, handed out in order by the primary. */
+  readonly turns: WriteTurns;
   /** The development issuer's grants, kept by the primary. */
   readonly grants: GrantStore;
   /** Every worker's metrics, summed by the primary (Prometheus text). */
@@ -70,6 +79,8 @@ export function workerLink(): WorkerLink | undefined {
   const pending = new Map<number, { resolve(value: unknown): void; reject(err: Error): void; timer: NodeJS.Timeout }>();
   let nextId = 0;
   const stopListeners: Array<(now: boolean) => void> = [];
+  /** Who waits for the write turn the primary has been asked for (one at a time). */
+  let granted: (() => void) | undefined;
   const stopNow = (now: boolean) => {
     for (const listener of stopListeners) listener(now);
   };
@@ -81,7 +92,9 @@ export function workerLink(): WorkerLink | undefined {
   process.on("message", (message: unknown) => {
     if (!isTroveMessage<Downward>(message)) return;
     if (message.trove === "publish") {
-      for (const listener of listeners.get(message.topic) ?? []) listener(message.key);
+      for (const [topic, key] of message.items) {
+        for (const listener of listeners.get(topic) ?? []) listener(key);
+      }
     } else if (message.trove === "answer") {
       const ask = pending.get(message.id);
       if (!ask) return;
@@ -89,12 +102,20 @@ export function workerLink(): WorkerLink | undefined {
       clearTimeout(ask.timer);
       if (message.error !== undefined) ask.reject(new Error(message.error));
       else ask.resolve(message.value);
+    } else if (message.trove === "turn") {
+      const run = granted;
+      granted = undefined;
+      run?.();
     } else if (message.trove === "stop") {
       stopNow(message.now);
     }
   });
   // The primary is gone (killed): nothing relays or restarts any more; stop serving.
   process.on("disconnect", () => {
+    // Writes go on under SQLite's own lock alone while the worker stops.
+    const run = granted;
+    granted = undefined;
+    run?.();
     for (const [id, ask] of pending) {
       pending.delete(id);
       clearTimeout(ask.timer);
@@ -117,11 +138,19 @@ export function workerLink(): WorkerLink | undefined {
       }
     });
   const grant = <T>(op: GrantOp) => ask<T>({ what: "grants", grant: op });
+  // What this turn of the event loop committed, sent once at its end: under load one message
+  // carries many commits, and a store written many times in a turn is named once.
+  const outbox = new Map<string, [string, string]>();
+  const flush = () => {
+    send({ trove: "publish", items: [...outbox.values()] });
+    outbox.clear();
+  };
   return {
     slot,
     peers: {
       publish(topic, key) {
-        send({ trove: "publish", topic, key });
+        if (outbox.size === 0) setImmediate(flush);
+        outbox.set(`${topic}\n${key}`, [topic, key]);
       },
       subscribe(topic, listener) {
         let set = listeners.get(topic);
@@ -131,6 +160,19 @@ export function workerLink(): WorkerLink | undefined {
         }
         set.add(listener);
         return () => set.delete(listener);
+      },
+    },
+    turns: {
+      take(run) {
+        if (granted) throw new Error("the write turn was asked for twice");
+        granted = run;
+        if (!send({ trove: "turn", op: "take" })) {
+          granted = undefined;
+          run();
+        }
+      },
+      release() {
+        send({ trove: "turn", op: "release" });
       },
     },
     grants: {
@@ -171,6 +213,17 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   const aggregator = new AggregatorRegistry();
   let started = 0;
   let stopping = false;
+  // The write turn: who holds it, and who asked for it next, in order.
+  let holder: Worker | undefined;
+  const waiting: Worker[] = [];
+  const handTurn = () => {
+    while (holder === undefined && waiting.length > 0) {
+      const next = waiting.shift() as Worker;
+      if (!next.isConnected()) continue;
+      holder = next;
+      next.send({ trove: "turn" } satisfies Downward);
+    }
+  };
 
   return new Promise<number>((resolve) => {
     const answer = (worker: Worker, id: number, work: () => Promise<unknown>) => {
@@ -182,7 +235,11 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     };
     const onMessage = (worker: Worker, message: unknown) => {
       if (!isTroveMessage<Upward>(message)) return;
-      if (message.trove === "publish") {
+      if (message.trove === "turn") {
+        if (message.op === "take") waiting.push(worker);
+        else if (holder === worker) holder = undefined;
+        handTurn();
+      } else if (message.trove === "publish") {
         for (const other of slots.values()) {
           if (other !== worker && other.isConnected()) other.send(message satisfies Downward);
         }
@@ -212,6 +269,11 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       });
       worker.once("exit", (code, signal) => {
         if (slots.get(slot) === worker) slots.delete(slot);
+        // A turn it held or asked for goes to the next in line (SQLite released its lock).
+        const place = waiting.indexOf(worker);
+        if (place >= 0) waiting.splice(place, 1);
+        if (holder === worker) holder = undefined;
+        handTurn();
         if (stopping) {
           if (slots.size === 0) finish(0);
           return;

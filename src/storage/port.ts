@@ -328,6 +328,18 @@ export interface PeerChannel {
   subscribe(topic: string, listener: (key: string) => void): () => void;
 }
 
+/**
+ * Turns at a shared database's write lock, handed to the processes that ask in the order they
+ * asked (the primary of `trove serve --workers` keeps the queue). The database's own lock still
+ * guards every write; the turns make the workers wait for it in order, without blocking, instead
+ * of in SQLite's busy handler (which sleeps the whole event loop and favours no one).
+ */
+export interface WriteTurns {
+  /** Asks for the turn: `granted` is called once this process holds it, and must end with `release`. */
+  take(granted: () => void): void;
+  release(): void;
+}
+
 export interface StoragePort extends ResourceStorage {
   /** Projects, environments, promotions and reports, kept by the same backend. */
   readonly insights: InsightsStorage;

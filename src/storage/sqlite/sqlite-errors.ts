@@ -39,8 +39,11 @@ export function databaseError(err: unknown, dataDir: string): unknown {
 
 /** How the insights module runs its writes: with a full disk translated, and deletes given room. */
 export interface SqliteWrites {
-  /** Runs a write; a full disk becomes InsufficientStorageError. */
-  write<T>(run: () => T): T;
+  /**
+   * Runs a write; a full disk becomes InsufficientStorageError. Workers on one directory wait
+   * for each other's write lock without blocking the event loop (SqliteStorage.write).
+   */
+  write<T>(run: () => T): Promise<T>;
   /** Runs a write that frees space: on a full disk, releases the reserve and retries once. */
-  free<T>(run: () => T): T;
+  free<T>(run: () => T): Promise<T>;
 }

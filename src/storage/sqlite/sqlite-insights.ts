@@ -247,7 +247,7 @@ export class SqliteInsights implements InsightsStorage {
 
   async createProject(project: ProjectRecord): Promise<ProjectRecord> {
     try {
-      this.writes.write(() => this.stmt.insertProject.run(project));
+      await this.writes.write(() => this.stmt.insertProject.run(project));
     } catch (err) {
       if (isUniqueViolation(err))
         throw new AlreadyExistsError(`project ${project.name} of account ${project.account} already exists`);
@@ -267,7 +267,7 @@ export class SqliteInsights implements InsightsStorage {
 
   async createEnvironment(environment: EnvironmentRecord): Promise<EnvironmentRecord> {
     try {
-      this.writes.write(() => this.stmt.insertEnvironment.run(environment));
+      await this.writes.write(() => this.stmt.insertEnvironment.run(environment));
     } catch (err) {
       if (isUniqueViolation(err))
         throw new AlreadyExistsError(
@@ -288,7 +288,7 @@ export class SqliteInsights implements InsightsStorage {
   }
 
   async recordPromotion(promotion: PromotionRecord): Promise<void> {
-    this.writes.write(() => this.stmt.upsertPromotion.run(promotion));
+    await this.writes.write(() => this.stmt.upsertPromotion.run(promotion));
   }
 
   // Keyset pages: a better-sqlite3 cursor cannot stay open across the consumer's awaits.
@@ -304,7 +304,7 @@ export class SqliteInsights implements InsightsStorage {
 
   async createReport(report: ReportRecord): Promise<void> {
     try {
-      this.writes.write(() =>
+      await this.writes.write(() =>
         this.stmt.insertReport.run({
           ...report,
           additionalFields: JSON.stringify(report.additionalFields),
@@ -327,7 +327,7 @@ export class SqliteInsights implements InsightsStorage {
   }
 
   async claimReportJob(owner: string, now: number, leaseMs: number): Promise<ReportRecord | undefined> {
-    const row = this.writes.write(() => this.claim(owner, now, leaseMs));
+    const row = await this.writes.write(() => this.claim(owner, now, leaseMs));
     return row && toReport(row);
   }
 
@@ -335,7 +335,7 @@ export class SqliteInsights implements InsightsStorage {
     const document = update.document;
     let applied: boolean;
     try {
-      applied = this.applyReportJobUpdate(id, owner, update);
+      applied = await this.applyReportJobUpdate(id, owner, update);
     } catch (err) {
       // One statement, rolled back: a document handed over is ours to discard (port.ts).
       if (document) await this.discardDocument(document);
@@ -345,7 +345,7 @@ export class SqliteInsights implements InsightsStorage {
     return applied;
   }
 
-  private applyReportJobUpdate(id: string, owner: string, update: ReportJobUpdate): boolean {
+  private async applyReportJobUpdate(id: string, owner: string, update: ReportJobUpdate): Promise<boolean> {
     // An empty owner would match a job that no one holds.
     if (owner === "") return false;
     const fields = (Object.keys(update) as Array<keyof ReportJobUpdate>)
@@ -360,7 +360,7 @@ export class SqliteInsights implements InsightsStorage {
       if (k === "document") Object.assign(params, documentParams(update.document ?? null));
       else params[k] = update[k];
     }
-    return this.writes.write(() => this.updateStatement(fields).run(params)).changes === 1;
+    return (await this.writes.write(() => this.updateStatement(fields).run(params))).changes === 1;
   }
 
   /** Removes the file of a document no report refers to; never throws (the orphan sweep is the floor). */
@@ -416,7 +416,7 @@ export class SqliteInsights implements InsightsStorage {
   async purgeExpired(now: number): Promise<number> {
     let purged = 0;
     for (;;) {
-      const rows = this.writes.free(() => this.stmt.purgeReports.all(now, PAGE));
+      const rows = await this.writes.free(() => this.stmt.purgeReports.all(now, PAGE));
       purged += rows.length;
       for (const r of rows) {
         if (r.blob === null || r.inlined !== 0) continue;

@@ -29,6 +29,7 @@ import {
   silentStorageLogger,
   type WriteBlobOptions,
   type WriteResult,
+  type WriteTurns,
 } from "../port.js";
 import { databaseError, isDatabaseFull, type SqliteWrites } from "./sqlite-errors.js";
 import { SqliteInsights } from "./sqlite-insights.js";
@@ -63,7 +64,7 @@ export interface SqliteStorageOptions {
    * "store") and theirs wake this process's listeners. Without (the default) one process holds
    * the directory in the exclusive locking mode: faster reads, and any other process is refused.
    */
-  peers?: { channel: PeerChannel; slot: number };
+  peers?: { channel: PeerChannel; turns: WriteTurns; slot: number };
 }
 
 const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
@@ -229,6 +230,9 @@ function newDirectory(store: string, path: string, now: number, eventId: number)
 // store's keep-deleted): a pure function of the text, so never stale; frozen, as they are shared.
 const parsedSettings = new Map<string, Readonly<Record<string, string>>>();
 
+/** Workers: a process checkpoints the WAL after this many of its writes, in its turn (SqliteStorage.checkpoint). */
+const CHECKPOINT_EVERY = 250;
+
 /** The peers' topic of committed changes: the key is the store's name. */
 const PEER_TOPIC = "store";
 
@@ -278,7 +282,18 @@ export class SqliteStorage implements StoragePort {
   private readonly stmt;
   private readonly tx;
   private readonly listeners = new Set<(store: string) => void>();
-  private readonly peers: { channel: PeerChannel; slot: number } | undefined;
+  private readonly peers: { channel: PeerChannel; turns: WriteTurns; slot: number } | undefined;
+  /** With peers: the writes waiting for this process's turn (`locked`), and the WAL's checkpoints. */
+  private readonly turns:
+    | {
+        queue: Array<{ run: () => unknown; resolve(value: unknown): void; reject(err: unknown): void }>;
+        asked: boolean;
+        commits: number;
+        noWait: Database.Statement;
+        wait: Database.Statement;
+        checkpoint: Database.Statement;
+      }
+    | undefined;
   /** Stops listening to the peers' commits (close). */
   private unsubscribePeers: (() => void) | undefined;
   /** Date.now() from which the next purge also sweeps orphaned blob files. */
@@ -326,6 +341,15 @@ export class SqliteStorage implements StoragePort {
     for (const file of [`${this.dbFile}-wal`, `${this.dbFile}-shm`]) {
       if (existsSync(file)) chmodSync(file, OWNER_FILE);
     }
+    if (this.peers) this.db.pragma("wal_autocheckpoint = 0");
+    this.turns = this.peers && {
+      queue: [],
+      asked: false,
+      commits: 0,
+      noWait: this.db.prepare("PRAGMA busy_timeout = 0"),
+      wait: this.db.prepare(`PRAGMA busy_timeout = ${this.busyTimeout}`),
+      checkpoint: this.db.prepare("PRAGMA wal_checkpoint(RESTART)"),
+    };
     this.synchronous = options.synchronous ?? "normal";
     this.db.pragma(`synchronous = ${this.synchronous === "full" ? "FULL" : "NORMAL"}`);
     this.db.exec(SCHEMA);
@@ -500,7 +524,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async createStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    this.write(() => this.tx.createStore(config, now));
+    await this.write(() => this.tx.createStore(config, now));
     this.changed(config.name);
     this.reserve.restore();
     return this.mustGetStore(config.name);
@@ -518,14 +542,14 @@ export class SqliteStorage implements StoragePort {
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
     const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
-    if (this.write(() => this.stmt.updateStore.run(params)).changes === 0)
+    if ((await this.write(() => this.stmt.updateStore.run(params))).changes === 0)
       throw new NotFoundError(`store ${config.name} not found`);
     this.changed(config.name);
     return this.mustGetStore(config.name);
   }
 
   async deleteStore(name: string, now: number): Promise<StoreRecord> {
-    const removed = this.free(() => this.tx.deleteStore(name, now));
+    const removed = await this.free(() => this.tx.deleteStore(name, now));
     this.changed(name);
     await this.removeBlobs(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
     return this.mustGetStore(name);
@@ -573,7 +597,7 @@ export class SqliteStorage implements StoragePort {
   ): Promise<WriteResult> {
     let outcome: ReturnType<typeof this.tx.putFile>;
     try {
-      outcome = this.write(() => this.tx.putFile(store, path, blob, type, pre, now));
+      outcome = await this.write(() => this.tx.putFile(store, path, blob, type, pre, now));
     } catch (err) {
       // The transaction rolled back: the blob is ours to discard (port.ts), unless a node refers
       // to it all the same, which only a commit that reported failure could have done.
@@ -624,7 +648,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    const result = this.write(() => this.tx.makeDirectory(store, path, pre, now));
+    const result = await this.write(() => this.tx.makeDirectory(store, path, pre, now));
     if (result.created) this.changed(store);
     this.reserve.restore();
     return result;
@@ -644,7 +668,7 @@ export class SqliteStorage implements StoragePort {
   }
 
   async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
-    const { result, removed } = this.free(() => this.tx.deleteTree(store, path, pre, now));
+    const { result, removed } = await this.free(() => this.tx.deleteTree(store, path, pre, now));
     this.changed(store);
     await this.removeBlobs(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
     return result;
@@ -755,10 +779,83 @@ export class SqliteStorage implements StoragePort {
     }
   }
 
-  /** Runs a write; a full disk (or cap) becomes InsufficientStorageError. */
-  private write<T>(run: () => T): T {
+  /**
+   * Runs a write in this process's turn at the write lock; errors as SQLite reports them. Alone
+   * on the directory the lock is always free: the write runs at once. Workers (peers) ask their
+   * primary for the turn and, once granted, run every write that queued meanwhile, each its own
+   * transaction, then give the turn back: they wait in order and without blocking, where
+   * SQLite's busy handler would sleep the whole event loop (1, 2, 5, 10 ... 100 ms at a time)
+   * and let the luckiest worker win. SQLite's lock still guards each write.
+   */
+  private locked<T>(run: () => T): Promise<T> {
+    const turns = this.turns;
+    if (turns === undefined) {
+      try {
+        return Promise.resolve(run());
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return new Promise<T>((resolve, reject) => {
+      turns.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (turns.asked) return;
+      turns.asked = true;
+      this.peers?.turns.take(() => this.runTurn());
+    });
+  }
+
+  /** This process holds the turn: its queued writes, a checkpoint when one is due, then the turn back. */
+  private runTurn(): void {
+    const turns = this.turns;
+    if (!turns) return;
     try {
-      return run();
+      for (let write = turns.queue.shift(); write; write = turns.queue.shift()) {
+        try {
+          write.resolve(write.run());
+          turns.commits += 1;
+        } catch (err) {
+          write.reject(err);
+        }
+      }
+      if (turns.commits >= CHECKPOINT_EVERY) this.checkpoint(turns);
+    } finally {
+      turns.asked = false;
+      this.peers?.turns.release();
+    }
+  }
+
+  /**
+   * Workers: checkpoints the WAL into the database while this process holds the write turn
+   * (RESTART), so that the copy completes and the next write starts the WAL from its beginning.
+   * SQLite's automatic checkpoint (PASSIVE, after a commit; off for workers) lets the other
+   * processes go on writing while it copies: under a steady load from two workers it never caught
+   * up, the WAL grew without end (99 MB in 10 s of PUTs, measured) and every commit paid another
+   * attempt. Without waiting (busy_timeout 0): a reader still on an older snapshot leaves some
+   * frames to the next checkpoint. Never throws: the writes before it have committed.
+   */
+  private checkpoint(turns: {
+    commits: number;
+    noWait: Database.Statement;
+    wait: Database.Statement;
+    checkpoint: Database.Statement;
+  }): void {
+    turns.commits = 0;
+    try {
+      turns.noWait.get();
+      try {
+        turns.checkpoint.get();
+      } finally {
+        turns.wait.get();
+      }
+    } catch (err) {
+      this.logger.warn({ err }, "a checkpoint of the WAL failed; the next one will try again");
+    }
+  }
+
+  /** Runs a write; a full disk (or cap) becomes InsufficientStorageError. */
+  private async write<T>(run: () => T): Promise<T> {
+    try {
+      return await this.locked(run);
     } catch (err) {
       throw databaseError(err, this.dataDir);
     }
@@ -768,14 +865,14 @@ export class SqliteStorage implements StoragePort {
    * Runs a write that frees space (a delete, the purge): when the disk (or cap) is full, releases
    * the room kept for deletes and tries once more, so that space can be freed through the API.
    */
-  private free<T>(run: () => T): T {
+  private async free<T>(run: () => T): Promise<T> {
     try {
-      return run();
+      return await this.locked(run);
     } catch (err) {
       if (!isDatabaseFull(err, this.dataDir) || !this.releaseReserve()) throw databaseError(err, this.dataDir);
     }
     try {
-      return this.write(run);
+      return await this.write(run);
     } finally {
       // Clamped by SQLite to the current size: what the delete used stays usable, no more.
       if (this.pageCap) this.db.pragma(`max_page_count = ${this.pageCap.writes}`);
@@ -804,7 +901,7 @@ export class SqliteStorage implements StoragePort {
       const cutoff = now - keepDeletedMillis(store.config);
       for (;;) {
         const rows = this.stmt.expiredTombstones.all(store.config.name, cutoff);
-        const removed = this.free(() => this.tx.purge(store.config.name, rows));
+        const removed = await this.free(() => this.tx.purge(store.config.name, rows));
         purged += removed;
         if (rows.length < 1000 || removed === 0) break;
       }
