@@ -110,7 +110,10 @@ export function workerLink(): WorkerLink | undefined {
       stopNow(message.now);
     }
   });
-  // The primary is gone (killed): nothing relays or restarts any more; stop serving.
+  // The primary is gone (killed): nothing relays or restarts any more; stop serving, gracefully.
+  // node:cluster's own listener would end the worker at once (process.exit) on a disconnect it
+  // did not ask for, cutting every connection: this flag tells it the disconnect is expected.
+  if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
   process.on("disconnect", () => {
     // Writes go on under SQLite's own lock alone while the worker stops.
     const run = granted;
@@ -314,9 +317,10 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     };
     const atOnce = (second: NodeJS.Signals) => {
       logger.warn({ signal: second }, "second signal: stopping every worker at once");
+      // As a single process would: the exit code of the signal, also when the workers end first.
+      exitCode = second === "SIGINT" ? 130 : 143;
       stopAll(true);
-      // As a single process would: the exit code of the signal, without waiting for the workers.
-      setTimeout(() => process.exit(second === "SIGINT" ? 130 : 143), 100).unref();
+      setTimeout(() => process.exit(exitCode), 100).unref();
     };
     process.on("SIGINT", first);
     process.on("SIGTERM", first);

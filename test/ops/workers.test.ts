@@ -141,6 +141,43 @@ class Pinned {
   }
 }
 
+/**
+ * A PUT on `c` whose body the test sends in parts: `started` settles once the worker has taken the
+ * request (its 100 Continue), `response` with the answer (or rejects when the connection is cut).
+ */
+function slowUpload(c: Pinned, path: string, length: number) {
+  const req = http.request(`${c.s.url}${path}`, {
+    method: "PUT",
+    agent: c.agent,
+    headers: {
+      authorization: c.s.authorization,
+      "content-type": "text/plain",
+      "content-length": String(length),
+      expect: "100-continue",
+    },
+  });
+  const started = new Promise<void>((resolve) => req.once("continue", () => resolve()));
+  const response = new Promise<Answer>((resolve, reject) => {
+    req.once("response", (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => {
+        body += chunk;
+      });
+      res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, localPort: 0 }));
+      res.once("error", reject);
+    });
+    req.once("error", reject);
+  });
+  response.catch(() => {});
+  req.flushHeaders();
+  return {
+    started,
+    response,
+    write: (chunk: string) => new Promise<void>((resolve) => req.write(chunk, () => resolve())),
+    end: (chunk: string) => req.end(chunk),
+  };
+}
+
 /** Everything a test started: connections closed, servers stopped, worker processes gone. */
 const opened: Pinned[] = [];
 const servers: ChildServer[] = [];
@@ -811,22 +848,70 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     for (const c of held) expect((await c.request("/resources/v2/data/home/", { headers: auth(s) })).status).toBe(200);
   }, 60_000);
 
-  it("SIGTERM to the primary: parked polls in both workers answer 204, every process ends, exit code 0 (issue 14, multi-core serving)", async () => {
+  it("SIGTERM to the primary: parked polls in both workers answer 204, an upload in flight completes, every process ends, exit code 0 (issue 14, multi-core serving)", async () => {
     const { s, pids } = await startWorkers();
     const cursor = await lastEventId(s, "home");
-    const polls = [...(await pin(s, pids, 2)).values()].flat();
+    const held = await pin(s, pids, 3);
+    const [uploading] = held.get(pids[0] as number)?.splice(0, 1) ?? [];
+    const upload = slowUpload(uploading as Pinned, "/resources/v2/data/home/drained.txt", 23);
+    await upload.started;
+    await upload.write("first half, ");
+    const polls = [...held.values()].flat();
     const waiting = polls.map((c) =>
       c.request(`/resources/v2/poll?store=home:${cursor}&wait=60`, { headers: auth(s) }),
     );
-    await parked(s, 4);
+    await parked(s, 5);
     process.kill(s.pid, "SIGTERM");
     for (const answer of await Promise.all(waiting)) {
       expect({ status: answer.status, body: answer.body }).toEqual({ status: 204, body: "" });
     }
+    // The upload's worker waits for it (the drain); its answer closes the connection.
+    upload.end("second half");
+    const answer = await upload.response;
+    expect({ status: answer.status, connection: answer.headers.connection }).toEqual({
+      status: 201,
+      connection: "close",
+    });
     expect(await s.exited).toEqual({ code: 0, signal: null });
     for (const pid of [s.pid, ...pids]) {
       await until(`process ${pid} gone`, async () => ((await alive(pid)) ? undefined : true));
     }
+    // Stored: workers on the same directory serve it.
+    const again = await startWorkers({ dataDir: s.dataDir });
+    const got = await send(`${again.s.url}/resources/v2/data/home/drained.txt`, { headers: auth(again.s) });
+    expect({ status: got.status, body: got.body }).toEqual({ status: 200, body: "first half, second half" });
+  }, 60_000);
+
+  it("a second SIGTERM during the drain stops every worker at once: the upload is cut, exit code 143 (issue 14, multi-core serving; docs/operations.md)", async () => {
+    const { s, pids } = await startWorkers();
+    const [busy, idle] = pids as [number, number];
+    const [c] = await onePerWorker(s, [busy, idle]);
+    const upload = slowUpload(c as Pinned, "/resources/v2/data/home/interrupted.txt", 100);
+    await upload.started;
+    await upload.write("a start");
+    process.kill(s.pid, "SIGTERM");
+    // The idle worker drains at once and ends; the busy one waits for the upload.
+    await until("the idle worker gone", async () => ((await alive(idle)) ? undefined : true));
+    expect(await alive(busy)).toBe(true);
+    process.kill(s.pid, "SIGTERM");
+    await expect(upload.response).rejects.toThrow();
+    expect(await s.exited).toEqual({ code: 143, signal: null });
+    await until("the busy worker gone", async () => ((await alive(busy)) ? undefined : true));
+  }, 60_000);
+
+  it("a worker whose primary is killed (SIGKILL) shuts down gracefully: its parked poll answers 204, it ends (issue 14, multi-core serving)", async () => {
+    const { s, pids } = await startWorkers();
+    const cursor = await lastEventId(s, "home");
+    const polls = await onePerWorker(s, pids);
+    const waiting = polls.map((c) =>
+      c.request(`/resources/v2/poll?store=home:${cursor}&wait=60`, { headers: auth(s) }),
+    );
+    await parked(s, 2);
+    await s.kill();
+    for (const answer of await Promise.all(waiting)) {
+      expect({ status: answer.status, body: answer.body }).toEqual({ status: 204, body: "" });
+    }
+    for (const pid of pids) await until(`worker ${pid} gone`, async () => ((await alive(pid)) ? undefined : true));
   }, 60_000);
 });
 
