@@ -35,7 +35,7 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
   const logger = link ? root.child({ worker: link.slot }) : root;
   const first = link === undefined || link.slot === 1;
   const storage: StoragePort = config.mongodbUrl
-    ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase, logger })
+    ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase, logger, peers: link?.peers })
     : await SqliteStorage.open({
         dataDir: config.dataDir,
         logger,

@@ -26,6 +26,7 @@ import type {
   GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
+  PeerChannel,
   Preconditions,
   StorageLogger,
   StoragePort,
@@ -42,6 +43,9 @@ import { binaryBytes, domainError, guard, guardMethods, readGridFS, removeGridFS
 import { MongoInsights } from "./mongo-insights.js";
 import { MongoScanLease } from "./mongo-scan-lease.js";
 import { type LeaseFields, type StoreLease, StoreLeases } from "./mongo-store-lease.js";
+
+/** The peers' topic of committed changes, as the embedded store's: the key is the store's name. */
+const PEER_TOPIC = "store";
 
 export interface MongoStorageOptions {
   /** mongodb://… connection string. */
@@ -64,6 +68,12 @@ export interface MongoStorageOptions {
    * trips (test/mongodb/round-trips.test.ts).
    */
   monitorCommands?: (client: MongoClient) => void;
+  /**
+   * The other workers of `trove serve --workers` on this database: each commit is told to them at
+   * once, and theirs to this one's listeners, where the watch would find them within
+   * `watchInterval`. Other instances are still found by the watch.
+   */
+  peers?: PeerChannel;
 }
 
 /**
@@ -185,6 +195,8 @@ export class MongoStorage implements StoragePort {
   private readonly lease: number;
   private readonly lockTimeout: number;
   private readonly log: StorageLogger;
+  /** Stops listening to the other workers' commits (close). */
+  private unsubscribePeers: (() => void) | undefined;
 
   private constructor(
     /** The client, repaired and watched (mongo-connection.ts). */
@@ -223,6 +235,7 @@ export class MongoStorage implements StoragePort {
       throw err;
     }
     storage.startWatching();
+    storage.unsubscribePeers = options.peers?.subscribe(PEER_TOPIC, (store) => storage.changed(store));
     return storage;
   }
 
@@ -331,7 +344,7 @@ export class MongoStorage implements StoragePort {
         return created;
       });
     }
-    this.changed(config.name);
+    this.committed(config.name);
     return record;
   }
 
@@ -384,7 +397,7 @@ export class MongoStorage implements StoragePort {
       };
       return updated;
     });
-    this.changed(config.name);
+    this.committed(config.name);
     return record;
   }
 
@@ -417,7 +430,7 @@ export class MongoStorage implements StoragePort {
       return { blobs: removed, record: deleted };
     });
     await this.removeReplaced(blobs, `store ${name}`);
-    this.changed(name);
+    this.committed(name);
     return record;
   }
 
@@ -527,7 +540,7 @@ export class MongoStorage implements StoragePort {
     }
     const old = replaced as NodeDoc | null;
     if (old && inGridFS(old)) await this.removeReplaced([old.blob], `/${path} in store ${store}`);
-    this.changed(store);
+    this.committed(store);
     return result;
   }
 
@@ -558,7 +571,7 @@ export class MongoStorage implements StoragePort {
       },
       { early: this.readEarly(store, own, path), reserve: this.idsFor(store, path) },
     );
-    if (result.created) this.changed(store);
+    if (result.created) this.committed(store);
     return result;
   }
 
@@ -614,7 +627,7 @@ export class MongoStorage implements StoragePort {
       removed.filter(inGridFS).map((n) => n.blob),
       `/${path} in store ${store}`,
     );
-    this.changed(store);
+    this.committed(store);
     return result;
   }
 
@@ -798,6 +811,7 @@ export class MongoStorage implements StoragePort {
   }
 
   async close(): Promise<void> {
+    this.unsubscribePeers?.();
     if (this.watchTimer) clearInterval(this.watchTimer);
     await this.connection.close();
   }
@@ -1037,6 +1051,12 @@ export class MongoStorage implements StoragePort {
       release();
       if (this.localLocks.get(store) === chained) this.localLocks.delete(store);
     }
+  }
+
+  /** A commit of this process changed `store`: its listeners, and the other workers'. */
+  private committed(store: string): void {
+    this.changed(store);
+    this.options.peers?.publish(PEER_TOPIC, store);
   }
 
   private changed(store: string): void {
