@@ -7,7 +7,7 @@
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, readlink, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import * as http from "node:http";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -714,6 +714,96 @@ describe("trove serve --workers 2: one data directory, two worker processes (iss
     // Build information is each worker's 1, not their sum.
     expect(await metricSum(s, "trove_build_info", {}, b)).toBe(1);
   }, 60_000);
+
+  it("filesystem stores, created on either worker: a file written into the folder by another tool wakes polls parked in both workers, and either worker serves it (issue 14, multi-core serving; slot 1 scans)", async () => {
+    const creators = await onePerWorker(s, await bySlot(pids));
+    for (const [i, creator] of creators.entries()) {
+      const name = `folder-by-slot-${i + 1}`;
+      const folder = await mkdtemp(join(tmpdir(), "trove-workers-folder-"));
+      dirs.push(folder);
+      const made = await creator.request("/resources/v2/stores", {
+        method: "POST",
+        headers: auth(s, { "content-type": "application/json" }),
+        body: JSON.stringify({ name, type: "filesystem", settings: { "filesystem-location": folder } }),
+      });
+      expect(made.status).toBe(201);
+      try {
+        const cursor = await lastEventId(s, name);
+        const polls = [...(await pin(s, pids, 2)).values()].flat();
+        const waiting = polls.map((c) =>
+          c.request(`/resources/v2/poll?store=${name}:${cursor}&wait=60`, { headers: auth(s) }),
+        );
+        await parked(s, 4);
+        await writeFile(join(folder, "from-outside.txt"), "written by another tool");
+        const answers = await Promise.all(waiting);
+        for (const a of answers) {
+          expect({ creator: i + 1, status: a.status }).toEqual({ creator: i + 1, status: 200 });
+          expect(changesOf(name, a.body).some((c) => c.path === "from-outside.txt" && c.op === "modify")).toBe(true);
+        }
+        const tag = changesOf(name, answers[0]?.body ?? "").find((c) => c.path === "from-outside.txt")?.tag;
+        for (const c of creators) {
+          const got = await c.request(`/resources/v2/data/${name}/from-outside.txt`, { headers: auth(s) });
+          expect({ status: got.status, etag: got.headers.etag, body: got.body }).toEqual({
+            status: 200,
+            etag: `"${tag}"`,
+            body: "written by another tool",
+          });
+        }
+      } finally {
+        const removed = await creator.request(`/resources/v2/stores/${name}`, { method: "DELETE", headers: auth(s) });
+        expect(removed.status).toBe(200);
+        for (const c of opened.splice(0)) if (!creators.includes(c)) c.close();
+        opened.push(...creators);
+      }
+    }
+  }, 120_000);
+
+  it("filesystem stores: deleted on one worker and made again on another folder, every worker comes to serve the new folder (issue 14, multi-core serving)", async () => {
+    const [one, two] = (await onePerWorker(s, await bySlot(pids))) as [Pinned, Pinned];
+    const before = await mkdtemp(join(tmpdir(), "trove-workers-before-"));
+    const after = await mkdtemp(join(tmpdir(), "trove-workers-after-"));
+    dirs.push(before, after);
+    await writeFile(join(before, "old.txt"), "in the first folder");
+    await writeFile(join(after, "new.txt"), "in the second folder");
+    const create = (on: Pinned, folder: string) =>
+      on.request("/resources/v2/stores", {
+        method: "POST",
+        headers: auth(s, { "content-type": "application/json" }),
+        body: JSON.stringify({ name: "moved", type: "filesystem", settings: { "filesystem-location": folder } }),
+      });
+    const read = async (on: Pinned, path: string) => {
+      const got = await on.request(`/resources/v2/data/moved/${path}`, { headers: auth(s) });
+      return { status: got.status, body: got.status === 200 ? got.body : "" };
+    };
+    expect((await create(one, before)).status).toBe(201);
+    // Both workers serve the first folder.
+    for (const on of [one, two]) {
+      expect(
+        await until("old.txt served", async () => ((await read(on, "old.txt")).status === 200 ? true : undefined)),
+      ).toBe(true);
+    }
+    expect((await two.request("/resources/v2/stores/moved", { method: "DELETE", headers: auth(s) })).status).toBe(200);
+    expect((await create(two, after)).status).toBe(201);
+    try {
+      for (const on of [two, one]) {
+        let seen: unknown;
+        await until(
+          `worker ${on.pid} serving the second folder`,
+          async () => {
+            seen = [await read(on, "new.txt"), await read(on, "old.txt")];
+            const [fresh, stale] = seen as Array<{ status: number; body: string }>;
+            return fresh?.status === 200 && stale?.status === 404 ? true : undefined;
+          },
+          () => seen,
+        );
+        expect(await read(on, "new.txt")).toEqual({ status: 200, body: "in the second folder" });
+      }
+    } finally {
+      expect((await one.request("/resources/v2/stores/moved", { method: "DELETE", headers: auth(s) })).status).toBe(
+        200,
+      );
+    }
+  }, 120_000);
 
   it("content-insights reports: requested on either worker, generated by slot 1's report worker, watched and served on the other (issue 14, multi-core serving)", async () => {
     const p = await reportProject(s, "acrossworkers");

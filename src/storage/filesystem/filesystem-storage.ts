@@ -132,8 +132,42 @@ export class FilesystemStorage implements StoragePort {
     this.ready = this.start();
     const lease = options.scanLease;
     if (lease) {
-      this.leaseTimer = setInterval(() => void this.holdLeases(), lease.duration / 3);
+      this.leaseTimer = setInterval(() => void this.followStores().then(() => this.holdLeases()), lease.duration / 3);
       this.leaseTimer.unref();
+    }
+  }
+
+  /**
+   * With a scan lease: attaches the filesystem stores that other instances created since, and
+   * detaches those they deleted. An instance competes for the lease of the folders it serves
+   * only, and would otherwise learn of a store made elsewhere only at a request for it: slot 1 of
+   * `trove serve --workers`, the only one that may scan, never scanned a store another worker made.
+   */
+  private async followStores(): Promise<void> {
+    let stores: StoreRecord[];
+    try {
+      await this.ready;
+      stores = await this.inner.listStores();
+    } catch (err) {
+      this.logger.warn({ err }, "filesystem stores not followed: the stores could not be listed");
+      return;
+    }
+    const listed = new Map<string, StoreConfig>();
+    for (const record of stores) {
+      if (!record.deleted && record.config.type === "filesystem") listed.set(record.config.name, record.config);
+    }
+    for (const [name, folder] of [...this.folders]) {
+      const config = listed.get(name);
+      if (config && config.settings["filesystem-location"] === folder.config.settings["filesystem-location"]) continue;
+      // Read again: a store this instance created after the listing is not gone.
+      const now = await this.inner.getStore(name).catch(() => undefined);
+      const location = now && !now.deleted ? now.config.settings["filesystem-location"] : undefined;
+      if (location !== folder.config.settings["filesystem-location"] && this.folders.get(name) === folder) {
+        await this.detach(name);
+      }
+    }
+    for (const config of listed.values()) {
+      if (!this.closed && !this.folders.has(config.name)) this.attach(config);
     }
   }
 
