@@ -513,6 +513,49 @@ describe("trove serve --workers 2: one data directory, two worker processes (iss
     }
   }, 120_000);
 
+  it("stores and deletes across workers: a store made on one is written on the other at once; a DELETE on one is 404 `deleted` on the other; a store deleted on one is gone on the other (issue 14, multi-core serving)", async () => {
+    const [a, b] = (await onePerWorker(s, pids)) as [Pinned, Pinned];
+    for (const [maker, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const name = `lifecycle-${maker.pid}`;
+      const made = await maker.request("/resources/v2/stores", {
+        method: "POST",
+        headers: auth(s, { "content-type": "application/json" }),
+        body: JSON.stringify({ name, type: "recursive" }),
+      });
+      expect(made.status).toBe(201);
+      expect((await other.request("/resources/v2/stores", { headers: auth(s) })).body).toContain(`"${name}"`);
+      const put = await other.request(`/resources/v2/data/${name}/doc.txt`, {
+        method: "PUT",
+        headers: auth(s),
+        body: "d",
+      });
+      expect(put.status).toBe(201);
+      const removed = await maker.request(`/resources/v2/data/${name}/doc.txt`, { method: "DELETE", headers: auth(s) });
+      expect(removed.status).toBe(200);
+      const gone = await other.request(`/resources/v2/data/${name}/doc.txt`, { headers: auth(s) });
+      expect({ status: gone.status, body: gone.body, etag: typeof gone.headers.etag }).toEqual({
+        status: 404,
+        body: "deleted",
+        etag: "string",
+      });
+      expect((await other.request(`/resources/v2/stores/${name}`, { method: "DELETE", headers: auth(s) })).status).toBe(
+        200,
+      );
+      const late = await maker.request(`/resources/v2/data/${name}/late.txt`, {
+        method: "PUT",
+        headers: auth(s),
+        body: "l",
+      });
+      expect(late.status).toBe(404);
+      const listing = await maker.request("/resources/v2/stores", { headers: auth(s) });
+      expect(listing.status).toBe(200);
+      expect(listing.body).not.toContain(`"${name}"`);
+    }
+  }, 60_000);
+
   it("concurrent writers on both workers: a follower polling both workers gets every write once, ids increasing, and ends on the store's state (issue 14, multi-core serving; DESIGN change feed guarantee)", async () => {
     await createStore(s, "racing");
     const start = await lastEventId(s, "racing");
