@@ -981,6 +981,31 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     for (const c of held) expect((await c.request("/resources/v2/data/home/", { headers: auth(s) })).status).toBe(200);
   }, 60_000);
 
+  it("a worker ignores SIGTERM and SIGINT sent to it directly: it keeps its parked poll and serves on (issue 14, multi-core serving; the primary decides)", async () => {
+    const { s, pids } = await startWorkers();
+    const [target, other] = pids as [number, number];
+    const [onTarget, onOther] = (await onePerWorker(s, [target, other])) as [Pinned, Pinned];
+    const cursor = await lastEventId(s, "home");
+    const waiting = onTarget.request(`/resources/v2/poll?store=home:${cursor}&wait=60`, { headers: auth(s) });
+    await parked(s, 1);
+    process.kill(target, "SIGTERM");
+    process.kill(target, "SIGINT");
+    // Still parked after the signals: a PUT on the other worker is what answers it.
+    const put = await onOther.request("/resources/v2/data/home/after-signals.txt", {
+      method: "PUT",
+      headers: auth(s),
+      body: "s",
+    });
+    expect(put.status).toBe(201);
+    const woke = await waiting;
+    expect(woke.status).toBe(200);
+    expect(changesOf("home", woke.body).find((c) => c.path === "after-signals.txt")?.tag).toBe(tagOf(put));
+    expect((await onTarget.request("/resources/v2/data/home/after-signals.txt", { headers: auth(s) })).status).toBe(
+      200,
+    );
+    expect(await workerPids(s.pid)).toEqual(pids);
+  }, 60_000);
+
   it("SIGTERM to the primary: parked polls in both workers answer 204, an upload in flight completes, every process ends, exit code 0 (issue 14, multi-core serving)", async () => {
     const { s, pids } = await startWorkers();
     const cursor = await lastEventId(s, "home");
