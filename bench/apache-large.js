@@ -4,7 +4,7 @@
 // MiB/s, ratios, and Trove's (and the baseline's) peak RSS growth during each case.
 // GETs and the 1 MiB PUT come from wrk; the 64 MiB PUT from a Node client in this process that
 // streams a generated body over N parallel requests, the same client for all three servers.
-// `node bench/apache-large.js [--duration 5] [--rounds 3] [--connections 4] [--skip-build]
+// `node bench/apache-large.js [--duration 5] [--rounds 3] [--connections 4] [--workers N] [--skip-build]
 // [--also DIR[,DIR]] [--only-cases "GET 1 MiB,PUT 64 MiB (replacing)"]`, or
 // `node bench/run.js --only apache-large`. `--also` measures more Trove builds in the same run,
 // each from its own built checkout (a git worktree of an older commit, say), for before/after
@@ -142,14 +142,15 @@ async function measure(t, c, seconds, connections) {
 }
 
 /** A Trove target from `servers.js`'s startTrove, labelled. */
-async function troveTarget(startTrove, label, mongodbUrl) {
-  const trove = await startTrove({ logLevel: "info", mongodbUrl });
+async function troveTarget(startTrove, label, mongodbUrl, serveArgs = []) {
+  const trove = await startTrove({ logLevel: "info", mongodbUrl, serveArgs });
   return {
     label,
     trove: true,
     ...trove,
     auth: { authorization: trove.authorization },
-    memory: true,
+    // Several processes (--workers): their peaks are not one process's VmHWM.
+    memory: serveArgs.length === 0,
     bigGet: (size) => `/resources/v2/data/home/get-${size}.bin`,
     bigPut: (size, i) => `/resources/v2/data/home/put-${size}-${i}.bin`,
   };
@@ -157,7 +158,8 @@ async function troveTarget(startTrove, label, mongodbUrl) {
 
 /**
  * The large-body comparison; `options`: { duration, rounds, warmup, connections, mongodbUrl,
- * also (checkouts of other Trove builds to measure too), cases (names of the cases to run) }.
+ * also (checkouts of other Trove builds to measure too), cases (names of the cases to run),
+ * workers (also Trove with `--workers N` when more than 1) }.
  * Prints the table and answers its rows.
  */
 export async function runApacheLarge({
@@ -168,6 +170,7 @@ export async function runApacheLarge({
   mongodbUrl,
   also = [],
   cases = CASES.map((c) => c.name),
+  workers = 0,
 } = {}) {
   if (!apacheAvailable()) throw new Error("needs Apache httpd: apt-get install apache2");
   if (!wrkAvailable()) throw new Error("needs wrk: apt-get install wrk");
@@ -192,6 +195,11 @@ export async function runApacheLarge({
       bigPut: (size, i) => `/put-${size}-${i}.bin`,
     });
     targets.push(await troveTarget(startTrove, "trove (defaults)", mongodbUrl));
+    if (workers > 1) {
+      targets.push(
+        await troveTarget(startTrove, `trove --workers ${workers}`, mongodbUrl, ["--workers", String(workers)]),
+      );
+    }
     for (const dir of also) {
       const other = await import(pathToFileURL(resolve(dir, "bench/servers.js")).href);
       targets.push(await troveTarget(other.startTrove, `trove (${basename(resolve(dir))})`, mongodbUrl));
@@ -265,6 +273,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
       "skip-build": { type: "boolean", default: false },
       also: { type: "string", default: "" },
       "only-cases": { type: "string" },
+      workers: { type: "string", default: "0" },
     },
   });
   if (!values["skip-build"]) buildDist();
@@ -276,5 +285,6 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     mongodbUrl: values["mongodb-url"],
     also: values.also ? values.also.split(",") : [],
     cases: values["only-cases"]?.split(","),
+    workers: Number(values.workers),
   });
 }

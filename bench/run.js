@@ -14,8 +14,8 @@
 // (bench/apache-large.js) compares GET and PUT of 1 MiB and 64 MiB, `--only apache-listing`
 // (bench/apache-listing.js) listings of 1,000 and 10,000 entries against PROPFIND; a bare `npm
 // run bench` runs both too where httpd and wrk are installed (4 connections, rounds of <= 5 s).
-// `--only apache` also measures `trove serve --workers N` (`--workers N`, default one per core
-// where there are several; `--workers 0` leaves it out).
+// `--only apache` and `apache-large` also measure `trove serve --workers N` (`--workers N`,
+// default one per core where there are several; `--workers 0` leaves it out).
 
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
@@ -49,6 +49,8 @@ const mongodbPid = opts["mongodb-pid"] === undefined ? undefined : Number(opts["
 const duration = Number(opts.duration);
 const warmup = Number(opts.warmup);
 const connections = Number(opts.connections);
+/** `--only apache` and `apache-large` also measure `trove serve --workers N` when N > 1. */
+const troveWorkers = Number(opts.workers ?? (cpus().length > 1 ? cpus().length : 0));
 
 const RESOURCE = "/resources/v2/data/home/resource-4k.bin";
 const PUT_TARGET = "/resources/v2/data/home/put-4k.bin";
@@ -326,7 +328,7 @@ async function runApache() {
     targets.push({ label: "apache mod_dav", ...apache, newPrefix: "/new-" });
     const trove = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl }));
     targets.push({ label: "trove (defaults)", ...trove, newPrefix: "/resources/v2/data/home/new-" });
-    const workers = Number(opts.workers ?? (cpus().length > 1 ? cpus().length : 0));
+    const workers = troveWorkers;
     if (workers > 1) {
       const serveArgs = ["--workers", String(workers)];
       const several = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl, serveArgs }));
@@ -450,7 +452,7 @@ if (opts.only === undefined ? apacheAvailable() : opts.only === "apache") await 
 const apacheCases = { duration: Math.min(duration, 5), warmup: Math.min(warmup, 1), rounds: Number(opts.rounds) };
 const withApache = apacheAvailable() && wrkAvailable();
 if (opts.only === undefined ? withApache : opts.only === "apache-large")
-  await runApacheLarge({ ...apacheCases, mongodbUrl });
+  await runApacheLarge({ ...apacheCases, mongodbUrl, workers: troveWorkers });
 if (opts.only === undefined ? withApache : opts.only === "apache-listing")
   await runApacheListing({ ...apacheCases, mongodbUrl });
 if (opts.only === "durability") await runDurability();
