@@ -22,6 +22,8 @@ import type { PeerChannel, WriteTurns } from "../storage/port.js";
 const SLOT = "TROVE_WORKER_SLOT";
 /** How long a worker waits for the primary's answer (metrics, grants). */
 const ASK_TIMEOUT = 10_000;
+/** How long a worker waits for the write turn before its writes go on under SQLite's lock alone (its busy timeout). */
+const TURN_TIMEOUT = 5000;
 /** How long after a worker died its slot is started again. */
 const RESTART_DELAY = 1000;
 
@@ -81,7 +83,11 @@ export function workerLink(): WorkerLink | undefined {
   const stopListeners: Array<(now: boolean) => void> = [];
   /** Who waits for the write turn the primary has been asked for (one at a time). */
   let granted: (() => void) | undefined;
+  let turnTimer: NodeJS.Timeout | undefined;
+  /** A stop told before the server listened (and added its listener): kept for it. */
+  let stopped: boolean | undefined;
   const stopNow = (now: boolean) => {
+    stopped = stopped === true || now;
     for (const listener of stopListeners) listener(now);
   };
   const send = (message: Upward): boolean => {
@@ -105,7 +111,10 @@ export function workerLink(): WorkerLink | undefined {
     } else if (message.trove === "turn") {
       const run = granted;
       granted = undefined;
-      run?.();
+      clearTimeout(turnTimer);
+      // A turn no one waits for any more (its wait timed out): given back at once.
+      if (run) run();
+      else send({ trove: "turn", op: "release" });
     } else if (message.trove === "stop") {
       stopNow(message.now);
     }
@@ -172,7 +181,15 @@ export function workerLink(): WorkerLink | undefined {
         if (!send({ trove: "turn", op: "take" })) {
           granted = undefined;
           run();
+          return;
         }
+        // A worker stuck with the turn must not hold the others' writes for ever: after SQLite's
+        // busy timeout they run under its lock alone, which refuses them (503) if it is still held.
+        turnTimer = setTimeout(() => {
+          if (granted !== run) return;
+          granted = undefined;
+          run();
+        }, TURN_TIMEOUT);
       },
       release() {
         send({ trove: "turn", op: "release" });
@@ -191,6 +208,9 @@ export function workerLink(): WorkerLink | undefined {
     },
     onStop(listener) {
       stopListeners.push(listener);
+      // The primary may stop a worker still starting (another could not start): else it would
+      // serve on, and the primary wait for it forever.
+      if (stopped !== undefined) listener(stopped);
     },
   };
 }
@@ -260,11 +280,17 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       slots.set(slot, worker);
       worker.on("message", (message: unknown) => onMessage(worker, message));
       worker.once("listening", (address) => {
+        if (stopping) {
+          // A stop sent while it was starting may have come before it could hear one: again.
+          if (worker.isConnected()) worker.send({ trove: "stop", now: stopAtOnce } satisfies Downward);
+          return;
+        }
         if (started === count) {
-          if (!stopping) logger.info({ slot, pid: worker.process.pid }, "worker started again");
+          logger.info({ slot, pid: worker.process.pid }, "worker started again");
           return;
         }
         started += 1;
+        if (started === 1) for (let other = 2; other <= count; other++) fork(other);
         if (started === count) {
           logger.info({ workers: count, port: address.port }, `${count} workers serving`);
           options.listening(address.port);
@@ -295,8 +321,10 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       });
     };
     let exitCode = 0;
+    let stopAtOnce = false;
     const stopAll = (now: boolean) => {
       stopping = true;
+      stopAtOnce ||= now;
       for (const worker of slots.values()) {
         if (worker.isConnected()) worker.send({ trove: "stop", now } satisfies Downward);
       }
@@ -324,7 +352,9 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     };
     process.on("SIGINT", first);
     process.on("SIGTERM", first);
-    for (let slot = 1; slot <= count; slot++) fork(slot);
+    // Slot 1 first, the others once it listens: on a new data directory, SQLite's switch to WAL
+    // by two processes at once fails one of them at once (SQLITE_BUSY, no busy wait).
+    fork(1);
   });
 }
 
