@@ -218,6 +218,18 @@ async function startWorkers(options: { dataDir?: string } = {}): Promise<{ s: Ch
     },
     () => ({ found, stderr: s.stderr() }),
   );
+  // Slot 1 starts first, the others once it listens: wait until each one answers.
+  let refused: unknown;
+  const serving = await until(
+    "every worker serving",
+    () =>
+      onePerWorker(s, pids).catch((err: Error) => {
+        refused = err.message;
+        return undefined;
+      }),
+    () => ({ refused, stderr: s.stderr() }),
+  );
+  for (const c of serving) c.close();
   return { s, pids };
 }
 
@@ -951,7 +963,7 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     expect((await Promise.all(pids.map(slotOf))).sort((a, b) => a - b)).toEqual(
       Array.from({ length: availableParallelism() }, (_, i) => i + 1),
     );
-    const held = await pin(s, pids, 1);
+    const held = await until("every worker serving", () => pin(s, pids, 1).catch(() => undefined));
     for (const [pid, [c]] of held) {
       const got = await (c as Pinned).request("/resources/v2/data/home/", { headers: auth(s) });
       expect({ pid, status: got.status }).toEqual({ pid, status: 200 });
@@ -1038,6 +1050,29 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     const again = await startWorkers({ dataDir: s.dataDir });
     const got = await send(`${again.s.url}/resources/v2/data/home/drained.txt`, { headers: auth(again.s) });
     expect({ status: got.status, body: got.body }).toEqual({ status: 200, body: "first half, second half" });
+  }, 60_000);
+
+  it("SIGTERM while the workers are still starting: each one stops once it listens, every process ends, exit code 0 (issue 14, multi-core serving)", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "trove-workers-early-"));
+    dirs.push(dataDir);
+    const child = spawn(
+      process.execPath,
+      [CLI, "serve", ...WORKERS_ARGS, "--port", String(await freePort()), "--data", dataDir, "--log-level", "silent"],
+      { stdio: ["ignore", "ignore", "ignore"] },
+    );
+    children.push(child);
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+    // As soon as the first worker process exists: it is loading, not yet able to hear the primary.
+    const early = await until("a worker process", async () => {
+      const found = await workerPids(child.pid as number);
+      for (const pid of found) workers.add(pid);
+      return found.length > 0 ? found : undefined;
+    });
+    child.kill("SIGTERM");
+    expect(await exited).toEqual({ code: 0, signal: null });
+    for (const pid of early) await until(`worker ${pid} gone`, async () => ((await alive(pid)) ? undefined : true));
   }, 60_000);
 
   it("a second SIGTERM during the drain stops every worker at once: the upload is cut, exit code 143 (issue 14, multi-core serving; docs/operations.md)", async () => {
