@@ -364,6 +364,33 @@ async function createStore(s: ChildServer, name: string, type = "snapshot"): Pro
   expect(res.status).toBe(201);
 }
 
+/**
+ * Parks a poll of `store` on `pollOn` (and waits until it is parked), runs `meanwhile`, then PUTs
+ * `path` on `putOn`: the poll answers 200 with that PUT's CHANGE and its new ETag.
+ */
+async function pollWakesFor(
+  s: ChildServer,
+  store: string,
+  pollOn: Pinned,
+  putOn: Pinned,
+  path: string,
+  meanwhile?: () => void,
+): Promise<void> {
+  const cursor = await lastEventId(s, store);
+  const waiting = pollOn.request(`/resources/v2/poll?store=${store}:${cursor}&wait=60`, { headers: auth(s) });
+  await parked(s, 1);
+  meanwhile?.();
+  const put = await putOn.request(`/resources/v2/data/${store}/${path}`, {
+    method: "PUT",
+    headers: auth(s),
+    body: path,
+  });
+  expect(put.status).toBe(201);
+  const woke = await waiting;
+  expect(woke.status).toBe(200);
+  expect(changesOf(store, woke.body).find((c) => c.path === path)?.tag).toBe(tagOf(put));
+}
+
 /** The store's last event id, from the poll without parameters (`RESET {store} {id}`). */
 async function lastEventId(s: ChildServer, store: string): Promise<number> {
   const res = await send(`${s.url}/resources/v2/poll`, { headers: auth(s) });
@@ -934,18 +961,7 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     }
     // The restarted worker is linked to the other: a poll parked in the survivor wakes for its PUT.
     const [onSurvivor, onRestarted] = (await onePerWorker(s, [survivor, restarted])) as [Pinned, Pinned];
-    const cursor = await lastEventId(s, "survivor");
-    const waiting = onSurvivor.request(`/resources/v2/poll?store=survivor:${cursor}&wait=60`, { headers: auth(s) });
-    await parked(s, 1);
-    const after = await onRestarted.request("/resources/v2/data/survivor/after.txt", {
-      method: "PUT",
-      headers: auth(s),
-      body: "after the restart",
-    });
-    expect(after.status).toBe(201);
-    const woke = await waiting;
-    expect(woke.status).toBe(200);
-    expect(changesOf("survivor", woke.body).find((c) => c.path === "after.txt")?.tag).toBe(tagOf(after));
+    await pollWakesFor(s, "survivor", onSurvivor, onRestarted, "after.txt");
     // The restarted worker holds slot 1 and runs the report worker: a report asked of the survivor is generated.
     expect(await slotOf(restarted)).toBe(1);
     const { id, status } = await reportAcross(s, p, onSurvivor, onSurvivor);
@@ -997,21 +1013,11 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     const { s, pids } = await startWorkers();
     const [target, other] = pids as [number, number];
     const [onTarget, onOther] = (await onePerWorker(s, [target, other])) as [Pinned, Pinned];
-    const cursor = await lastEventId(s, "home");
-    const waiting = onTarget.request(`/resources/v2/poll?store=home:${cursor}&wait=60`, { headers: auth(s) });
-    await parked(s, 1);
-    process.kill(target, "SIGTERM");
-    process.kill(target, "SIGINT");
     // Still parked after the signals: a PUT on the other worker is what answers it.
-    const put = await onOther.request("/resources/v2/data/home/after-signals.txt", {
-      method: "PUT",
-      headers: auth(s),
-      body: "s",
+    await pollWakesFor(s, "home", onTarget, onOther, "after-signals.txt", () => {
+      process.kill(target, "SIGTERM");
+      process.kill(target, "SIGINT");
     });
-    expect(put.status).toBe(201);
-    const woke = await waiting;
-    expect(woke.status).toBe(200);
-    expect(changesOf("home", woke.body).find((c) => c.path === "after-signals.txt")?.tag).toBe(tagOf(put));
     expect((await onTarget.request("/resources/v2/data/home/after-signals.txt", { headers: auth(s) })).status).toBe(
       200,
     );
