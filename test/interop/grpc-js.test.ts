@@ -2,10 +2,9 @@
 // files loaded at run time by @grpc/proto-loader (no generated code), over h2c
 // on the same port as REST.
 
-import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stockServices } from "../support/grpc-js.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { chunksOf, md5Base64, payload } from "./payload.js";
 
@@ -78,18 +77,7 @@ interface StoreClient extends grpc.Client {
   ListStores(req: Record<string, never>, cb: Callback<{ stores: WireStore[] }>): grpc.ClientUnaryCall;
 }
 
-const PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));
-const definition = protoLoader.loadSync(["trove/resources/v2/resources.proto", "trove/resources/v2/stores.proto"], {
-  includeDirs: [PROTO_DIR],
-  longs: String,
-  defaults: true,
-  oneofs: true,
-});
-const v2 = (
-  grpc.loadPackageDefinition(definition) as unknown as {
-    trove: { resources: { v2: Record<"ResourceService" | "StoreService", grpc.ServiceClientConstructor> } };
-  }
-).trove.resources.v2;
+const v2 = stockServices();
 
 function unary<T>(call: (cb: Callback<T>) => unknown): Promise<T> {
   return new Promise((resolve, reject) => {

@@ -7,12 +7,10 @@
 
 import { createHash } from "node:crypto";
 import * as http2 from "node:http2";
-import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { compressionGzip, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTroveClient } from "../../sdk/src/index.js";
 import {
@@ -22,6 +20,7 @@ import {
 } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { READ_MESSAGE_CHUNK } from "../../src/services/resource-service.js";
 import { readBuffers } from "../../src/storage/local/blob-files.js";
+import { stockServices } from "../support/grpc-js.js";
 import { startServer, TEST_BACKEND, type TestServer } from "../support/server.js";
 
 const MiB = 1024 * 1024;
@@ -48,8 +47,6 @@ async function* writeRequests(path: string, chunks: AsyncIterable<Uint8Array>) {
   for await (const chunk of chunks) yield { part: { case: "chunk" as const, value: chunk } };
 }
 
-const PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));
-
 /** What @grpc/grpc-js makes of ResourceService's Write and Read (proto-loader: int64 as strings). */
 interface StockResourceClient extends grpc.Client {
   Write(
@@ -59,17 +56,7 @@ interface StockResourceClient extends grpc.Client {
 }
 
 function stockClient(url: string): StockResourceClient {
-  const definition = protoLoader.loadSync(["trove/resources/v2/resources.proto"], {
-    includeDirs: [PROTO_DIR],
-    longs: String,
-    defaults: true,
-    oneofs: true,
-  });
-  const v2 = (
-    grpc.loadPackageDefinition(definition) as unknown as {
-      trove: { resources: { v2: { ResourceService: grpc.ServiceClientConstructor } } };
-    }
-  ).trove.resources.v2;
+  const v2 = stockServices();
   return new v2.ResourceService(
     url.replace(/^http:\/\//, ""),
     grpc.credentials.createInsecure(),
