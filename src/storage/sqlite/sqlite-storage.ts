@@ -230,6 +230,18 @@ function newDirectory(store: string, path: string, now: number, eventId: number)
 // store's keep-deleted): a pure function of the text, so never stale; frozen, as they are shared.
 const parsedSettings = new Map<string, Readonly<Record<string, string>>>();
 
+/** Workers: the writes waiting for this process's write turn, and what its checkpoints need. */
+interface WriteTurnState {
+  queue: Array<{ run: () => unknown; resolve(value: unknown): void; reject(err: unknown): void }>;
+  /** The turn was asked for and not yet run. */
+  asked: boolean;
+  /** Writes since the last checkpoint. */
+  commits: number;
+  noWait: Database.Statement;
+  wait: Database.Statement;
+  checkpoint: Database.Statement;
+}
+
 /** Workers: a process checkpoints the WAL after this many of its writes, in its turn (SqliteStorage.checkpoint). */
 const CHECKPOINT_EVERY = 250;
 
@@ -284,16 +296,7 @@ export class SqliteStorage implements StoragePort {
   private readonly listeners = new Set<(store: string) => void>();
   private readonly peers: { channel: PeerChannel; turns: WriteTurns; slot: number } | undefined;
   /** With peers: the writes waiting for this process's turn (`locked`), and the WAL's checkpoints. */
-  private readonly turns:
-    | {
-        queue: Array<{ run: () => unknown; resolve(value: unknown): void; reject(err: unknown): void }>;
-        asked: boolean;
-        commits: number;
-        noWait: Database.Statement;
-        wait: Database.Statement;
-        checkpoint: Database.Statement;
-      }
-    | undefined;
+  private readonly turns: WriteTurnState | undefined;
   /** Stops listening to the peers' commits (close). */
   private unsubscribePeers: (() => void) | undefined;
   /** Date.now() from which the next purge also sweeps orphaned blob files. */
@@ -833,12 +836,7 @@ export class SqliteStorage implements StoragePort {
    * attempt. Without waiting (busy_timeout 0): a reader still on an older snapshot leaves some
    * frames to the next checkpoint. Never throws: the writes before it have committed.
    */
-  private checkpoint(turns: {
-    commits: number;
-    noWait: Database.Statement;
-    wait: Database.Statement;
-    checkpoint: Database.Statement;
-  }): void {
+  private checkpoint(turns: WriteTurnState): void {
     turns.commits = 0;
     try {
       turns.noWait.get();
