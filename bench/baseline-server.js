@@ -4,6 +4,11 @@
 //   PUT  /...        consumes the body, answers 201
 //   PUT  /file/NAME  streams the body to DIR/NAME with its MD5, fsyncs, answers 201 with Content-MD5
 //   GET  /file/NAME  streams DIR/NAME back
+//   PUT  /resources/v2/data/home/NAME   consumes the body, appends a change to an in-memory
+//        feed and answers the parked polls it wakes, then answers 201 (the feed baseline)
+//   GET  /resources/v2/poll?store=home:N&wait=S   the changes after N as Trove's poll lines
+//        (`CHANGE|id|uri`), or parks until one comes or S seconds pass; without `store`,
+//        `RESET home LAST`. Nothing persisted: the least a change feed can do on node:http.
 
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
@@ -40,7 +45,68 @@ async function getFile(res, file) {
   await pipeline(createReadStream(file, { highWaterMark: 64 * 1024 }), res);
 }
 
+/** The feed baseline: the last 10,000 changes in memory, and the polls parked for the next one. */
+const changes = [];
+let lastId = 0;
+const parked = new Set();
+
+function changeLines(since) {
+  let lines = "";
+  for (const change of changes) if (change.id > since) lines += `CHANGE|${change.id}|${change.uri}\n`;
+  return lines;
+}
+
+function answerPoll(req, res) {
+  const query = new URL(req.url, "http://x").searchParams;
+  const store = query.get("store");
+  if (store === null) {
+    res.writeHead(200, { "Content-Type": "text/plain" }).end(`RESET home ${lastId}\n`);
+    return;
+  }
+  const since = Number(store.slice(store.indexOf(":") + 1));
+  if (lastId > since) {
+    res.writeHead(200, { "Content-Type": "text/plain" }).end(changeLines(since));
+    return;
+  }
+  const poll = { res, since };
+  poll.timer = setTimeout(
+    () => {
+      parked.delete(poll);
+      res.writeHead(200, { "Content-Type": "text/plain" }).end("");
+    },
+    Number(query.get("wait") ?? 30) * 1000,
+  );
+  parked.add(poll);
+  res.once("close", () => {
+    clearTimeout(poll.timer);
+    parked.delete(poll);
+  });
+}
+
+function recordChange(req, res) {
+  req.resume();
+  req.once("end", () => {
+    changes.push({ id: ++lastId, uri: `idr://home/${req.url.slice("/resources/v2/data/home/".length)}` });
+    if (changes.length > 10_000) changes.shift();
+    for (const poll of parked) {
+      clearTimeout(poll.timer);
+      parked.delete(poll);
+      poll.res.writeHead(200, { "Content-Type": "text/plain" }).end(changeLines(poll.since));
+    }
+    res.writeHead(201, { "Content-Length": 0 });
+    res.end();
+  });
+}
+
 const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
+  if (req.url.startsWith("/resources/v2/poll")) {
+    answerPoll(req, res);
+    return;
+  }
+  if (req.method === "PUT" && req.url.startsWith("/resources/v2/data/home/")) {
+    recordChange(req, res);
+    return;
+  }
   if (req.url.startsWith("/file/")) {
     const file = join(dir, req.url.slice(6).replace(/[^\w.-]/g, "_"));
     const done = req.method === "PUT" ? putFile(req, res, file) : getFile(res, file);
