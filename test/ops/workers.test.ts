@@ -5,141 +5,46 @@
 // server's end of each (its socket inode in /proc/net/tcp, among the fds of the primary's
 // children). So "on the other worker" is a fact the test checks, not a hope about round robin.
 
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import * as http from "node:http";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { decodeJwt } from "jose";
-import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type ChildServer, freePort, startChildServer } from "../support/child-server.js";
+import {
+  type Answer,
+  alive,
+  auth,
+  type Change,
+  changesOf,
+  children,
+  cleanUp,
+  createStore,
+  dirs,
+  lastEventId,
+  metricSum,
+  onePerWorker,
+  opened,
+  ownerOf,
+  Pinned,
+  parked,
+  pin,
+  send,
+  servers,
+  startWorkers,
+  tagOf,
+  until,
+  WORKERS_ARGS,
+  workerPids,
+  workers,
+} from "../support/workers.js";
 
 const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
-/** Idle keep-alive connections stay open for the whole test (the default closes them after 5 s). */
-const WORKERS_ARGS = ["--workers", "2", "--keep-alive-timeout", "600"];
-
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  /** The client's end of the connection that carried the request. */
-  localPort: number;
-}
-
-interface SendInit {
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  /** false: a connection of its own, closed after the answer. */
-  agent?: http.Agent | false;
-}
-
-function send(url: string, init: SendInit = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      { method: init.method ?? "GET", headers: init.headers, agent: init.agent ?? false },
-      (res) => {
-        const localPort = res.socket?.localPort ?? 0;
-        let body = "";
-        res.setEncoding("utf8").on("data", (c: string) => {
-          body += c;
-        });
-        res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, localPort }));
-        res.once("error", reject);
-      },
-    );
-    req.once("error", reject);
-    req.end(init.body);
-  });
-}
-
-/** The quoted ETag header without its quotes, as poll events carry it. */
-function tagOf(a: Answer): string {
-  const etag = a.headers.etag;
-  if (typeof etag !== "string") throw new Error(`no ETag in the answer (${a.status}): ${a.body}`);
-  return etag.replaceAll('"', "");
-}
-
-/** The processes the primary started (its children), from every thread's children list. */
-async function workerPids(primary: number): Promise<number[]> {
-  const tasks = await readdir(`/proc/${primary}/task`).catch(() => [] as string[]);
-  const pids = new Set<number>();
-  for (const task of tasks) {
-    const children = await readFile(`/proc/${primary}/task/${task}/children`, "utf8").catch(() => "");
-    for (const pid of children.trim().split(/\s+/)) if (pid) pids.add(Number(pid));
-  }
-  return [...pids].sort((a, b) => a - b);
-}
-
-/** Whether a process exists and is not a zombie. */
-async function alive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  if (stat === "") return false;
-  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-}
-
-/** Which of `pids` holds the server's end of the connection from client port `clientPort`. */
-async function ownerOf(serverPort: number, clientPort: number, pids: number[]): Promise<number | undefined> {
-  let inode: string | undefined;
-  for (const line of (await readFile("/proc/net/tcp", "utf8")).split("\n").slice(1)) {
-    const f = line.trim().split(/\s+/);
-    if (f.length < 10) continue;
-    const local = Number.parseInt((f[1] as string).split(":")[1] as string, 16);
-    const remote = Number.parseInt((f[2] as string).split(":")[1] as string, 16);
-    if (local === serverPort && remote === clientPort && f[3] === "01") inode = f[9];
-  }
-  if (inode === undefined) return undefined;
-  for (const pid of pids) {
-    for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
-      if ((await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "")) === `socket:[${inode}]`) return pid;
-    }
-  }
-  return undefined;
-}
-
-/** Waits for `probe` to answer a value; `seen` says what was there instead when it times out. */
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  seen: () => unknown = () => "",
-  timeout = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(seen())}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** One keep-alive connection, known to be held by the worker `pid`. */
-class Pinned {
-  readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  localPort = 0;
-  pid = 0;
-
-  constructor(readonly s: ChildServer) {}
-
-  /** `path` on this connection; throws if the server closed it and another had to be opened. */
-  async request(path: string, init: Omit<SendInit, "agent"> = {}): Promise<Answer> {
-    const a = await send(`${this.s.url}${path}`, { ...init, agent: this.agent });
-    if (this.localPort !== 0 && a.localPort !== this.localPort) {
-      throw new Error(`the connection to worker ${this.pid} was closed: a request went out on another one`);
-    }
-    this.localPort = a.localPort;
-    return a;
-  }
-
-  close(): void {
-    this.agent.destroy();
-  }
-}
 
 /**
  * A PUT on `c` whose body the test sends in parts: `started` settles once the worker has taken the
@@ -176,91 +81,6 @@ function slowUpload(c: Pinned, path: string, length: number) {
     write: (chunk: string) => new Promise<void>((resolve) => req.write(chunk, () => resolve())),
     end: (chunk: string) => req.end(chunk),
   };
-}
-
-/** Everything a test started: connections closed, servers stopped, worker processes gone. */
-const opened: Pinned[] = [];
-const servers: ChildServer[] = [];
-const workers = new Set<number>();
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
-
-async function cleanUp(): Promise<void> {
-  for (const c of opened.splice(0)) c.close();
-  for (const child of children.splice(0)) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const gone = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-    await gone;
-    clearTimeout(timer);
-  }
-  for (const s of servers.splice(0)) await s.stop();
-  // The primary stops its workers; any left (a primary that had to be killed) are ended here.
-  for (const pid of [...workers]) {
-    workers.delete(pid);
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes("trove.js") && (await alive(pid))) process.kill(pid, "SIGKILL");
-  }
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-}
-
-async function startWorkers(options: { dataDir?: string } = {}): Promise<{ s: ChildServer; pids: number[] }> {
-  const s = await startChildServer({ args: WORKERS_ARGS, dataDir: options.dataDir });
-  servers.push(s);
-  let found: number[] = [];
-  const pids = await until(
-    "two worker processes",
-    async () => {
-      found = await workerPids(s.pid);
-      for (const pid of found) workers.add(pid);
-      return found.length === 2 ? found : undefined;
-    },
-    () => ({ found, stderr: s.stderr() }),
-  );
-  // Slot 1 starts first, the others once it listens: wait until each one answers.
-  let refused: unknown;
-  const serving = await until(
-    "every worker serving",
-    () =>
-      onePerWorker(s, pids).catch((err: Error) => {
-        refused = err.message;
-        return undefined;
-      }),
-    () => ({ refused, stderr: s.stderr() }),
-  );
-  for (const c of serving) c.close();
-  return { s, pids };
-}
-
-/** `perWorker` keep-alive connections held by each of `pids`: new connections until each has its share. */
-async function pin(s: ChildServer, pids: number[], perWorker: number): Promise<Map<number, Pinned[]>> {
-  const held = new Map<number, Pinned[]>(pids.map((pid) => [pid, []]));
-  for (let tries = 0; [...held.values()].some((list) => list.length < perWorker); tries++) {
-    if (tries > 40 * perWorker * pids.length) {
-      throw new Error(
-        `no fair share of connections after ${tries} tries: ${[...held].map(([p, l]) => `${p}:${l.length}`)}`,
-      );
-    }
-    const c = new Pinned(s);
-    opened.push(c);
-    expect((await c.request("/healthz")).status).toBe(200);
-    const owner = await ownerOf(s.port, c.localPort, pids);
-    const list = owner === undefined ? undefined : held.get(owner);
-    if (owner !== undefined && list !== undefined && list.length < perWorker) {
-      c.pid = owner;
-      list.push(c);
-    } else {
-      c.close();
-    }
-  }
-  return held;
-}
-
-/** One connection on each worker, in the order of `pids`. */
-async function onePerWorker(s: ChildServer, pids: number[]): Promise<Pinned[]> {
-  const held = await pin(s, pids, 1);
-  return pids.map((pid) => held.get(pid)?.[0] as Pinned);
 }
 
 /**
@@ -351,19 +171,6 @@ async function reportAcross(
   throw new Error(`report ${id} still generating after 20 waits`);
 }
 
-function auth(s: ChildServer, more: Record<string, string> = {}): Record<string, string> {
-  return { authorization: s.authorization, ...more };
-}
-
-async function createStore(s: ChildServer, name: string, type = "snapshot"): Promise<void> {
-  const res = await send(`${s.url}/resources/v2/stores`, {
-    method: "POST",
-    headers: auth(s, { "content-type": "application/json" }),
-    body: JSON.stringify({ name, type }),
-  });
-  expect(res.status).toBe(201);
-}
-
 /**
  * Parks a poll of `store` on `pollOn` (and waits until it is parked), runs `meanwhile`, then PUTs
  * `path` on `putOn`: the poll answers 200 with that PUT's CHANGE and its new ETag.
@@ -389,68 +196,6 @@ async function pollWakesFor(
   const woke = await waiting;
   expect(woke.status).toBe(200);
   expect(changesOf(store, woke.body).find((c) => c.path === path)?.tag).toBe(tagOf(put));
-}
-
-/** The store's last event id, from the poll without parameters (`RESET {store} {id}`). */
-async function lastEventId(s: ChildServer, store: string): Promise<number> {
-  const res = await send(`${s.url}/resources/v2/poll`, { headers: auth(s) });
-  expect(res.status).toBe(200);
-  const match = new RegExp(`^RESET ${store} (\\d+)$`, "m").exec(res.body);
-  if (!match) throw new Error(`no RESET line for ${store}: ${res.body}`);
-  return Number(match[1]);
-}
-
-interface Change {
-  id: number;
-  path: string;
-  op: string;
-  previous: string;
-  tag: string;
-  type: string;
-}
-
-function changesOf(store: string, body: string): Change[] {
-  return body
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((line) => {
-      const f = line.split("|");
-      const prefix = `idr://${store}/`;
-      if (f.length !== 7 || f[0] !== "CHANGE" || !f[2]?.startsWith(prefix))
-        throw new Error(`not a change of ${store}: ${line}`);
-      return {
-        id: Number(f[1]),
-        path: decodeURIComponent(f[2].slice(prefix.length)),
-        op: f[3] as string,
-        previous: f[4] as string,
-        tag: f[5] as string,
-        type: f[6] as string,
-      };
-    });
-}
-
-/** GET /metrics on a connection of its own, parsed; `name`'s samples whose labels include `labels`, summed. */
-async function metricSum(s: ChildServer, name: string, labels: Record<string, string> = {}, c?: Pinned) {
-  const res = c ? await c.request("/metrics") : await send(`${s.url}/metrics`);
-  expect(res.status).toBe(200);
-  const family = parsePrometheusTextFormat(res.body).find((f) => f.name === name);
-  if (!family) throw new Error(`no ${name} in the scrape`);
-  return family.metrics
-    .filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))
-    .reduce((sum, m) => sum + Number(m.value), 0);
-}
-
-/** Waits until the workers together hold `n` armed change waiters (parked polls), as /metrics sums them. */
-function parked(s: ChildServer, n: number): Promise<true> {
-  let waiters: number | undefined;
-  return until(
-    `${n} parked polls`,
-    async () => {
-      waiters = await metricSum(s, "trove_change_waiters");
-      return waiters === n ? true : undefined;
-    },
-    () => ({ waiters }),
-  );
 }
 
 afterEach(cleanUp);
