@@ -3,7 +3,7 @@
 
 import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Resource } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
-import { formatSize, formatTime } from "../lib/format.js";
+import { formatShortTime, formatSize, formatTime } from "../lib/format.js";
 import { browseHref } from "../lib/paths.js";
 import { ariaSort, type Sort, type SortKey } from "../lib/sort.js";
 import { visibleRows } from "../lib/virtual.js";
@@ -14,7 +14,7 @@ const COLUMNS: Array<{ key: SortKey; label: string }> = [
   { key: "name", label: "Name" },
   { key: "type", label: "Type" },
   { key: "size", label: "Size" },
-  { key: "modified", label: "Last modified" },
+  { key: "modified", label: "Modified" },
   { key: "tag", label: "Tag" },
   { key: "md5", label: "MD5" },
 ];
@@ -87,52 +87,117 @@ export function Listing(props: ListingProps) {
 function Row(props: ListingProps & { entry: Resource; index: number }) {
   const { entry } = props;
   const label = entry.directory ? `${entry.name}/` : entry.name;
+  const type = entry.directory ? "directory" : entry.type;
+  const millis = Number(entry.lastModifiedMillis);
+  // Long values end with an ellipsis on screen (CSS); the whole text stays in the DOM, so it is the
+  // accessible name of the link or button, and in a tooltip (title) for the mouse.
   return (
     <tr class={entry.deleted ? "deleted" : undefined} aria-rowindex={props.index + 2} data-name={entry.name}>
       <td class="name">
         {entry.deleted ? (
-          <span>
-            {label} <span class="badge">deleted</span>
+          <span class="deleted-name">
+            <span class="cut" title={label}>
+              {label}
+            </span>{" "}
+            <span class="badge">deleted</span>
           </span>
         ) : entry.directory ? (
-          <a href={browseHref(props.store, entry.path)}>{label}</a>
+          <a class="cut" href={browseHref(props.store, entry.path)} title={label}>
+            {label}
+          </a>
         ) : (
-          <button type="button" class="link" onClick={() => props.onOpen(entry)}>
+          <button type="button" class="link cut" onClick={() => props.onOpen(entry)} title={label}>
             {label}
           </button>
         )}
       </td>
-      <td class="type">{entry.directory ? "directory" : entry.type}</td>
-      <td class="size">{entry.directory ? "" : formatSize(entry.size)}</td>
-      <td class="modified">{formatTime(entry.lastModifiedMillis)}</td>
+      <td class="type">
+        <span class="cut" title={type}>
+          <TypeText type={type} />
+        </span>
+      </td>
+      <td class="size">
+        {!entry.directory && (
+          <span title={`${Number(entry.size).toLocaleString()} bytes`}>{formatSize(entry.size)}</span>
+        )}
+      </td>
+      <td class="modified">
+        {millis > 0 && (
+          <time dateTime={new Date(millis).toISOString()} title={formatTime(millis)}>
+            {formatShortTime(millis)}
+          </time>
+        )}
+      </td>
       <td class="tag">
-        <code>{entry.tag}</code>
+        <code class="cut" title={entry.tag}>
+          {entry.tag}
+        </code>
       </td>
       <td class="md5">
-        <code>{entry.md5}</code>
+        <code class="cut" title={entry.md5}>
+          {entry.md5}
+        </code>
       </td>
       <td class="actions">
+        {/* Icons, to leave the width to the names; the accessible name and the tooltip say what and which. */}
         {!entry.deleted && !entry.directory && (
           <button
             type="button"
-            class="secondary"
+            class="secondary icon"
             onClick={() => props.onDownload(entry)}
             aria-label={`Download ${entry.name}`}
+            title={`Download ${entry.name}`}
           >
-            Download
+            <Icon path={DOWNLOAD} />
           </button>
         )}
         {!entry.deleted && (
           <button
             type="button"
-            class="danger"
+            class="danger icon"
             onClick={() => props.onDelete(entry)}
             aria-label={`Delete ${entry.name}`}
+            title={`Delete ${entry.name}`}
           >
-            Delete
+            <Icon path={TRASH} />
           </button>
         )}
       </td>
     </tr>
+  );
+}
+
+/**
+ * A media type with "application/" hidden on screen (most files are application/something, and the
+ * column is narrow), but read out and copied whole: it stays in the text, visually hidden.
+ */
+function TypeText(props: { type: string }) {
+  const prefix = "application/";
+  if (!props.type.startsWith(prefix) || props.type.length === prefix.length) return <>{props.type}</>;
+  return (
+    <>
+      <span class="visually-hidden">{prefix}</span>
+      {props.type.slice(prefix.length)}
+    </>
+  );
+}
+
+/** An arrow down onto a tray. */
+const DOWNLOAD = "M8 1.5v8.5M4.5 6.5 8 10l3.5-3.5M2.5 11v2.5h11V11";
+/** A bin with its lid. */
+const TRASH = "M2.5 4h11M6 4V2.5h4V4M4 4l.7 9.5h6.6L12 4M6.8 6.5v4.5M9.2 6.5v4.5";
+
+function Icon(props: { path: string }) {
+  return (
+    <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true" focusable="false">
+      <path
+        d={props.path}
+        fill="none"
+        stroke="currentColor"
+        stroke-width="1.6"
+        stroke-linecap="round"
+        stroke-linejoin="round"
+      />
+    </svg>
   );
 }
