@@ -12,6 +12,7 @@ import { formatShortTime, formatTime } from "../../console/src/lib/format.js";
 import {
   type ConsoleRig,
   describeWithChromium,
+  describeWithFirefox,
   overflowing,
   screenshot,
   scrollWidth,
@@ -84,6 +85,34 @@ async function expectFits(page: Page): Promise<Frame> {
   return f;
 }
 
+/** The store (keeping deleted entries, so the "deleted" rows show too) and the long-named entries. */
+async function seed(url: string, auth: Record<string, string>): Promise<void> {
+  const store = await fetch(`${url}/resources/v2/stores`, {
+    method: "POST",
+    headers: { ...auth, "Content-Type": "application/json" },
+    body: JSON.stringify({ name: STORE, type: "recursive", settings: { "keep-deleted": "1d" } }),
+  });
+  expect(store.status).toBe(201);
+  const put = async (path: string, body?: string, type?: string, status = 201) => {
+    const headers: Record<string, string> = { ...auth };
+    if (type) headers["Content-Type"] = type;
+    const res = await fetch(`${url}/resources/v2/data/${STORE}/${path}`, { method: "PUT", headers, body });
+    expect(res.status, path).toBe(status);
+  };
+  await put("brand/");
+  await put(`brand/${LONG_DIR}/`);
+  await put(`brand/${LONG_DIR}/inside.txt`, "inside the long directory", "text/plain");
+  await put(`brand/${LONG_FILE}`, "the long-named file's text", "text/plain");
+  await put("brand/deck.pptx", "x".repeat(123_456), LONG_TYPE);
+  await put("brand/a.json", '{"a":1}', "application/json");
+  await put(`brand/${LONG_DELETED}`, "gone", "text/plain");
+  const del = await fetch(`${url}/resources/v2/data/${STORE}/brand/${LONG_DELETED}`, {
+    method: "DELETE",
+    headers: auth,
+  });
+  expect(del.status).toBe(200);
+}
+
 describe("compact dates in the listing (issue 15, polish)", () => {
   const now = new Date(2026, 10, 24, 15, 30).getTime();
   it("today's changes read as a time, older ones as a date; the full time stays available", () => {
@@ -101,31 +130,7 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
   beforeAll(async () => {
     rig = await startConsoleRig(chromium, { viewport: { width: WIDTH, height: 768 } });
     auth = { Authorization: `Bearer ${await rig.token()}` };
-    // A store that keeps deleted entries, so the "deleted" rows are shown too.
-    const store = await fetch(`${rig.url}/resources/v2/stores`, {
-      method: "POST",
-      headers: { ...auth, "Content-Type": "application/json" },
-      body: JSON.stringify({ name: STORE, type: "recursive", settings: { "keep-deleted": "1d" } }),
-    });
-    expect(store.status).toBe(201);
-    const put = async (path: string, body?: string, type?: string, status = 201) => {
-      const headers: Record<string, string> = { ...auth };
-      if (type) headers["Content-Type"] = type;
-      const res = await fetch(`${rig.url}/resources/v2/data/${STORE}/${path}`, { method: "PUT", headers, body });
-      expect(res.status, path).toBe(status);
-    };
-    await put("brand/");
-    await put(`brand/${LONG_DIR}/`);
-    await put(`brand/${LONG_DIR}/inside.txt`, "inside the long directory", "text/plain");
-    await put(`brand/${LONG_FILE}`, "the long-named file's text", "text/plain");
-    await put("brand/deck.pptx", "x".repeat(123_456), LONG_TYPE);
-    await put("brand/a.json", '{"a":1}', "application/json");
-    await put(`brand/${LONG_DELETED}`, "gone", "text/plain");
-    const del = await fetch(`${rig.url}/resources/v2/data/${STORE}/brand/${LONG_DELETED}`, {
-      method: "DELETE",
-      headers: auth,
-    });
-    expect(del.status).toBe(200);
+    await seed(rig.url, auth);
     await signIn(rig.page, rig.url);
   }, 120_000);
   afterAll(async () => {
@@ -222,6 +227,9 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
     expect(await page.$eval("#viewer-text", (e) => (e as unknown as { value: string }).value)).toBe(
       "the long-named file's text",
     );
+    // The dialog's title (the whole path) wraps inside the dialog.
+    expect(await page.$eval("dialog[open]", (d) => d.scrollWidth <= d.clientWidth)).toBe(true);
+    await screenshot(page, "listing-1024-viewer");
     await expectFits(page);
     expect(await seriousViolations(page)).toEqual([]);
     await page.keyboard.press("Escape");
@@ -248,5 +256,43 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
     } finally {
       await page.setViewport({ width: WIDTH, height: 768 });
     }
+  });
+});
+
+// The same layout in Firefox (WebDriver BiDi): grid, ellipsis and the fixed columns behave alike.
+describeWithFirefox("console listing at 1024 px (Firefox, issue 15 polish)", (firefox) => {
+  let rig: ConsoleRig;
+  beforeAll(async () => {
+    rig = await startConsoleRig(firefox, { browser: "firefox", viewport: { width: WIDTH, height: 768 } });
+    await seed(rig.url, { Authorization: `Bearer ${await rig.token()}` });
+    await signIn(rig.page, rig.url);
+  }, 120_000);
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it("fits its frame with 200-character names; the whole name is in the tooltip and the text; click and Enter open (issue 15)", async () => {
+    const { page, url } = rig;
+    await page.goto(`${url}/console/browse/${STORE}/brand/`);
+    await page.waitForSelector(`tr[data-name="${LONG_FILE}"]`);
+    await page.locator("label.check input").click();
+    await page.waitForSelector(`tr[data-name="${LONG_DELETED}"] .badge`);
+    await expectFits(page);
+    const name = await page.$eval(`tr[data-name="${LONG_FILE}"] td.name button.link`, (b) => ({
+      text: b.textContent,
+      title: b.getAttribute("title"),
+      cut: b.scrollWidth > b.clientWidth,
+    }));
+    expect(name).toEqual({ text: LONG_FILE, title: LONG_FILE, cut: true });
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.locator(`tr[data-name="${LONG_FILE}"] button.link`).click();
+    await page.waitForSelector("#viewer-text");
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(`!document.querySelector("dialog[open]")`);
+    await page.focus(`tr[data-name="${LONG_DIR}"] a`);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('tr[data-name="inside.txt"]');
+    await expectFits(page);
   });
 });
