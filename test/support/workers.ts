@@ -163,8 +163,11 @@ export async function cleanUp(): Promise<void> {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 }
 
-export async function startWorkers(options: { dataDir?: string } = {}): Promise<{ s: ChildServer; pids: number[] }> {
-  const s = await startChildServer({ args: WORKERS_ARGS, dataDir: options.dataDir });
+/** `trove serve` with WORKERS_ARGS (and `args`, more of them), once both workers answer. */
+export async function startWorkers(
+  options: { dataDir?: string; args?: string[] } = {},
+): Promise<{ s: ChildServer; pids: number[] }> {
+  const s = await startChildServer({ args: [...WORKERS_ARGS, ...(options.args ?? [])], dataDir: options.dataDir });
   servers.push(s);
   let found: number[] = [];
   const pids = await until(
