@@ -113,6 +113,27 @@ async function seed(url: string, auth: Record<string, string>): Promise<void> {
   expect(del.status).toBe(200);
 }
 
+/**
+ * Focuses `selector` from the keyboard's side (focus-visible, as after Tab) and tells whether its
+ * outline (width plus offset all round) lies inside its cell, which clips what overflows it.
+ */
+async function ringInside(page: Page, selector: string): Promise<boolean> {
+  await page.focus(selector);
+  return page.$eval(selector, (el) => {
+    const style = el.ownerDocument.defaultView?.getComputedStyle(el);
+    const ring = Number.parseFloat(style?.outlineWidth ?? "0") + Number.parseFloat(style?.outlineOffset ?? "0");
+    const r = el.getBoundingClientRect();
+    const cell = el.closest("td")?.getBoundingClientRect();
+    if (!cell || style?.outlineStyle === "none" || ring <= 0) return false;
+    return (
+      r.left - ring >= cell.left - 0.5 &&
+      r.right + ring <= cell.right + 0.5 &&
+      r.top - ring >= cell.top - 0.5 &&
+      r.bottom + ring <= cell.bottom + 0.5
+    );
+  });
+}
+
 describe("compact dates in the listing (issue 15, polish)", () => {
   const now = new Date(2026, 10, 24, 15, 30).getTime();
   it("today's changes read as a time, older ones as a date; the full time stays available", () => {
@@ -239,6 +260,10 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
     await page.waitForFunction(`!document.querySelector("dialog[open]")`);
 
     // Enter on the long-named directory's link opens it; the screen still fits the window.
+    await page.focus(`tr[data-name="${LONG_DIR}"] a`);
+    // The focus ring shows whole: the cells do not clip it (the link's, a row's delete button's).
+    expect(await ringInside(page, `tr[data-name="${LONG_DIR}"] a`)).toBe(true);
+    expect(await ringInside(page, `tr[data-name="${LONG_DIR}"] button.danger`)).toBe(true);
     await page.focus(`tr[data-name="${LONG_DIR}"] a`);
     await page.keyboard.press("Enter");
     await page.waitForSelector('tr[data-name="inside.txt"]');

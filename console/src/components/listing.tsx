@@ -1,4 +1,4 @@
-// The directory listing: sortable columns (name, type, size, last modified, tag, MD5), deleted
+// The directory listing: sortable columns (name, type, size, modified, tag, MD5), deleted
 // entries marked, and only the rows in view rendered, so a directory of 10,000 entries scrolls smoothly.
 
 import { useLayoutEffect, useRef, useState } from "preact/hooks";
