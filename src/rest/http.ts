@@ -2,7 +2,7 @@
 // HTTP/2 alike, and the helpers that write the spec's responses.
 
 import { type IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from "node:http2";
 import { type ContextValues, createContextValues } from "@connectrpc/connect";
 import { type Caller, callerKey, nobody } from "../auth/caller.js";
 import { BadRequestError, TooLargeError } from "../domain/errors.js";
@@ -49,23 +49,19 @@ export function start(res: RestResponse, status: number, headers: Record<string,
 
 /** `write` of a chunk read from a blob, given back to its reader's pool once the socket has sent it. */
 export async function writeLent(res: RestResponse, chunk: Uint8Array): Promise<void> {
-  const r = res as ServerResponse;
-  if (!sendLent(res, chunk)) await drained(r);
+  if (!sendLent(res, chunk)) await drained(res);
 }
 
 /**
- * Writes a chunk read from a blob; over HTTP/1.1, gives it back to its reader's pool once the
- * socket has sent it (the write's callback). A response whose socket is gone or no longer
- * writable would keep the chunk queued and never call back: the chunk is given back unsent then,
- * and the answer is over ("client went away"). A response that has no socket yet (a pipelined
- * request's, waiting for the answers before it) keeps the chunk with the write's callback until
- * its turn. Over HTTP/2 the chunk is left to the collector.
+ * Writes a chunk read from a blob, and gives it back to its reader's pool once nothing reads it
+ * any more. Over HTTP/1.1 that is the socket write's callback. A response whose socket is gone or
+ * no longer writable would keep the chunk queued and never call back: the chunk is given back
+ * unsent then, and the answer is over ("client went away"). A response that has no socket yet (a
+ * pipelined request's, waiting for the answers before it) keeps the chunk with the write's
+ * callback until its turn. Over HTTP/2, see `sendLentH2`.
  */
 export function sendLent(res: RestResponse, chunk: Uint8Array): boolean {
-  if (!(res instanceof ServerResponse)) {
-    if (res.destroyed) throw new Error("client went away");
-    return res.write(chunk);
-  }
+  if (!(res instanceof ServerResponse)) return sendLentH2(res, chunk);
   const r = res;
   const socket = r.socket;
   if (r.destroyed || (socket && (socket.destroyed || !socket.writable))) {
@@ -75,20 +71,136 @@ export function sendLent(res: RestResponse, chunk: Uint8Array): boolean {
   return r.write(chunk, () => giveBack(chunk));
 }
 
-/** Waits for a response's `drain`; rejects when the client goes away first. */
-function drained(r: ServerResponse): Promise<void> {
+/**
+ * HTTP/2 (node 20, lib/internal/http2/core.js and src/node_http2.cc; docs/storage.md): node
+ * queues the chunk itself (no copy) on its stream and cuts DATA frames out of it as the flow
+ * control windows allow, each frame a slice of the chunk in the session's next socket write. The
+ * write's callback fires when the socket write that carried the chunk's last frame has completed
+ * (the bytes are in the kernel): the chunk is given back then. But when the stream is destroyed
+ * (a reset, a session destroyed, the server's own destroy), node cancels what is still queued and
+ * calls back at once, while the session's socket write in flight may still carry a slice of that
+ * same chunk (measured: giving back there put another blob's bytes on the wire). Such a chunk is
+ * held until the socket has nothing left to send (libuv's write queue empty) or is closed. And a
+ * chunk whose callback never comes (a socket destroyed during the write that carried it) is given
+ * back when the socket closes: after that nothing sends it.
+ */
+function sendLentH2(res: Http2ServerResponse, chunk: Uint8Array): boolean {
+  const stream = res.stream;
+  const session = stream.destroyed || stream.closed ? undefined : stream.session;
+  const lent = session && !session.destroyed ? lentOn(session) : undefined;
+  if (!lent) {
+    giveBack(chunk);
+    throw new Error("client went away");
+  }
+  lent.queued.add(chunk);
+  return res.write(chunk, (err?: Error | null) => {
+    if (!lent.queued.delete(chunk)) return;
+    if (!err && !stream.destroyed) giveBack(chunk);
+    else lent.giveBackOnceSent(chunk);
+  });
+}
+
+/** The chunks lent to one HTTP/2 session's answers that are not given back yet. */
+class SessionChunks {
+  /** Written, their write's callback not called yet. */
+  readonly queued = new Set<Uint8Array>();
+  /** Called back on a destroyed stream: given back once the socket has sent what it holds. */
+  private readonly held: Uint8Array[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly session: Http2Session) {}
+
+  giveBackOnceSent(chunk: Uint8Array): void {
+    if (socketSendsNothing(this.session)) {
+      giveBack(chunk);
+      return;
+    }
+    this.held.push(chunk);
+    if (this.timer === undefined) this.timer = setTimeout(() => this.check(), HELD_CHECK_MS).unref();
+  }
+
+  /** The socket closed: nothing sends any of the chunks any more. */
+  socketClosed(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const chunk of this.queued) giveBack(chunk);
+    this.queued.clear();
+    for (const chunk of this.held.splice(0)) giveBack(chunk);
+  }
+
+  private check(): void {
+    this.timer = undefined;
+    if (!socketSendsNothing(this.session)) {
+      this.timer = setTimeout(() => this.check(), HELD_CHECK_MS).unref();
+      return;
+    }
+    for (const chunk of this.held.splice(0)) giveBack(chunk);
+  }
+}
+
+/** How often a session holding chunks of destroyed streams looks at its socket again. */
+const HELD_CHECK_MS = 10;
+
+const chunksBySession = new WeakMap<Http2Session, SessionChunks>();
+
+/** The session's lent chunks; undefined once the session has let its socket go. */
+function lentOn(session: Http2Session): SessionChunks | undefined {
+  let lent = chunksBySession.get(session);
+  if (lent) return lent;
+  lent = new SessionChunks(session);
+  const chunks = lent;
+  try {
+    session.socket.once("close", () => chunks.socketClosed());
+  } catch {
+    return undefined;
+  }
+  chunksBySession.set(session, lent);
+  return lent;
+}
+
+/**
+ * Whether an HTTP/2 session's socket has handed every byte of its writes to the kernel, or is
+ * closed: then no slice of a chunk is read by a write in flight. An unknown kind of socket (no
+ * libuv write queue to look at) counts as still sending until it closes.
+ */
+function socketSendsNothing(session: Http2Session): boolean {
+  let socket: { destroyed?: boolean; _handle?: { writeQueueSize?: unknown } | null };
+  try {
+    socket = session.socket as unknown as typeof socket;
+    if (socket.destroyed === true || socket._handle === null) return true;
+    return socket._handle?.writeQueueSize === 0;
+  } catch (err) {
+    // Unbound: the session finished closing, which waits for its write in flight to complete.
+    return (err as { code?: unknown }).code === "ERR_HTTP2_SOCKET_UNBOUND";
+  }
+}
+
+/**
+ * Waits for a response's `drain`; rejects when the client goes away first. Over HTTP/2 a stream
+ * the client resets while a write waits in it (node's client resets every stream with NO_ERROR
+ * when its session is destroyed) is closed but never destroyed by node, so its response never
+ * emits `close`: the stream's `aborted` says it, and the answer's error handling then destroys it.
+ */
+function drained(res: RestResponse): Promise<void> {
+  const r = res as ServerResponse;
+  const stream = res instanceof ServerResponse ? undefined : res.stream;
   return new Promise<void>((resolve, reject) => {
-    const done = () => {
+    const stop = () => {
       r.off("drain", done);
-      r.off("close", closed);
+      r.off("close", gone);
+      stream?.off("aborted", gone);
+    };
+    const done = () => {
+      stop();
       resolve();
     };
-    const closed = () => {
-      r.off("drain", done);
+    const gone = () => {
+      stop();
       reject(new Error("client went away"));
     };
     r.once("drain", done);
-    r.once("close", closed);
+    r.once("close", gone);
+    stream?.once("aborted", gone);
   });
 }
 
@@ -96,7 +208,7 @@ function drained(r: ServerResponse): Promise<void> {
 export async function write(res: RestResponse, chunk: string | Uint8Array): Promise<void> {
   const r = res as ServerResponse;
   if (r.destroyed) throw new Error("client went away");
-  if (!r.write(chunk)) await drained(r);
+  if (!r.write(chunk)) await drained(res);
 }
 
 export function header(req: RestRequest, name: string): string | undefined {
