@@ -326,9 +326,9 @@ describe("a stream the server destroys mid-body (issue 14, REST on h2c, src/rest
     const big = stored.get("big") as { data: Buffer; blob: string };
     const before = readBuffers.stats();
     // How much the kernel's buffers take before the socket blocks varies from one connection to
-    // the next (about 5 to 9 MiB here): windows a quarter MiB apart, so that in some of them the
-    // window ends inside a chunk whose first part is stuck in the socket write.
-    const windows = Array.from({ length: 23 }, (_, i) => (4.25 + i / 4) * MiB);
+    // the next (about 5 to 9 MiB here): windows an eighth of a MiB apart, so that in some of them
+    // the window ends inside a chunk whose first part is stuck in the socket write.
+    const windows = Array.from({ length: 44 }, (_, i) => (4.25 + i / 8) * MiB);
     for (const window of windows) {
       answering.length = 0;
       // The client reads through a socket it can stop reading from (a session's own socket is
@@ -371,7 +371,7 @@ describe("a stream the server destroys mid-body (issue 14, REST on h2c, src/rest
       await until(() => answering.length === 1, "the server to answer");
       const res = answering[0] as http2.Http2ServerResponse;
       // The server has sent what the window allows and the socket can take.
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 200));
       res.destroy();
       await churnPool();
       await churnPool();
