@@ -5,12 +5,15 @@ import { parseArgs } from "node:util";
 import { parseDuration } from "../domain/store.js";
 import { parseCorsOrigin } from "./cors.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
+import { DEFAULT_LOG_BUFFER } from "./log-destination.js";
 
 export interface ServeConfig {
   host: string;
   port: number;
   dataDir: string;
   logLevel: string;
+  /** Bytes of log lines that may wait for stdout; beyond them lines are dropped and counted. */
+  logBuffer: number;
   maxResourceSize: number;
   /** Longest a poll waits, in milliseconds. */
   pollWait: number;
@@ -55,6 +58,9 @@ Options:
   --data DIR                data directory            (TROVE_DATA, default ./.trove-data)
   --log-level LEVEL         fatal, error, warn, info, debug, trace or silent
                                                       (TROVE_LOG_LEVEL, default info)
+  --log-buffer BYTES        log lines that may wait while stdout is not read; beyond them lines
+                            are dropped and counted, never waited for (TROVE_LOG_BUFFER,
+                            default 8388608; docs/operations.md, Logs)
   --max-resource-size BYTES largest resource accepted (TROVE_MAX_RESOURCE_SIZE, default 4294967296)
   --poll-wait SECONDS       longest a poll waits before 204 (TROVE_POLL_WAIT, default 30)
   --mongodb-url URL         keep everything on MongoDB instead of the embedded store
@@ -171,6 +177,7 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       port: { type: "string" },
       data: { type: "string" },
       "log-level": { type: "string" },
+      "log-buffer": { type: "string" },
       "max-resource-size": { type: "string" },
       "poll-wait": { type: "string" },
       "mongodb-url": { type: "string" },
@@ -220,6 +227,12 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
     port: integer(values.port ?? env.TROVE_PORT ?? "13242", "port", 0, 65535),
     dataDir: values.data ?? env.TROVE_DATA ?? ".trove-data",
     logLevel: level,
+    logBuffer: integer(
+      values["log-buffer"] ?? env.TROVE_LOG_BUFFER ?? String(DEFAULT_LOG_BUFFER),
+      "log-buffer",
+      65536,
+      1073741824,
+    ),
     maxResourceSize: integer(
       values["max-resource-size"] ?? env.TROVE_MAX_RESOURCE_SIZE ?? "4294967296",
       "max-resource-size",

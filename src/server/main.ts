@@ -10,6 +10,7 @@ import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import type { ServeConfig } from "./config.js";
+import { stdoutLog } from "./log-destination.js";
 import { createTroveServer, type TroveServer } from "./server.js";
 import { primaryLogger, runPrimary, type WorkerLink, workerLink } from "./workers.js";
 
@@ -31,8 +32,10 @@ export async function ensureHomeStore(storage: StoragePort, now: number): Promis
  * once-per-directory duties to slot 1.
  */
 export async function serve(config: ServeConfig, link?: WorkerLink): Promise<TroveServer> {
-  const root = pino({ level: config.logLevel });
+  const output = stdoutLog(config.logBuffer);
+  const root = pino({ level: config.logLevel }, output.stream);
   const logger = link ? root.child({ worker: link.slot }) : root;
+  output.onDropsEnded((dropped) => logger.warn({ dropped }, "log lines dropped: stdout was not read"));
   const first = link === undefined || link.slot === 1;
   const storage: StoragePort = config.mongodbUrl
     ? await MongoStorage.open({ url: config.mongodbUrl, database: config.mongodbDatabase, logger, peers: link?.peers })
@@ -69,6 +72,7 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
     purgeInterval: first ? undefined : 0,
     worker: link && { peers: link.peers, collectMetrics: link.collectMetrics },
     metrics: config.metrics,
+    logDropped: output.dropped,
     limits: config.limits,
     corsOrigins: config.corsOrigins,
     console: { clientId: config.consoleClientId, issuer: config.issuer },
@@ -137,7 +141,7 @@ export async function serveUntilSignal(config: ServeConfig): Promise<number> {
 
 /** The primary of `trove serve --workers`: the development issuer's file first, then the workers. */
 async function servePrimary(config: ServeConfig): Promise<number> {
-  const logger = primaryLogger(config.logLevel);
+  const logger = primaryLogger(config.logLevel, config.logBuffer);
   // Made before any worker starts, so that they all read the same credentials and signing key.
   const devIssuer =
     config.issuer === undefined

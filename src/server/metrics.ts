@@ -400,6 +400,8 @@ export interface MetricsOptions {
    * metrics summed by the primary, whichever worker the scrape reaches.
    */
   worker?: { collect(): Promise<string> };
+  /** Log lines this process dropped because stdout did not take them (log-destination.ts). */
+  logDropped?: () => number;
 }
 
 export interface Metrics {
@@ -438,6 +440,18 @@ export function createMetrics(options: MetricsOptions): Metrics {
     // Every worker's is the same 1: summed, it would count them.
     aggregator: "max",
   }).set({ version: TROVE_VERSION, backend: options.backend, node: process.version }, 1);
+  const logDropped = options.logDropped;
+  if (logDropped) {
+    new Counter({
+      name: "trove_log_lines_dropped_total",
+      help: "Log lines dropped because stdout did not take them and the log buffer (--log-buffer) was full.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(logDropped());
+      },
+    });
+  }
   const worker = options.worker;
   if (worker) {
     AggregatorRegistry.setRegistries([registry]);

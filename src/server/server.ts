@@ -58,6 +58,8 @@ export interface TroveServerOptions {
   limits?: Partial<ServerLimits>;
   /** Whether GET /metrics serves Prometheus metrics (default true); when false nothing is measured. */
   metrics?: boolean;
+  /** Log lines the process dropped, stdout not taking them (log-destination.ts); counted in /metrics. */
+  logDropped?: () => number;
   /** Origins whose browser pages may call every face (CORS); none by default: same origin only. */
   corsOrigins?: readonly string[];
   /** How often the storage's readiness is checked, in milliseconds (default 5 s). */
@@ -97,6 +99,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
       : createMetrics({
           backend: options.storage.backend,
           worker: options.worker && { collect: options.worker.collectMetrics },
+          logDropped: options.logDropped,
         });
   // Filesystem stores wrap the (measured) port: the changes their scanners record are counted too.
   const storage = createFilesystemStorage(

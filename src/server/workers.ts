@@ -17,6 +17,7 @@ import { AggregatorRegistry } from "prom-client";
 import { type Grant, type GrantStore, type GrantTable, localGrants } from "../auth/dev-issuer.js";
 import type { ScanLease } from "../storage/filesystem/scan-lease.js";
 import type { PeerChannel, WriteTurns } from "../storage/port.js";
+import { stdoutLog } from "./log-destination.js";
 
 /** The environment variable that gives a worker its slot, 1..N. */
 const SLOT = "TROVE_WORKER_SLOT";
@@ -359,6 +360,6 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
 }
 
 /** The primary's own logger: what it does (starts, restarts, stops), on the workers' stdout. */
-export function primaryLogger(level: string): Logger {
-  return pino({ level }).child({ role: "primary" });
+export function primaryLogger(level: string, logBuffer: number): Logger {
+  return pino({ level }, stdoutLog(logBuffer).stream).child({ role: "primary" });
 }
