@@ -111,12 +111,8 @@ class SessionChunks {
   constructor(private readonly session: Http2Session) {}
 
   giveBackOnceSent(chunk: Uint8Array): void {
-    if (socketSendsNothing(this.session)) {
-      giveBack(chunk);
-      return;
-    }
     this.held.push(chunk);
-    if (this.timer === undefined) this.timer = setTimeout(() => this.check(), HELD_CHECK_MS).unref();
+    if (this.timer === undefined) this.check();
   }
 
   /** The socket closed: nothing sends any of the chunks any more. */
@@ -128,13 +124,14 @@ class SessionChunks {
     for (const chunk of this.held.splice(0)) giveBack(chunk);
   }
 
+  /** Gives back the held chunks if the socket sends nothing now, else looks again in a while. */
   private check(): void {
     this.timer = undefined;
-    if (!socketSendsNothing(this.session)) {
+    if (socketSendsNothing(this.session)) {
+      for (const chunk of this.held.splice(0)) giveBack(chunk);
+    } else {
       this.timer = setTimeout(() => this.check(), HELD_CHECK_MS).unref();
-      return;
     }
-    for (const chunk of this.held.splice(0)) giveBack(chunk);
   }
 }
 
