@@ -6,35 +6,9 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
+import { h2Request } from "../security/rpc-client.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { md5Base64, payload } from "./payload.js";
-
-interface H2Response {
-  status: number;
-  headers: http2.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-function request(
-  session: http2.ClientHttp2Session,
-  headers: http2.OutgoingHttpHeaders,
-  body?: Buffer,
-): Promise<H2Response> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request(headers, { endStream: body === undefined });
-    const parts: Buffer[] = [];
-    let responseHeaders: http2.IncomingHttpHeaders = {};
-    stream.on("response", (h) => {
-      responseHeaders = h;
-    });
-    stream.on("data", (chunk: Buffer) => parts.push(chunk));
-    stream.on("end", () =>
-      resolve({ status: Number(responseHeaders[":status"]), headers: responseHeaders, body: Buffer.concat(parts) }),
-    );
-    stream.on("error", reject);
-    if (body !== undefined) stream.end(body);
-  });
-}
 
 describe("REST over h2c", () => {
   let server: TestServer;
@@ -59,9 +33,11 @@ describe("REST over h2c", () => {
     const md5 = md5Base64(contents);
     const path = "/resources/v2/data/home/letter.template";
 
-    const put = await request(
+    const put = await h2Request(
       session,
-      { ":method": "PUT", ":path": path, "content-type": "application/vnd.trove.template+json", "content-md5": md5 },
+      "PUT",
+      path,
+      { "content-type": "application/vnd.trove.template+json", "content-md5": md5 },
       contents,
     );
     expect(put.status).toBe(201);
@@ -72,7 +48,7 @@ describe("REST over h2c", () => {
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     expect(put.body.length).toBe(0);
 
-    const get = await request(session, { ":method": "GET", ":path": path });
+    const get = await h2Request(session, "GET", path, {});
     expect(get.status).toBe(200);
     expect(get.headers.etag).toBe(etag);
     expect(get.headers["content-md5"]).toBe(md5);
@@ -80,7 +56,7 @@ describe("REST over h2c", () => {
     expect(get.headers["content-length"]).toBe(String(contents.length));
     expect(get.body.equals(contents)).toBe(true);
 
-    const notModified = await request(session, { ":method": "GET", ":path": path, "if-none-match": String(etag) });
+    const notModified = await h2Request(session, "GET", path, { "if-none-match": String(etag) });
     expect(notModified.status).toBe(304);
     expect(notModified.headers.etag).toBe(etag);
     expect(notModified.body.length).toBe(0);
@@ -95,29 +71,33 @@ describe("REST over h2c", () => {
 
   it("PUT with If-Match replaces the resource, a stale one answers 412 text/plain", async () => {
     const path = "/resources/v2/data/home/note.txt";
-    const first = await request(session, { ":method": "PUT", ":path": path }, Buffer.from("one\n"));
+    const first = await h2Request(session, "PUT", path, {}, Buffer.from("one\n"));
     expect(first.status).toBe(201);
-    const second = await request(
+    const second = await h2Request(
       session,
-      { ":method": "PUT", ":path": path, "if-match": String(first.headers.etag) },
+      "PUT",
+      path,
+      { "if-match": String(first.headers.etag) },
       Buffer.from("two\n"),
     );
     expect(second.status).toBe(200);
     expect(second.headers.etag).not.toBe(first.headers.etag);
-    const stale = await request(
+    const stale = await h2Request(
       session,
-      { ":method": "PUT", ":path": path, "if-match": String(first.headers.etag) },
+      "PUT",
+      path,
+      { "if-match": String(first.headers.etag) },
       Buffer.from("three\n"),
     );
     expect(stale.status).toBe(412);
     expect(stale.headers["content-type"]).toBe("text/plain; charset=utf-8");
-    const get = await request(session, { ":method": "GET", ":path": path });
+    const get = await h2Request(session, "GET", path, {});
     expect(get.body.toString()).toBe("two\n");
     expect(get.headers.etag).toBe(second.headers.etag);
   });
 
   it("GET of a missing resource answers 404 text/plain", async () => {
-    const get = await request(session, { ":method": "GET", ":path": "/resources/v2/data/home/none.txt" });
+    const get = await h2Request(session, "GET", "/resources/v2/data/home/none.txt", {});
     expect(get.status).toBe(404);
     expect(get.headers.server).toBe("resources/1.0");
     expect(get.body.toString()).toBe("/none.txt not found in store home\n");

@@ -10,6 +10,7 @@ import * as http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTroveClient, Operation, type TroveClient } from "../../sdk/src/index.js";
+import { h2Request, type RawAnswer } from "../security/rpc-client.js";
 import type { ChildServer } from "../support/child-server.js";
 import { stockServices } from "../support/grpc-js.js";
 import {
@@ -148,44 +149,17 @@ async function* sdkWriteRequests(store: string, path: string, contents: Buffer) 
   }
 }
 
-interface H2Answer {
-  status: number;
-  headers: http2.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-function h2request(
-  session: http2.ClientHttp2Session,
-  headers: http2.OutgoingHttpHeaders,
-  body?: Buffer,
-): Promise<H2Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request(headers, { endStream: body === undefined });
-    const parts: Buffer[] = [];
-    let answered: http2.IncomingHttpHeaders = {};
-    stream.on("response", (h) => {
-      answered = h;
-    });
-    stream.on("data", (chunk: Buffer) => parts.push(chunk));
-    stream.once("end", () =>
-      resolve({ status: Number(answered[":status"]), headers: answered, body: Buffer.concat(parts) }),
-    );
-    stream.once("error", reject);
-    if (body !== undefined) stream.end(body);
-  });
-}
-
 /** A node:http2 session over h2c (prior knowledge), used once. */
 async function h2Session(s: ChildServer): Promise<Session<http2.ClientHttp2Session>> {
   const session = http2.connect(s.url);
   session.on("error", () => {});
-  const health = await h2request(session, { ":method": "GET", ":path": "/healthz" });
+  const health = await h2Request(session, "GET", "/healthz", {});
   expect(health.status).toBe(200);
   return { client: session, localPort: session.socket.localPort as number, close: () => session.destroy() };
 }
 
 /** The ETag header, checked to be there. */
-function etagOf(a: H2Answer): string {
+function etagOf(a: RawAnswer): string {
   const etag = a.headers.etag;
   if (typeof etag !== "string") throw new Error(`no ETag in the answer (${a.status}): ${a.body}`);
   return etag;
@@ -388,9 +362,7 @@ describe("trove serve --workers 2 over HTTP/2 (issue 14, multi-core serving)", (
       expect(readTag).toBe(tag);
       expect(Buffer.concat(parts).equals(contents)).toBe(true);
       // REST over h2c on B: the Connect write's ETag answers 304.
-      const cached = await h2request(onB.h2, {
-        ":method": "GET",
-        ":path": `/resources/v2/data/home/${path}`,
+      const cached = await h2Request(onB.h2, "GET", `/resources/v2/data/home/${path}`, {
         authorization: s.authorization,
         "if-none-match": `"${tag}"`,
       });
@@ -403,31 +375,23 @@ describe("trove serve --workers 2 over HTTP/2 (issue 14, multi-core serving)", (
       // REST over h2c: PUT on A; on B, GET answers the bytes, GET with the ETag 304.
       const restPath = `/resources/v2/data/home/h2c-by-${pids[a]}.bin`;
       const body = randomBytes(100 * 1024 + 11);
-      const put = await h2request(
+      const put = await h2Request(
         onA.h2,
-        {
-          ":method": "PUT",
-          ":path": restPath,
-          authorization: s.authorization,
-          "content-type": "application/octet-stream",
-        },
+        "PUT",
+        restPath,
+        { authorization: s.authorization, "content-type": "application/octet-stream" },
         body,
       );
       expect(put.status).toBe(201);
       const etag = etagOf(put);
-      const got = await h2request(onB.h2, { ":method": "GET", ":path": restPath, authorization: s.authorization });
+      const got = await h2Request(onB.h2, "GET", restPath, { authorization: s.authorization });
       expect({ status: got.status, etag: got.headers.etag, md5: got.headers["content-md5"] }).toEqual({
         status: 200,
         etag,
         md5: md5Of(body),
       });
       expect(got.body.equals(body)).toBe(true);
-      const again = await h2request(onB.h2, {
-        ":method": "GET",
-        ":path": restPath,
-        authorization: s.authorization,
-        "if-none-match": etag,
-      });
+      const again = await h2Request(onB.h2, "GET", restPath, { authorization: s.authorization, "if-none-match": etag });
       expect({ status: again.status, etag: again.headers.etag, body: again.body.length }).toEqual({
         status: 304,
         etag,
@@ -459,22 +423,17 @@ describe("trove serve --workers 2 over HTTP/2 (issue 14, multi-core serving)", (
       for (const by of ["rest", "grpc"] as const) {
         const cursor = await lastEventId(s, "h2feed");
         const path = `${by}-by-${pids[b]}.txt`;
-        const waiting = h2request(pollOn, {
-          ":method": "GET",
-          ":path": `/resources/v2/poll?store=h2feed:${cursor}&wait=${POLL_WAIT}`,
+        const waiting = h2Request(pollOn, "GET", `/resources/v2/poll?store=h2feed:${cursor}&wait=${POLL_WAIT}`, {
           authorization: s.authorization,
         });
         await parked(s, 1);
         let tag: string;
         if (by === "rest") {
-          const put = await h2request(
+          const put = await h2Request(
             h2[b]?.client as http2.ClientHttp2Session,
-            {
-              ":method": "PUT",
-              ":path": `/resources/v2/data/h2feed/${path}`,
-              authorization: s.authorization,
-              "content-type": "text/plain",
-            },
+            "PUT",
+            `/resources/v2/data/h2feed/${path}`,
+            { authorization: s.authorization, "content-type": "text/plain" },
             Buffer.from(path),
           );
           expect(put.status).toBe(201);
