@@ -50,9 +50,12 @@ const changes = [];
 let lastId = 0;
 const parked = new Set();
 
+/** The changes after `since`: ids are consecutive, so they are the last `lastId - since` kept. */
 function changeLines(since) {
   let lines = "";
-  for (const change of changes) if (change.id > since) lines += `CHANGE|${change.id}|${change.uri}\n`;
+  for (let i = Math.max(0, changes.length - (lastId - since)); i < changes.length; i++) {
+    lines += `CHANGE|${changes[i].id}|${changes[i].uri}\n`;
+  }
   return lines;
 }
 
