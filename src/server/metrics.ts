@@ -4,6 +4,7 @@
 // Served by GET /metrics in the Prometheus text format. Every label has a bounded set of values:
 // never a store name, a resource path or an id.
 
+import type { ServerResponse } from "node:http";
 import type { ServerHttp2Stream } from "node:http2";
 import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
 import {
@@ -615,7 +616,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
       collect().then(
         (text) => {
           const body = Buffer.from(text);
-          res.writeHead(200, {
+          // Both responses take this call; @types/node 22 cannot unite their overloads.
+          (res as ServerResponse).writeHead(200, {
             "Content-Type": registry.contentType,
             "Content-Length": body.byteLength,
             "Cache-Control": "no-store",
