@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { MongoStorage, type MongoStorageOptions } from "../../src/storage/mongodb/mongo-storage.js";
 import { StoreLeases } from "../../src/storage/mongodb/mongo-store-lease.js";
 import type { ReportRecord } from "../../src/storage/port.js";
+import { asServed } from "./as-served.js";
 import { type AdapterUnderTest, storageContract } from "./contract.js";
 
 export const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
@@ -22,8 +23,14 @@ export async function openMongoAdapter(): Promise<AdapterUnderTest> {
   return {
     storage,
     async cleanup() {
-      await storage.dropDatabase();
       await storage.close();
+      // On a connection of its own: the adapter's is closed (by a decorator's close too, as-served.ts).
+      const client = new MongoClient(MONGODB_URL as string);
+      try {
+        await client.db(database).dropDatabase();
+      } finally {
+        await client.close();
+      }
     },
     async storedBlobs() {
       const client = new MongoClient(MONGODB_URL as string);
@@ -40,6 +47,7 @@ export async function openMongoAdapter(): Promise<AdapterUnderTest> {
 
 describe.runIf(MONGODB_URL)("mongodb adapter", () => {
   storageContract("mongodb", openMongoAdapter);
+  storageContract("mongodb inside FilesystemStorage", () => asServed(openMongoAdapter));
 
   it("creates its indexes idempotently at every start-up", async () => {
     const a = await openMongoAdapter();

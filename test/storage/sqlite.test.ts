@@ -9,6 +9,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { NodeRecord, ReportRecord, StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
+import { asServed } from "./as-served.js";
 import { type AdapterUnderTest, storageContract } from "./contract.js";
 
 async function filesUnder(dir: string): Promise<string[]> {
@@ -32,6 +33,7 @@ async function openAdapter(): Promise<AdapterUnderTest> {
 }
 
 storageContract("sqlite", openAdapter);
+storageContract("sqlite inside FilesystemStorage", () => asServed(openAdapter));
 
 async function readAll(storage: StoragePort, node: NodeRecord): Promise<Buffer> {
   const parts: Buffer[] = [];
