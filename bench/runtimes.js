@@ -1,0 +1,163 @@
+// GET of a 4 KiB resource on several runtimes: Trove's server from one or more checkouts, each
+// run by the Node.js binary given for it, beside bare node:http (bench/baseline-server.js) run by
+// each of those binaries, rounds alternating. Prints requests/s and server CPU per answer (µs).
+// Issue 26 chose the Node.js line and the SQLite binding with it (docs/benchmarks.md, "Node.js
+// lines and the SQLite binding").
+//
+//   node bench/runtimes.js [--target LABEL=NODE:CHECKOUT ...] [--rounds 3 --duration 5 --warmup 2]
+//
+// Without --target: this checkout, run by the Node.js that runs the benchmark. A CHECKOUT is a
+// directory holding an installed and built Trove (bin/trove.js, dist/, node_modules/); wrk
+// (Debian package) generates the load: one thread, 32 connections.
+
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { BODY_4K } from "./payloads.js";
+import { cpuSeconds, median, pad } from "./report.js";
+import { freePort } from "./servers.js";
+import { wrkAvailable, wrkLoad } from "./wrk.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const { values: opts } = parseArgs({
+  options: {
+    target: { type: "string", multiple: true },
+    rounds: { type: "string", default: "3" },
+    duration: { type: "string", default: "5" },
+    warmup: { type: "string", default: "2" },
+    connections: { type: "string", default: "32" },
+  },
+});
+const rounds = Number(opts.rounds);
+const duration = Number(opts.duration);
+const warmup = Number(opts.warmup);
+const connections = Number(opts.connections);
+if (!wrkAvailable()) {
+  process.stderr.write("bench/runtimes.js needs wrk (apt-get install wrk)\n");
+  process.exit(2);
+}
+
+const targets = (opts.target ?? [`this=${process.execPath}:${ROOT}`]).map((spec) => {
+  const m = /^([^=]+)=([^:]+):(.+)$/.exec(spec);
+  if (!m) throw new Error(`--target ${spec}: expected LABEL=NODE:CHECKOUT`);
+  const [, label, node, checkout] = m;
+  const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
+  return { label: label, node, checkout, version };
+});
+
+async function started(node, args, probe, port) {
+  const child = spawn(node, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (s) => {
+    stderr = (stderr + s).slice(-4000);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`${node} ${args[0]} exited ${child.exitCode}: ${stderr}`);
+    const ok = await fetch(url + probe).then(
+      (r) => r.status < 500,
+      () => false,
+    );
+    if (ok) break;
+    if (i > 300) throw new Error(`${node} ${args[0]} did not answer: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    pid: child.pid,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", resolve);
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+async function startTroveOf(target) {
+  const data = mkdtempSync(join(tmpdir(), "trove-runtimes-"));
+  const port = await freePort();
+  const bin = join(target.checkout, "bin/trove.js");
+  const server = await started(
+    target.node,
+    [bin, "serve", "--port", String(port), "--data", data, "--log-level", "silent", "--token-lifetime", "86400"],
+    "/healthz",
+    port,
+  );
+  const token = execFileSync(target.node, [bin, "token", "--url", server.url, "--data", data], {
+    encoding: "utf8",
+  }).trim();
+  const headers = { Authorization: `Bearer ${token}` };
+  const path = "/resources/v2/data/home/resource-4k.bin";
+  const put = await fetch(server.url + path, { method: "PUT", body: BODY_4K, headers });
+  if (put.status !== 201) throw new Error(`PUT answered ${put.status}`);
+  return {
+    ...server,
+    get: server.url + path,
+    headers,
+    stop: async () => {
+      await server.stop();
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startBaselineOf(target) {
+  const dir = mkdtempSync(join(tmpdir(), "trove-runtimes-baseline-"));
+  const port = await freePort();
+  const server = await started(target.node, [join(ROOT, "bench/baseline-server.js"), String(port), dir], "/", port);
+  return {
+    ...server,
+    get: `${server.url}/resource-4k.bin`,
+    headers: {},
+    stop: async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const rows = [];
+for (const target of targets) {
+  rows.push({ name: `node:http (${target.version})`, start: () => startBaselineOf(target), rps: [], cpu: [] });
+  rows.push({ name: `Trove ${target.label} (${target.version})`, start: () => startTroveOf(target), rps: [], cpu: [] });
+}
+// One node:http per distinct binary.
+const seen = new Set();
+const measured = rows.filter((r) => !seen.has(r.name) && seen.add(r.name));
+
+const servers = [];
+try {
+  for (const row of measured) servers.push(await row.start());
+  for (const server of servers)
+    await wrkLoad(server.get, { headers: server.headers }, warmup, connections);
+  for (let round = 0; round < rounds; round++) {
+    // Alternate the order each round, so that no row always runs first after a quiet pause.
+    const order = round % 2 === 0 ? measured.keys() : [...measured.keys()].reverse();
+    for (const i of order) {
+      const server = servers[i];
+      const before = cpuSeconds(server.pid);
+      const r = await wrkLoad(server.get, { headers: server.headers }, duration, connections);
+      const cpu = cpuSeconds(server.pid) - before;
+      if (r.other) process.stderr.write(`  ${measured[i].name}: ${r.other}\n`);
+      measured[i].rps.push(r.rps);
+      measured[i].cpu.push((cpu / (r.rps * duration)) * 1e6);
+      process.stdout.write(
+        `round ${round + 1} ${pad(measured[i].name, 44)} ${pad(Math.round(r.rps), 8, true)} req/s ${pad(((cpu / (r.rps * duration)) * 1e6).toFixed(1), 7, true)} µs CPU/answer\n`,
+      );
+    }
+  }
+} finally {
+  for (const server of servers) await server.stop();
+}
+
+process.stdout.write(`\nGET 4 KiB, wrk -t1 -c${connections}, ${rounds} rounds of ${duration} s, medians:\n`);
+for (const row of measured) {
+  const spread = row.cpu.map((c) => c.toFixed(0)).join("-");
+  process.stdout.write(
+    `${pad(row.name, 44)} ${pad(Math.round(median(row.rps)), 8, true)} req/s ${pad(median(row.cpu).toFixed(1), 7, true)} µs CPU/answer (rounds: ${spread})\n`,
+  );
+}
