@@ -132,8 +132,7 @@ const measured = rows.filter((r) => !seen.has(r.name) && seen.add(r.name));
 const servers = [];
 try {
   for (const row of measured) servers.push(await row.start());
-  for (const server of servers)
-    await wrkLoad(server.get, { headers: server.headers }, warmup, connections);
+  for (const server of servers) await wrkLoad(server.get, { headers: server.headers }, warmup, connections);
   for (let round = 0; round < rounds; round++) {
     // Alternate the order each round, so that no row always runs first after a quiet pause.
     const order = round % 2 === 0 ? measured.keys() : [...measured.keys()].reverse();
