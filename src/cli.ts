@@ -5,6 +5,7 @@
 import { type CliIo, EXIT, type HostCommand, run, SDK_VERSION, UsageError } from "@trove/sdk/cli";
 import { UnavailableError } from "./domain/errors.js";
 import { parseServeArgs, SERVE_HELP, type ServeConfig } from "./server/config.js";
+import { isDataDirError } from "./server/data-dir.js";
 import { serveUntilSignal } from "./server/main.js";
 import { TROVE_VERSION } from "./version.js";
 
@@ -33,10 +34,21 @@ const SERVE: HostCommand = {
       io.stdout.write(SERVE_HELP);
       return EXIT.ok;
     }
+    // The client commands' SIGINT / SIGTERM listeners (io.signal, for watch and mirror) are not
+    // serve's: without a listener, a signal during start-up ends the process by its default
+    // action, even where start-up waits in a system call. serveUntilSignal adds its own once it
+    // serves (docs/operations.md, "Shutdown").
+    process.removeAllListeners("SIGINT");
+    process.removeAllListeners("SIGTERM");
     try {
       return await serveUntilSignal(config);
     } catch (err) {
-      // The storage cannot be reached (MongoDB); anything else (a port in use, ...) is an error.
+      // The data directory cannot be used: exit 1. The storage cannot be reached (MongoDB):
+      // exit 7. Anything else (a port in use, ...) is an error.
+      if (isDataDirError(err)) {
+        io.stderr.write(`trove serve: ${err.message}\n`);
+        return EXIT.error;
+      }
       if (!(err instanceof UnavailableError)) throw err;
       io.stderr.write(`trove serve: ${err.message}\n`);
       return EXIT.unavailable;

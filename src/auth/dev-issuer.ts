@@ -7,7 +7,7 @@
 // endpoint is a plain confirmation page, "Sign in as developer".
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, readFile, writeFile } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import {
@@ -20,6 +20,7 @@ import {
   SignJWT,
 } from "jose";
 import type { RestRequest, RestResponse } from "../rest/http.js";
+import { makeDirectorySync } from "../storage/local/make-directory.js";
 import { type Authenticator, createJwtAuthenticator } from "./verifier.js";
 
 /** Path prefix of the development issuer's endpoints; the issuer identifier is `{server}/auth`. */
@@ -356,7 +357,7 @@ function validRedirect(req: RestRequest, uri: string | null): uri is string {
 }
 
 export async function openDevIssuer(options: DevIssuerOptions): Promise<DevIssuer> {
-  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  makeDirectorySync(options.dataDir, 0o700);
   const file = join(options.dataDir, DEV_ISSUER_FILE);
   const stored = await loadOrCreate(file);
   await chmod(file, 0o600);

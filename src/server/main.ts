@@ -10,6 +10,7 @@ import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import type { ServeConfig } from "./config.js";
+import { checkDataDir } from "./data-dir.js";
 import { stdoutLog } from "./log-destination.js";
 import { createTroveServer, type TroveServer } from "./server.js";
 import { primaryLogger, runPrimary, type WorkerLink, workerLink } from "./workers.js";
@@ -110,6 +111,10 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
  * exit code: 0 once the shutdown finished, drained or cut by its timeout.
  */
 export async function serveUntilSignal(config: ServeConfig): Promise<number> {
+  // Before anything else, in every process (a worker started again may find it gone): a data
+  // directory that cannot be used is one line and exit 1 (DataDirError), not a hang or a stack.
+  // On MongoDB with --issuer nothing is kept there.
+  if (!config.mongodbUrl || config.issuer === undefined) checkDataDir(config.dataDir);
   if (config.workers > 1) {
     if (!cluster.isWorker) return servePrimary(config);
     const link = workerLink();

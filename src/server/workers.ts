@@ -276,11 +276,14 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
         );
       }
     };
-    const fork = (slot: number) => {
+    /** `again`: started in place of one that ended unexpectedly. */
+    const fork = (slot: number, again = false) => {
       const worker = cluster.fork({ [SLOT]: String(slot) });
+      let listened = false;
       slots.set(slot, worker);
       worker.on("message", (message: unknown) => onMessage(worker, message));
       worker.once("listening", (address) => {
+        listened = true;
         if (stopping) {
           // A stop sent while it was starting may have come before it could hear one: again.
           if (worker.isConnected()) worker.send({ trove: "stop", now: stopAtOnce } satisfies Downward);
@@ -317,8 +320,18 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
           if (slots.size === 0) finish(exitCode);
           return;
         }
+        if (again && !listened) {
+          // Started again, it could not start either (the data directory is gone, MongoDB cannot
+          // be reached ...; its own message is on stderr): a third try would fare no better, and
+          // retrying for ever would hide it. The others stop gracefully; the primary ends with its code.
+          logger.error({ slot, code, signal }, `worker ${slot} could not start again: stopping the others`);
+          exitCode = typeof code === "number" && code !== 0 ? code : 1;
+          stopAll(false);
+          if (slots.size === 0) finish(exitCode);
+          return;
+        }
         logger.error({ slot, code, signal }, `worker ${slot} ended unexpectedly: starting it again`);
-        setTimeout(() => !stopping && fork(slot), RESTART_DELAY).unref();
+        setTimeout(() => !stopping && fork(slot, true), RESTART_DELAY).unref();
       });
     };
     let exitCode = 0;
@@ -349,7 +362,12 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       // As a single process would: the exit code of the signal, also when the workers end first.
       exitCode = second === "SIGINT" ? 130 : 143;
       stopAll(true);
-      setTimeout(() => process.exit(exitCode), 100).unref();
+      setTimeout(() => {
+        // A worker told to stop at once exits at once; one still here is stuck (in a system call
+        // while starting, say) and would outlive its primary.
+        for (const worker of slots.values()) worker.process.kill("SIGKILL");
+        process.exit(exitCode);
+      }, 100).unref();
     };
     process.on("SIGINT", first);
     process.on("SIGTERM", first);
