@@ -304,11 +304,17 @@ describe("serve without a usable data directory: start-up ends on SIGTERM, worke
     execFileSync("mkfifo", [join(dir, "trove.db")]);
     const s = await serve(dir);
     const pid = s.child.pid as number;
-    // Where the kernel shows it: waiting for the FIFO's other end, the event loop blocked.
+    // Where the kernel shows it: waiting for the FIFO's other end, the event loop blocked. A
+    // kernel that does not show where a process waits (wchan "0") gets the signal after a while.
     const wchan = () => readFile(`/proc/${pid}/wchan`, "utf8").catch(() => "");
+    const since = Date.now();
     await until(
       "start-up blocked opening the FIFO",
-      async () => ((await wchan()) === "wait_for_partner" || s.child.exitCode !== null ? true : undefined),
+      async () => {
+        const at = await wchan();
+        if (at === "wait_for_partner" || s.child.exitCode !== null) return true;
+        return (at === "0" || at === "") && Date.now() - since > 3000 ? true : undefined;
+      },
       s.stderr,
     );
     s.child.kill("SIGTERM");
