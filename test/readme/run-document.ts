@@ -82,8 +82,8 @@ export function describeDocument(file: string, options: DocumentOptions): void {
     const live = (code: string) => code.replaceAll(`http://${ADDRESS_IN_DOCS}`, server.url);
 
     beforeAll(async () => {
-      statusBefore = await checkoutStatus();
       await ensureSdkBuilt();
+      statusBefore = await checkoutStatus();
       work = await mkdtemp(join(tmpdir(), "trove-docs-"));
       for (const linked of ["node_modules", "examples", "proto"]) await symlink(join(ROOT, linked), join(work, linked));
       await writeFile(join(work, "package.json"), JSON.stringify({ name: "reader", private: true, type: "module" }));
@@ -124,7 +124,12 @@ export function describeDocument(file: string, options: DocumentOptions): void {
       }
     }, 120_000);
 
-    for (const block of runnable) {
+    for (const block of blocks) {
+      const reason = reasons.get(block);
+      if (reason) {
+        it.skip(`${block.where} (${block.lang}) is not run: ${reason}`, () => {});
+        continue;
+      }
       it(
         `${block.where} (${block.lang}) runs and prints what the text says`,
         async (ctx) => {
@@ -248,7 +253,7 @@ export function describeDocument(file: string, options: DocumentOptions): void {
 }
 
 function nameOf(block: Block): string {
-  return `${block.file.replace(/\.md$/, "").replace(/\//g, "-")}-${block.line}`;
+  return `${block.file.replace(/\.md$/, "").replace(/[^A-Za-z0-9]+/g, "-").replace(/^-+/, "")}-${block.line}`;
 }
 
 /**
