@@ -165,6 +165,22 @@ describe("a filesystem store that cannot serve is refused (issue 17, item 1)", (
     expect(await readdir(folder)).toEqual([]);
   });
 
+  test("filesystem-temp that cannot be made (/proc/x, below a file) -> 400 with the reason, and the server goes on answering", async () => {
+    // Node's recursive mkdir never returns for /proc/x: it held a thread of libuv's pool for ever.
+    await refused(
+      folder,
+      { "filesystem-temp": "/proc/trove-nope/uploads" },
+      /^filesystem-temp \/proc\/trove-nope\/uploads cannot be created \(ENOENT\)\n$/,
+    );
+    await writeFile(join(folder, "..", "a-file"), "x");
+    await refused(
+      folder,
+      { "filesystem-temp": join(folder, "..", "a-file", "uploads") },
+      /^filesystem-temp .*a-file\/uploads cannot be created \(ENOTDIR\)\n$/,
+    );
+    expect((await trove.client.fetch("GET", STORES)).status).toBe(200);
+  });
+
   test("a relative filesystem-location, or none -> 400 with the reason", async () => {
     await refused(
       "relative/dir",

@@ -12,6 +12,7 @@ import { BadRequestError, NotFoundError, PreconditionFailedError, UnavailableErr
 import { parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import type { StoreConfig } from "../../domain/store.js";
+import { makeDirectory } from "../local/make-directory.js";
 import {
   type BlobInfo,
   type DeleteResult,
@@ -242,7 +243,7 @@ export class FilesystemStorage implements StoragePort {
       if (record.config.type !== "filesystem" || this.folders.has(record.config.name)) continue;
       const temp = this.tempOf(record.config);
       // Uploads a crash cut short are only ever here, never in the folder.
-      await mkdir(temp, { recursive: true }).catch((err) =>
+      await makeDirectory(temp).catch((err) =>
         this.logger.warn({ err, store: record.config.name, temp }, "filesystem-temp could not be created"),
       );
       // Shared with other instances (a scan lease): their uploads in flight are left alone.
@@ -475,7 +476,7 @@ export class FilesystemStorage implements StoragePort {
       const contents = (async function* () {
         yield inline;
       })();
-      await mkdir(folder.temp, { recursive: true });
+      await makeDirectory(folder.temp);
       upload = { store, file: (await assemble(folder.temp, contents, Number.MAX_SAFE_INTEGER)).temp };
     }
     if (!folder || !upload || upload.store !== store) {

@@ -5,10 +5,11 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { BigIntStats } from "node:fs";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readdir, realpath, rename, rm, stat, unlink } from "node:fs/promises";
+import { lstat, open, readdir, realpath, rename, rm, stat, unlink } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { BadRequestError, InsufficientStorageError, TooLargeError } from "../../domain/errors.js";
 import { isDiskFull } from "../local/blob-files.js";
+import { makeDirectory } from "../local/make-directory.js";
 
 const READ_CHUNK = 64 * 1024;
 
@@ -243,7 +244,7 @@ async function checkAndMake(location: string, tempDir: string, made: (dir: strin
     );
   }
   try {
-    made(await mkdir(tempDir, { recursive: true }));
+    made(await makeDirectory(tempDir));
   } catch (err) {
     throw new BadRequestError(`filesystem-temp ${tempDir} cannot be created (${(err as NodeJS.ErrnoException).code})`);
   }

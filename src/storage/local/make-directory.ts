@@ -7,6 +7,7 @@
 // first refusal is the answer.
 
 import { mkdirSync, statSync } from "node:fs";
+import { mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 
 /** An error of the system, as Node throws them: `code` (ENOENT, EROFS ...) and the `path` refused. */
@@ -48,4 +49,40 @@ export function makeDirectorySync(path: string, mode: number): void {
   }
   // Each once: an ENOENT now, with its parent there, is final (the file system will not hold it).
   for (const dir of missing.reverse()) makeOne(dir, mode);
+}
+
+/** makeOne, off the main thread. */
+async function makeOneAsync(path: string, mode: number | undefined): Promise<boolean> {
+  try {
+    await mkdir(path, { mode });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    if (!(await stat(path)).isDirectory()) throw systemError("ENOTDIR", "not a directory", path);
+    return false;
+  }
+}
+
+/**
+ * makeDirectorySync without blocking: `mkdir(path, { recursive: true })` that ends (the same loop
+ * in Node's recursive mkdir holds a thread of libuv's pool for ever). Returns the first directory
+ * it made, as Node's does, or undefined when `path` was a directory already.
+ */
+export async function makeDirectory(path: string, mode?: number): Promise<string | undefined> {
+  const missing: string[] = [];
+  let made: string | undefined;
+  for (let at = resolve(path); ; at = dirname(at)) {
+    try {
+      if (await makeOneAsync(at, mode)) made = at;
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || dirname(at) === at) throw err;
+      missing.push(at);
+    }
+  }
+  for (const dir of missing.reverse()) {
+    await makeOneAsync(dir, mode);
+    made ??= dir;
+  }
+  return made;
 }
