@@ -5,15 +5,13 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
-import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
-
-const FERRETDB = FERRETDB_BIN;
-if (!FERRETDB) console.warn("MongoDB connection-loss test NOT RUN: set TROVE_TEST_FERRETDB_BIN (bash .ci/run does)");
+import { type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { describeWithFerretDb } from "../support/mongodb.js";
 
 let ferret: FerretDb | undefined;
 let server: TroveServer | undefined;
@@ -23,7 +21,7 @@ afterEach(async () => {
   await ferret?.dispose();
 });
 
-describe.runIf(FERRETDB)("MongoDB connection loss", () => {
+describeWithFerretDb("MongoDB connection loss", () => {
   it("answers 503 with a reason (gRPC Unavailable) while MongoDB is down, and recovers by itself", async () => {
     ferret = await startFerretDb();
     const storage = await MongoStorage.open({

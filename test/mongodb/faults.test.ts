@@ -8,20 +8,18 @@
 
 import { createHash, randomBytes } from "node:crypto";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { call, uploadExample } from "../insights/api-support.js";
-import { type FaultProxy, FERRETDB_BIN, type FerretDb, startFaultProxy, startFerretDb } from "../support/ferretdb.js";
-
-if (!FERRETDB_BIN)
-  console.warn("MongoDB fault-injection tests NOT RUN: set TROVE_TEST_FERRETDB_BIN (bash .ci/run does)");
+import { type FaultProxy, type FerretDb, startFaultProxy, startFerretDb } from "../support/ferretdb.js";
+import { describeWithFerretDb } from "../support/mongodb.js";
 
 const md5 = (bytes: Uint8Array) => createHash("md5").update(bytes).digest("base64");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe.runIf(FERRETDB_BIN)("MongoDB: a cut connection at each step of an operation (FerretDB behind a proxy)", () => {
+describeWithFerretDb("MongoDB: a cut connection at each step of an operation (FerretDB behind a proxy)", () => {
   let ferret: FerretDb;
   let proxy: FaultProxy;
   let storage: MongoStorage;

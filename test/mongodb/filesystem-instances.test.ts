@@ -7,14 +7,11 @@ import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { ADMIN, type Issuer, startIssuer } from "../auth/support.js";
 import { cleanUp, tempDir, until } from "../filesystem/support.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
-
-const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
-if (!MONGODB_URL)
-  console.warn("MongoDB filesystem-store instance tests NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
+import { describeWithMongoDb, MONGODB_URL } from "../support/mongodb.js";
 
 const DATA = "/resources/v2/data/team";
 let issuer: Issuer | undefined;
@@ -23,24 +20,6 @@ const started: ChildServer[] = [];
 let database = "";
 let folder = "";
 let client: MongoClient | undefined;
-
-beforeAll(async () => {
-  if (!MONGODB_URL) return;
-  issuer = await startIssuer();
-  token = await issuer.token(ADMIN, { expiresIn: 3600 });
-  client = new MongoClient(MONGODB_URL);
-});
-
-afterAll(async () => {
-  await client?.close();
-  await issuer?.stop();
-});
-
-afterEach(async () => {
-  for (const s of started.splice(0)) await s.stop();
-  if (client && database) await client.db(database).dropDatabase();
-  if (folder) await cleanUp(folder);
-});
 
 /** An instance on the test's database, with a scan lease of five seconds. */
 async function instance(): Promise<ChildServer> {
@@ -114,7 +93,24 @@ async function get(server: ChildServer, path: string): Promise<{ status: number;
   return { status: res.status, text: await res.text(), etag: res.headers.get("etag") };
 }
 
-describe.runIf(MONGODB_URL)("a filesystem store served by two instances on one MongoDB (issue 17, item 7)", () => {
+describeWithMongoDb("a filesystem store served by two instances on one MongoDB (issue 17, item 7)", (url) => {
+  beforeAll(async () => {
+    issuer = await startIssuer();
+    token = await issuer.token(ADMIN, { expiresIn: 3600 });
+    client = new MongoClient(url);
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await issuer?.stop();
+  });
+
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.stop();
+    if (client && database) await client.db(database).dropDatabase();
+    if (folder) await cleanUp(folder);
+  });
+
   it("both serve an external change and writes; one scans; the other takes over when the holder is killed", async () => {
     database = `trove_test_${randomBytes(6).toString("hex")}`;
     folder = await tempDir("shared");

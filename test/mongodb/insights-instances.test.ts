@@ -3,15 +3,12 @@
 // the first instance's status, watch and document answer it.
 
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { type Issuer, startIssuer } from "../auth/support.js";
 import { call, uploadExample } from "../insights/api-support.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
-
-const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
-if (!MONGODB_URL)
-  console.warn("MongoDB insights instance tests NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
+import { describeWithMongoDb } from "../support/mongodb.js";
 
 const CLAIMS = {
   trove_account: "acme",
@@ -22,7 +19,7 @@ const CLAIMS = {
   ],
 };
 
-describe.runIf(MONGODB_URL)("reports with two instances on one MongoDB", () => {
+describeWithMongoDb("reports with two instances on one MongoDB", (url) => {
   let issuer: Issuer;
   let auth: Record<string, string>;
   const database = `trove_insights_${randomBytes(6).toString("hex")}`;
@@ -33,7 +30,7 @@ describe.runIf(MONGODB_URL)("reports with two instances on one MongoDB", () => {
     issuer = await startIssuer();
     const token = await issuer.token(CLAIMS, { expiresIn: 3600 });
     auth = { Authorization: `Bearer ${token}` };
-    const args = ["--mongodb-url", MONGODB_URL as string, "--mongodb-database", database, "--issuer", issuer.url];
+    const args = ["--mongodb-url", url, "--mongodb-database", database, "--issuer", issuer.url];
     // A takes requests and generates nothing; B's worker generates.
     a = await startChildServer({ args: [...args, "--no-report-worker"], token });
     b = await startChildServer({ args, token });
@@ -42,11 +39,9 @@ describe.runIf(MONGODB_URL)("reports with two instances on one MongoDB", () => {
   afterAll(async () => {
     await a?.stop();
     await b?.stop();
-    if (MONGODB_URL) {
-      const admin = await MongoStorage.open({ url: MONGODB_URL, database });
-      await admin.dropDatabase();
-      await admin.close();
-    }
+    const admin = await MongoStorage.open({ url, database });
+    await admin.dropDatabase();
+    await admin.close();
     await issuer?.stop();
   });
 

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import * as net from "node:net";
 import { MongoNetworkError } from "mongodb";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import {
@@ -18,9 +18,8 @@ import {
 } from "../../src/storage/mongodb/mongo-connection.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import type { StorageLogger } from "../../src/storage/port.js";
-import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
-
-if (!FERRETDB_BIN) console.warn("MongoDB recovery tests NOT RUN: set TROVE_TEST_FERRETDB_BIN (bash .ci/run does)");
+import { type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { describeWithFerretDb } from "../support/mongodb.js";
 
 /** How long an instance may take to answer again once the database is back: generous, we assert recovery, not speed. */
 const RECOVERY_BOUND = 20_000;
@@ -114,7 +113,7 @@ async function timeToRecover(instance: Instance, from: number): Promise<number |
   return undefined;
 }
 
-describe.runIf(FERRETDB_BIN)("MongoDB recovery after the database comes back", () => {
+describeWithFerretDb("MongoDB recovery after the database comes back", () => {
   it("two instances under writers answer again after every stop (SIGTERM) and kill (SIGKILL) of the database; 503 with a reason meanwhile", async () => {
     ferret = await startFerretDb();
     const db = ferret;

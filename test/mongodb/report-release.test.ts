@@ -11,9 +11,7 @@ import { createTroveServer, type TroveServer } from "../../src/server/server.js"
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import type { ReportRecord, StoragePort } from "../../src/storage/port.js";
 import { call, type ExampleProject, uploadExample } from "../insights/api-support.js";
-
-const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
-if (!MONGODB_URL) console.warn("MongoDB report release test NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
+import { describeWithMongoDb } from "../support/mongodb.js";
 
 const LEASE_MS = 10 * 60_000;
 const database = `trove_release_${randomBytes(6).toString("hex")}`;
@@ -64,27 +62,25 @@ let b: { server: TroveServer; url: string } | undefined;
 let gate: ReturnType<typeof gated>;
 let example: ExampleProject;
 
-beforeAll(async () => {
-  if (!MONGODB_URL) return;
-  admin = await MongoStorage.open({ url: MONGODB_URL, database });
-  gate = gated(await MongoStorage.open({ url: MONGODB_URL, database, watchInterval: 100 }));
-  a = await instance(gate.storage);
-  example = await uploadExample(a.url);
-}, 60_000);
+describeWithMongoDb("a report worker shut down on MongoDB", (url) => {
+  beforeAll(async () => {
+    admin = await MongoStorage.open({ url, database });
+    gate = gated(await MongoStorage.open({ url, database, watchInterval: 100 }));
+    a = await instance(gate.storage);
+    example = await uploadExample(a.url);
+  }, 60_000);
 
-afterAll(async () => {
-  gate?.open();
-  await a?.server.close().catch(() => {});
-  await b?.server.close();
-  if (admin) {
-    await admin.dropDatabase();
-    await admin.close();
-  }
-});
+  afterAll(async () => {
+    gate?.open();
+    await a?.server.close().catch(() => {});
+    await b?.server.close();
+    if (admin) {
+      await admin.dropDatabase();
+      await admin.close();
+    }
+  });
 
-it.runIf(MONGODB_URL)(
-  "shutdown gives the report job back: a second instance generates it long before the first one's lease ends",
-  async () => {
+  it("shutdown gives the report job back: a second instance generates it long before the first one's lease ends", async () => {
     if (!a) throw new Error("instance A did not start");
     const created = await call(a.url, "POST", "/insights/v1/reports", {
       projectID: example.projectID,
@@ -101,7 +97,7 @@ it.runIf(MONGODB_URL)(
     expect(claimed.leaseExpires).toBeGreaterThan(Date.now() + LEASE_MS / 2);
 
     // B starts, then A shuts down in the middle of the generation.
-    b = await instance(await MongoStorage.open({ url: MONGODB_URL as string, database, watchInterval: 100 }));
+    b = await instance(await MongoStorage.open({ url, database, watchInterval: 100 }));
     const shutdown = a.server.shutdown(30_000, "test");
     gate.open();
     expect((await shutdown).drained).toBe(true);
@@ -122,6 +118,5 @@ it.runIf(MONGODB_URL)(
     const done = (await admin.insights.getReport(id)) as ReportRecord;
     expect(done.attempts).toBe(2);
     expect(done.finished).toBeLessThan(claimed.leaseExpires);
-  },
-  120_000,
-);
+  }, 120_000);
+});

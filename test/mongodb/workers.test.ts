@@ -3,37 +3,16 @@
 
 import { randomBytes } from "node:crypto";
 import * as http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { ADMIN, type Issuer, startIssuer } from "../auth/support.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
-
-const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
-if (!MONGODB_URL) console.warn("MongoDB workers tests NOT RUN: set TROVE_TEST_MONGODB_URL (bash .ci/run does)");
+import { describeWithMongoDb } from "../support/mongodb.js";
 
 let issuer: Issuer | undefined;
 let token = "";
 let server: ChildServer | undefined;
 const database = `trove_test_${randomBytes(6).toString("hex")}`;
-
-beforeAll(async () => {
-  if (!MONGODB_URL) return;
-  issuer = await startIssuer();
-  token = await issuer.token(ADMIN, { expiresIn: 3600 });
-  server = await startChildServer({
-    args: ["--workers", "2", "--mongodb-url", MONGODB_URL, "--mongodb-database", database, "--issuer", issuer.url],
-    token,
-  });
-}, 60_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await issuer?.stop();
-  if (!MONGODB_URL) return;
-  const admin = await MongoStorage.open({ url: MONGODB_URL, database });
-  await admin.dropDatabase();
-  await admin.close();
-});
 
 /** One request on a connection of its own (the primary hands each new connection to the next worker). */
 function send(path: string, method = "GET", body?: string): Promise<{ status: number; text: string; etag?: string }> {
@@ -62,7 +41,24 @@ async function waiters(): Promise<number> {
   return Number(/^trove_change_waiters (\d+)/m.exec(text)?.[1] ?? Number.NaN);
 }
 
-describe.runIf(MONGODB_URL)("trove serve --workers 2 on MongoDB (issue 14, multi-core serving)", () => {
+describeWithMongoDb("trove serve --workers 2 on MongoDB (issue 14, multi-core serving)", (url) => {
+  beforeAll(async () => {
+    issuer = await startIssuer();
+    token = await issuer.token(ADMIN, { expiresIn: 3600 });
+    server = await startChildServer({
+      args: ["--workers", "2", "--mongodb-url", url, "--mongodb-database", database, "--issuer", issuer.url],
+      token,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    await issuer?.stop();
+    const admin = await MongoStorage.open({ url, database });
+    await admin.dropDatabase();
+    await admin.close();
+  });
+
   it("spec Poll: six long polls on six connections (both workers) all wake with the CHANGE of a PUT made on a seventh", async () => {
     const reset = await send("/resources/v2/poll");
     const cursor = Number(/^RESET home (\d+)$/m.exec(reset.text)?.[1]);

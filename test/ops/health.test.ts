@@ -13,7 +13,8 @@ import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import { type AuthServer, type Issuer, startAuthServer, startIssuer } from "../auth/support.js";
-import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { describeWithFerretDb } from "../support/mongodb.js";
 import { describeWithTool, GRPC_HEALTH_PROBE } from "../support/tools.js";
 
 const PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));
@@ -215,10 +216,8 @@ describeWithTool(GRPC_HEALTH_PROBE, "health as grpc-health-probe sees it", (bin)
   });
 });
 
-if (!FERRETDB_BIN) console.warn("health on MongoDB NOT RUN: set TROVE_TEST_FERRETDB_BIN (bash .ci/run does)");
-
 describeWithTool(GRPC_HEALTH_PROBE, "health on MongoDB", (bin) => {
-  describe.runIf(FERRETDB_BIN)("health while MongoDB goes away and comes back (FerretDB)", () => {
+  describeWithFerretDb("health while MongoDB goes away and comes back (FerretDB)", () => {
     let ferret: FerretDb | undefined;
     let server: TroveServer | undefined;
     let client: HealthClient | undefined;

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ensureSdkBuilt, ROOT, ROOT_BIN, SDK, SDK_BIN } from "../sdk/build.js";
 import { freePort } from "../support/child-server.js";
-import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { describeWithFerretDb } from "../support/mongodb.js";
 
 interface Result {
   code: number | null;
@@ -132,15 +133,13 @@ describe("the start-up log line", () => {
     });
   });
 
-  it.runIf(FERRETDB_BIN)(
-    "carries the storage backend mongodb on MongoDB (FerretDB)",
-    async () => {
+  describeWithFerretDb("on MongoDB", () => {
+    it("carries the storage backend mongodb on MongoDB (FerretDB)", async () => {
       ferret = await startFerretDb();
       const line = await startupLine(["--mongodb-url", ferret.url]);
       expect(line.version).toBe(serverVersion);
       expect(line.storage).toBe("mongodb");
       expect(line.msg).toMatch(/\(storage: mongodb\)$/);
-    },
-    60_000,
-  );
+    }, 60_000);
+  });
 });

@@ -20,12 +20,8 @@ import { UNCHECKED_UPLOAD_MAX } from "../../src/services/resource-service.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
-import { FERRETDB_BIN, type FerretDb, startFerretDb } from "../support/ferretdb.js";
-
-const MONGODB_URL = process.env.TROVE_TEST_MONGODB_URL;
-const MONGODB = Boolean(MONGODB_URL || FERRETDB_BIN);
-if (!MONGODB)
-  console.warn("small PUT refusals on MongoDB NOT RUN: set TROVE_TEST_MONGODB_URL or TROVE_TEST_FERRETDB_BIN");
+import { type FerretDb, startFerretDb } from "../support/ferretdb.js";
+import { describeWithMongoDbOrFerretDb } from "../support/mongodb.js";
 
 const DATA = "/resources/v2/data";
 const small = () => randomBytes(4096);
@@ -102,19 +98,6 @@ async function mongoPair(): Promise<Pair> {
   };
 }
 
-beforeAll(async () => {
-  if (!MONGODB) return;
-  if (MONGODB_URL) mongoUrl = MONGODB_URL;
-  else {
-    ferret = await startFerretDb();
-    mongoUrl = ferret.url;
-  }
-}, 60_000);
-
-afterAll(async () => {
-  await ferret?.dispose();
-}, 60_000);
-
 /** The store's current event id, as a follower starting now is told it. */
 async function cursorOf(url: string, store: string): Promise<number> {
   const lines = (await (await fetch(`${url}/resources/v2/poll`)).text()).trim().split("\n");
@@ -141,13 +124,9 @@ async function put(url: string, path: string, body: Uint8Array, headers: Record<
   return { status: res.status, text: (await res.text()).trim(), etag: res.headers.get("ETag") };
 }
 
-const backends: [string, boolean, () => Promise<Pair>][] = [
-  ["sqlite", true, sqlitePair],
-  ["mongodb", MONGODB, mongoPair],
-];
-
-for (const [backend, runs, pair] of backends) {
-  describe.runIf(runs)(`PUT of a small body refused by the store's own check (${backend}; issue 14)`, () => {
+/** The refusals on one backend: `pair` gives two servers on one storage. */
+function refusalCases(backend: string, pair: () => Promise<Pair>): void {
+  describe(`PUT of a small body refused by the store's own check (${backend}; issue 14)`, () => {
     let servers: Pair;
     const folders: string[] = [];
     beforeAll(async () => {
@@ -267,77 +246,96 @@ for (const [backend, runs, pair] of backends) {
   });
 }
 
-describe.runIf(MONGODB)("event ids reserved with the lease's announcement, 10 instances (issue 14)", () => {
-  it("refused and accepted writes from 10 instances at once: every accepted write has its own id, the feed is dense and never moves past an id written later", async () => {
-    const database = `trove_test_${randomBytes(6).toString("hex")}`;
-    const instances = await Promise.all(
-      Array.from({ length: 10 }, () => MongoStorage.open({ url: mongoUrl, database, watchInterval: 3_600_000 })),
-    );
-    const [a] = instances as [MongoStorage];
-    const T0 = 1_700_000_000_000;
-    const once = async function* (text: string) {
-      yield Buffer.from(text);
-    };
-    try {
-      await a.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
-      const start = (await a.getStore("s"))?.lastEventId as number;
-      let cursor = start;
-      let done = false;
-      const follower = (async () => {
-        for (;;) {
-          const finished = done;
-          const batch = await a.changesSince("s", cursor, 7);
-          for (const n of batch) {
-            expect(n.eventId).toBe(cursor + 1);
-            cursor = n.eventId;
-          }
-          if (batch.length === 0) {
-            if (finished) return;
-            await new Promise((resolve) => setTimeout(resolve, 2));
-          }
-        }
-      })();
-      const refusals: string[] = [];
-      const writes = instances.flatMap((s, i) =>
-        Array.from({ length: 5 }, async (_, j) => {
-          const path = `f${i}-${j}.txt`;
-          // Refused under the lease, after its ids were reserved: a stale If-Match, a missing parent.
-          for (const [target, pre] of [
-            [path, { ifMatch: ["stale"] }],
-            [`none/${path}`, {}],
-          ] as const) {
-            const blob = await s.writeBlob(once("refused"), { maxSize: 1024 });
-            await s.putFile("s", target, blob, "text/plain", pre, T0).then(
-              () => refusals.push(`${target} was accepted`),
-              (err: Error) => refusals.push(err.name),
-            );
-          }
-          const blob = await s.writeBlob(once(path), { maxSize: 1024 });
-          return (await s.putFile("s", path, blob, "text/plain", {}, T0)).node.eventId;
-        }),
-      );
-      const ids = await Promise.all(writes);
-      done = true;
-      await follower;
-      expect(new Set(refusals)).toEqual(new Set(["PreconditionFailedError", "NotFoundError"]));
-      expect(refusals).toHaveLength(100);
-      expect([...ids].sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, k) => start + 1 + k));
-      expect(cursor).toBe(start + 50);
-      expect((await a.getStore("s"))?.lastEventId).toBe(start + 50);
-      // Nothing left reserved: the next write, from any instance, takes the next id.
-      const blob = await instances[9]?.writeBlob(once("last"), { maxSize: 1024 });
-      const { node } = await (instances[9] as MongoStorage).putFile(
-        "s",
-        "last.txt",
-        blob as never,
-        "text/plain",
-        {},
-        T0,
-      );
-      expect(node.eventId).toBe(start + 51);
-    } finally {
-      await a.dropDatabase();
-      for (const s of instances) await s.close();
+refusalCases("sqlite", sqlitePair);
+
+// On the shared server when there is one, else on a FerretDB of the file's own.
+describeWithMongoDbOrFerretDb("small PUT refusals on MongoDB", (shared) => {
+  beforeAll(async () => {
+    if (shared) mongoUrl = shared;
+    else {
+      ferret = await startFerretDb();
+      mongoUrl = ferret.url;
     }
-  }, 120_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    await ferret?.dispose();
+  }, 60_000);
+
+  refusalCases("mongodb", mongoPair);
+
+  describe("event ids reserved with the lease's announcement, 10 instances (issue 14)", () => {
+    it("refused and accepted writes from 10 instances at once: every accepted write has its own id, the feed is dense and never moves past an id written later", async () => {
+      const database = `trove_test_${randomBytes(6).toString("hex")}`;
+      const instances = await Promise.all(
+        Array.from({ length: 10 }, () => MongoStorage.open({ url: mongoUrl, database, watchInterval: 3_600_000 })),
+      );
+      const [a] = instances as [MongoStorage];
+      const T0 = 1_700_000_000_000;
+      const once = async function* (text: string) {
+        yield Buffer.from(text);
+      };
+      try {
+        await a.createStore({ name: "s", type: "snapshot", settings: {} }, T0);
+        const start = (await a.getStore("s"))?.lastEventId as number;
+        let cursor = start;
+        let done = false;
+        const follower = (async () => {
+          for (;;) {
+            const finished = done;
+            const batch = await a.changesSince("s", cursor, 7);
+            for (const n of batch) {
+              expect(n.eventId).toBe(cursor + 1);
+              cursor = n.eventId;
+            }
+            if (batch.length === 0) {
+              if (finished) return;
+              await new Promise((resolve) => setTimeout(resolve, 2));
+            }
+          }
+        })();
+        const refusals: string[] = [];
+        const writes = instances.flatMap((s, i) =>
+          Array.from({ length: 5 }, async (_, j) => {
+            const path = `f${i}-${j}.txt`;
+            // Refused under the lease, after its ids were reserved: a stale If-Match, a missing parent.
+            for (const [target, pre] of [
+              [path, { ifMatch: ["stale"] }],
+              [`none/${path}`, {}],
+            ] as const) {
+              const blob = await s.writeBlob(once("refused"), { maxSize: 1024 });
+              await s.putFile("s", target, blob, "text/plain", pre, T0).then(
+                () => refusals.push(`${target} was accepted`),
+                (err: Error) => refusals.push(err.name),
+              );
+            }
+            const blob = await s.writeBlob(once(path), { maxSize: 1024 });
+            return (await s.putFile("s", path, blob, "text/plain", {}, T0)).node.eventId;
+          }),
+        );
+        const ids = await Promise.all(writes);
+        done = true;
+        await follower;
+        expect(new Set(refusals)).toEqual(new Set(["PreconditionFailedError", "NotFoundError"]));
+        expect(refusals).toHaveLength(100);
+        expect([...ids].sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, k) => start + 1 + k));
+        expect(cursor).toBe(start + 50);
+        expect((await a.getStore("s"))?.lastEventId).toBe(start + 50);
+        // Nothing left reserved: the next write, from any instance, takes the next id.
+        const blob = await instances[9]?.writeBlob(once("last"), { maxSize: 1024 });
+        const { node } = await (instances[9] as MongoStorage).putFile(
+          "s",
+          "last.txt",
+          blob as never,
+          "text/plain",
+          {},
+          T0,
+        );
+        expect(node.eventId).toBe(start + 51);
+      } finally {
+        await a.dropDatabase();
+        for (const s of instances) await s.close();
+      }
+    }, 120_000);
+  });
 });

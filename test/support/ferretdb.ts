@@ -1,7 +1,8 @@
 // Fault injection for the MongoDB adapter: a FerretDB process of the test's own, which the test
 // stops (SIGTERM), kills (SIGKILL) and restarts on the same port and data, and a TCP proxy
 // between Trove and the database that can stall or cut every connection at a chosen moment.
-// FerretDB comes from TROVE_TEST_FERRETDB_BIN (set by .ci/run).
+// FerretDB comes from TROVE_TEST_FERRETDB_BIN (set by .ci/run), else .ci/run's cache or PATH
+// (tools.ts); a suite that needs it is declared with describeWithFerretDb (mongodb.ts).
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -9,8 +10,10 @@ import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./child-server.js";
+import { FERRETDB, findTool, installHint } from "./tools.js";
 
-export const FERRETDB_BIN = process.env.TROVE_TEST_FERRETDB_BIN;
+/** The FerretDB binary, if there is one. */
+export const FERRETDB_BIN = findTool(FERRETDB);
 
 async function portOpen(port: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
@@ -48,7 +51,7 @@ export interface FerretDbOptions {
 
 /** Starts a FerretDB of the test's own on a free port. */
 export async function startFerretDb(options: FerretDbOptions = {}): Promise<FerretDb> {
-  if (!FERRETDB_BIN) throw new Error("TROVE_TEST_FERRETDB_BIN is not set");
+  if (!FERRETDB_BIN) throw new Error(installHint(FERRETDB));
   const bin = FERRETDB_BIN;
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "trove-ferret-")));
