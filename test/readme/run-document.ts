@@ -253,7 +253,10 @@ export function describeDocument(file: string, options: DocumentOptions): void {
 }
 
 function nameOf(block: Block): string {
-  return `${block.file.replace(/\.md$/, "").replace(/[^A-Za-z0-9]+/g, "-").replace(/^-+/, "")}-${block.line}`;
+  return `${block.file
+    .replace(/\.md$/, "")
+    .replace(/[^A-Za-z0-9]+/g, "-")
+    .replace(/^-+/, "")}-${block.line}`;
 }
 
 /**
