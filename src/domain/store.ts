@@ -21,8 +21,13 @@ export function hasRecursiveTags(type: StoreType): boolean {
 export const FILESYSTEM_SETTINGS = ["filesystem-location", "filesystem-temp"] as const;
 
 /** Settings a client may set; every other setting in a listing is reported by the server. */
-export const WRITABLE_SETTINGS = ["keep-deleted"] as const;
+export const WRITABLE_SETTINGS = ["keep-deleted", "keep-versions"] as const;
 export const DEFAULT_KEEP_DELETED = "7d";
+/**
+ * keep-versions of a store created from now on (docs/history.md); a store created before history
+ * existed has none, read as 0 (history off) until it is given one.
+ */
+export const DEFAULT_KEEP_VERSIONS = "30d";
 
 /**
  * Settings that describe the deployment; listed, never changed per store. A filesystem store
@@ -77,6 +82,26 @@ export function keepDeletedMillis(config: StoreConfig): number {
   return millis;
 }
 
+const keepVersionsByText = new Map<string, number>();
+
+/** How long a replaced state is kept (docs/history.md); 0 when history is off (also: no setting). */
+export function keepVersionsMillis(config: StoreConfig): number {
+  const text = config.settings["keep-versions"];
+  if (text === undefined) return 0;
+  let millis = keepVersionsByText.get(text);
+  if (millis === undefined) {
+    millis = parseDuration(text);
+    if (keepVersionsByText.size >= 1000) keepVersionsByText.clear();
+    keepVersionsByText.set(text, millis);
+  }
+  return millis;
+}
+
+/** Whether a write to this store keeps the state it replaces. */
+export function keepsVersions(config: StoreConfig): boolean {
+  return keepVersionsMillis(config) > 0;
+}
+
 export interface StoreInput {
   name: string;
   type?: string;
@@ -111,13 +136,15 @@ export function resolveStoreConfig(
     );
   }
   const filesystem = type === "filesystem";
-  const settings: Record<string, string> = { ...(current?.settings ?? { "keep-deleted": DEFAULT_KEEP_DELETED }) };
+  const settings: Record<string, string> = {
+    ...(current?.settings ?? { "keep-deleted": DEFAULT_KEEP_DELETED, "keep-versions": DEFAULT_KEEP_VERSIONS }),
+  };
   const seen = new Set<string>();
   for (const { name: key, value } of input.settings ?? []) {
     if (seen.has(key)) throw new BadRequestError(`setting ${JSON.stringify(key)} given twice`);
     seen.add(key);
     if ((WRITABLE_SETTINGS as readonly string[]).includes(key)) {
-      if (key === "keep-deleted") parseDuration(value);
+      parseDuration(value);
       settings[key] = value.trim();
     } else if (filesystem && (FILESYSTEM_SETTINGS as readonly string[]).includes(key)) {
       const dir = directoryPath(key, value);

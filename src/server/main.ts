@@ -5,6 +5,7 @@ import { type Logger, pino } from "pino";
 import { type DevIssuer, openDevIssuer } from "../auth/dev-issuer.js";
 import { type Authenticator, checkIssuer, createJwtAuthenticator } from "../auth/verifier.js";
 import { AlreadyExistsError } from "../domain/errors.js";
+import { DEFAULT_KEEP_DELETED, DEFAULT_KEEP_VERSIONS } from "../domain/store.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
@@ -19,7 +20,14 @@ import { primaryLogger, runPrimary, type WorkerLink, workerLink } from "./worker
 export async function ensureHomeStore(storage: StoragePort, now: number): Promise<void> {
   if ((await storage.listStores()).length === 0 && !(await storage.getStore("home"))) {
     try {
-      await storage.createStore({ name: "home", type: "recursive", settings: { "keep-deleted": "7d" } }, now);
+      await storage.createStore(
+        {
+          name: "home",
+          type: "recursive",
+          settings: { "keep-deleted": DEFAULT_KEEP_DELETED, "keep-versions": DEFAULT_KEEP_VERSIONS },
+        },
+        now,
+      );
     } catch (err) {
       // Another instance on the same database created it first.
       if (!(err instanceof AlreadyExistsError)) throw err;

@@ -23,6 +23,8 @@ import {
   type ListRequest,
   type ListResponse,
   ListResponseSchema,
+  type ListVersionsRequest,
+  type ListVersionsResponse,
   type MakeDirectoryRequest,
   type MakeDirectoryResponse,
   MakeDirectoryResponseSchema,
@@ -31,6 +33,8 @@ import {
   ReadResponseSchema,
   type Resource,
   type ResourceService,
+  type RestoreRequest,
+  type RestoreResponse,
   type StatRequest,
   type StatResponse,
   StatResponseSchema,
@@ -342,6 +346,16 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         .map((n) => toResource(n, access(n)));
       if (entries.length > 0) yield create(ListResponseSchema, { entries });
     }
+  }
+
+  // History (docs/history.md): being built (issue 27).
+  // biome-ignore lint/correctness/useYield: a stub until the history service lands
+  async *listVersions(_req: ListVersionsRequest, _ctx: HandlerContext): AsyncIterable<ListVersionsResponse> {
+    throw new BadRequestError("versions are not available yet");
+  }
+
+  async restore(_req: RestoreRequest, _ctx: HandlerContext): Promise<RestoreResponse> {
+    throw new BadRequestError("restore is not available yet");
   }
 
   private target(req: { store: string; path: string }): { store: string; path: string } {

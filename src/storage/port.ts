@@ -27,6 +27,11 @@ export interface NodeRecord {
   eventId: number;
   /** Contents kept with the metadata, for small resources. */
   inline: Uint8Array | null;
+  /**
+   * The subject of the token whose change made this state (docs/history.md); "" or absent when
+   * not known (made before history, or by Trove itself).
+   */
+  user?: string;
 }
 
 /**
@@ -48,6 +53,13 @@ export interface StoreRecord {
   lastEventId: number;
   /** Events up to this id may have been purged from history. */
   purgedEventId: number;
+  /**
+   * The oldest event whose states are all kept (docs/history.md): a path's state at any event from
+   * this one on can be read (getNodeAsOf, listNodesAsOf); before it, some may be gone. Set to the
+   * store's last event id when keep-versions turns history on, raised by the purge of versions.
+   * With keep-versions 0 it is meaningless: the services use the last event id instead.
+   */
+  historyFrom: number;
   created: number;
   modified: number;
   /** Tag of the root directory. */
@@ -104,6 +116,20 @@ export interface GetStoreNodeOptions {
    * still return the contents of a node read that way.
    */
   contents: boolean;
+}
+
+/**
+ * One state of a path (docs/history.md): the current node, or a version kept when a change
+ * replaced it. Its life is [eventId, endedEventId): it was the path's state from the event that
+ * made it until the one that replaced it.
+ */
+export interface VersionRecord extends NodeRecord {
+  /** The subject of the token whose change made this state; "" when not known (made before history). */
+  user: string;
+  /** Id of the event that replaced this state; 0 for the current one. */
+  endedEventId: number;
+  /** When it was replaced, Unix milliseconds; 0 for the current one. */
+  ended: number;
 }
 
 export interface WriteResult {
@@ -237,13 +263,14 @@ export interface ResourceStorage {
     type: string,
     pre: Preconditions,
     now: number,
+    user?: string,
   ): Promise<WriteResult>;
-  makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult>;
+  makeDirectory(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<WriteResult>;
   /**
    * Deletes a file, or a directory with everything below it, leaving tombstones. Once they are
    * committed, a failure to remove the contents does not fail the call (see putFile).
    */
-  deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult>;
+  deleteTree(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<DeleteResult>;
 
   /** Receives contents, computing size and MD5 as they flow. */
   writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo>;
@@ -272,6 +299,51 @@ export interface ResourceStorage {
    * Returns a function that removes the listener.
    */
   onChange(listener: (store: string) => void): () => void;
+}
+
+/**
+ * History (docs/history.md): with a store's keep-versions above 0, every write that replaces a
+ * node's state (a file's contents, a deletion, a directory's new tag, a path made again over its
+ * tombstone) keeps the state it replaced as a version, in the same atomic write as the change
+ * (on MongoDB: the version first, then the node, so that a crash between them loses nothing).
+ * `user` of every write (putFile, makeDirectory, deleteTree, restoreVersion) is recorded on the
+ * state it makes. Blobs are shared, never copied: a blob stays while a node or a version points
+ * at it.
+ */
+export interface HistoryStorage {
+  /**
+   * The states of a path, newest first: the current node (tombstone included) first, then the
+   * kept versions by descending eventId; in batches of at most `batchSize`. Nothing when the path
+   * has neither.
+   */
+  listVersions(store: string, path: string, options: { batchSize?: number }): AsyncIterable<VersionRecord[]>;
+  /** The state of a path with that tag, current or kept; undefined when there is none. */
+  getVersion(store: string, path: string, tag: string): Promise<VersionRecord | undefined>;
+  /**
+   * The state of a path at event `eventId`: the one whose life [eventId, endedEventId) holds it,
+   * a tombstone included; undefined when the path had no node then. The caller checks the
+   * store's historyFrom first.
+   */
+  getNodeAsOf(store: string, path: string, eventId: number): Promise<VersionRecord | undefined>;
+  /** listNodes as of an event: the states at `eventId` of a directory's children (or descendants), in path order. */
+  listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]>;
+  /** The id of the store's last event made at or before `time` (Unix ms); 0 when there is none. */
+  eventAt(store: string, time: number): Promise<number>;
+  /**
+   * Makes a kept state of a file (`tag`) current again, as one new change with a new tag and its
+   * own event, its blob shared with the version. The same rules as putFile: `pre.ifMatch` is
+   * checked against the current state, the parent directory must be live (NotFoundError
+   * otherwise), a directory in the way is refused. NotFoundError when no file state of the path
+   * has that tag (unknown, purged, or the tag of a tombstone or a directory).
+   */
+  restoreVersion(
+    store: string,
+    path: string,
+    tag: string,
+    pre: Preconditions,
+    now: number,
+    user?: string,
+  ): Promise<WriteResult>;
 }
 
 /** The content-insights part of the port: projects, environments, promotion records, reports and their jobs. */
@@ -340,14 +412,16 @@ export interface WriteTurns {
   release(): void;
 }
 
-export interface StoragePort extends ResourceStorage {
+export interface StoragePort extends ResourceStorage, HistoryStorage {
   /** Projects, environments, promotions and reports, kept by the same backend. */
   readonly insights: InsightsStorage;
   /** Settings that describe the deployment, reported in every store listing. */
   reportedSettings(): Record<string, string>;
   /**
-   * Removes tombstones older than their store's keep-deleted, and reports (with their
-   * documents) whose expiresAt has passed; returns how many records went.
+   * Removes tombstones older than their store's keep-deleted, versions that ended longer ago than
+   * their store's keep-versions (raising its historyFrom past them, and removing blobs nothing
+   * points at any more), and reports (with their documents) whose expiresAt has passed; returns
+   * how many records went.
    */
   purgeExpired(now: number): Promise<number>;
   /** The backend's name, "sqlite" or "mongodb" (metrics, the start-up line). */

@@ -26,6 +26,7 @@ import {
   type StoreNode,
   type StoreRecord,
   silentStorageLogger,
+  type VersionRecord,
   type WriteBlobOptions,
   type WriteResult,
 } from "../port.js";
@@ -668,6 +669,33 @@ export class FilesystemStorage implements StoragePort {
 
   ping(): Promise<void> {
     return this.inner.ping();
+  }
+
+  // History lives in the inner storage; a filesystem store's outside edits: docs/history.md.
+  listVersions(store: string, path: string, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.inner.listVersions(store, path, options);
+  }
+  getVersion(store: string, path: string, tag: string): Promise<VersionRecord | undefined> {
+    return this.inner.getVersion(store, path, tag);
+  }
+  getNodeAsOf(store: string, path: string, eventId: number): Promise<VersionRecord | undefined> {
+    return this.inner.getNodeAsOf(store, path, eventId);
+  }
+  listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]> {
+    return this.inner.listNodesAsOf(store, dir, eventId, options);
+  }
+  eventAt(store: string, time: number): Promise<number> {
+    return this.inner.eventAt(store, time);
+  }
+  restoreVersion(
+    store: string,
+    path: string,
+    tag: string,
+    pre: Preconditions,
+    now: number,
+    user?: string,
+  ): Promise<WriteResult> {
+    return this.inner.restoreVersion(store, path, tag, pre, now, user);
   }
 
   async close(): Promise<void> {

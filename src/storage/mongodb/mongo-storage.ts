@@ -32,6 +32,7 @@ import type {
   StoragePort,
   StoreNode,
   StoreRecord,
+  VersionRecord,
   WriteBlobOptions,
   WriteResult,
 } from "../port.js";
@@ -340,6 +341,7 @@ export class MongoStorage implements StoragePort {
           created: now,
           modified: now,
           rootTag: root.tag,
+          historyFrom: 0,
         };
         return created;
       });
@@ -370,6 +372,7 @@ export class MongoStorage implements StoragePort {
         created: now,
         modified: now,
         rootTag: root.tag,
+        historyFrom: 0,
       };
       return { blobs: leftovers, record };
     });
@@ -394,6 +397,7 @@ export class MongoStorage implements StoragePort {
         created: s.created,
         modified: now,
         rootTag: root?.tag ?? "",
+        historyFrom: 0,
       };
       return updated;
     });
@@ -419,6 +423,7 @@ export class MongoStorage implements StoragePort {
         created: store.created,
         modified: now,
         rootTag: "",
+        historyFrom: 0,
       };
       const removed = await this.removeStoreNodes(name, lease).catch((err: unknown) => {
         this.log.warn(
@@ -736,6 +741,33 @@ export class MongoStorage implements StoragePort {
     return () => this.listeners.delete(listener);
   }
 
+  // History (docs/history.md, storage/port.ts HistoryStorage): being built (issue 27).
+  listVersions(_store: string, _path: string, _options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async getVersion(_store: string, _path: string, _tag: string): Promise<VersionRecord | undefined> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async getNodeAsOf(_store: string, _path: string, _eventId: number): Promise<VersionRecord | undefined> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  listNodesAsOf(_store: string, _dir: string, _eventId: number, _options: ListOptions): AsyncIterable<VersionRecord[]> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async eventAt(_store: string, _time: number): Promise<number> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async restoreVersion(
+    _store: string,
+    _path: string,
+    _tag: string,
+    _pre: Preconditions,
+    _now: number,
+    _user?: string,
+  ): Promise<WriteResult> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+
   async purgeExpired(now: number): Promise<number> {
     let purged = 0;
     const expired = (s: StoreDoc) => {
@@ -840,6 +872,7 @@ export class MongoStorage implements StoragePort {
       created: d.created,
       modified: d.modified,
       rootTag: root?.tag ?? "",
+      historyFrom: 0,
     };
   }
 

@@ -28,6 +28,7 @@ import {
   type StoreNode,
   type StoreRecord,
   silentStorageLogger,
+  type VersionRecord,
   type WriteBlobOptions,
   type WriteResult,
   type WriteTurns,
@@ -283,6 +284,7 @@ function toStore(row: StoreRow): StoreRecord {
     created: row.created,
     modified: row.modified,
     rootTag: row.root_tag ?? "",
+    historyFrom: 0,
   };
 }
 
@@ -897,6 +899,33 @@ export class SqliteStorage implements StoragePort {
       }
     }
     return released;
+  }
+
+  // History (docs/history.md, storage/port.ts HistoryStorage): being built (issue 27).
+  listVersions(_store: string, _path: string, _options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async getVersion(_store: string, _path: string, _tag: string): Promise<VersionRecord | undefined> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async getNodeAsOf(_store: string, _path: string, _eventId: number): Promise<VersionRecord | undefined> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  listNodesAsOf(_store: string, _dir: string, _eventId: number, _options: ListOptions): AsyncIterable<VersionRecord[]> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async eventAt(_store: string, _time: number): Promise<number> {
+    throw new Error("history is not implemented yet by this adapter");
+  }
+  async restoreVersion(
+    _store: string,
+    _path: string,
+    _tag: string,
+    _pre: Preconditions,
+    _now: number,
+    _user?: string,
+  ): Promise<WriteResult> {
+    throw new Error("history is not implemented yet by this adapter");
   }
 
   async purgeExpired(now: number): Promise<number> {

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trove/resources/v2/resources.proto.
  */
 export const file_trove_resources_v2_resources: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJBCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkiYwoMUmVhZFJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEhQKDG5vdF9tb2RpZmllZBgCIAEoCBINCgVjaHVuaxgDIAEoDCKXAQoLV3JpdGVIZWFkZXISDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSEwoLY29udGVudF9tZDUYBSABKAkSGwoOY29udGVudF9sZW5ndGgYBiABKANIAIgBAUIRCg9fY29udGVudF9sZW5ndGgiWgoMV3JpdGVSZXF1ZXN0EjEKBmhlYWRlchgBIAEoCzIfLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZUhlYWRlckgAEg8KBWNodW5rGAIgASgMSABCBgoEcGFydCJQCg1Xcml0ZVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEg8KB2NyZWF0ZWQYAiABKAgiRQoUTWFrZURpcmVjdG9yeVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCSJYChVNYWtlRGlyZWN0b3J5UmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJVCg1EZWxldGVSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEAoIaWZfbWF0Y2gYAyADKAkSFQoNcmVxdWlyZV9lbXB0eRgEIAEoCCJXCg5EZWxldGVSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIVCg1kZWxldGVkX2NvdW50GAIgASgDIoUBCgtMaXN0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhEKCXJlY3Vyc2l2ZRgDIAEoCBIXCg9pbmNsdWRlX2RlbGV0ZWQYBCABKAgSFgoOaW5jbHVkZV9hY2Nlc3MYBSABKAgSFQoNaWZfbm9uZV9tYXRjaBgGIAMoCSKEAQoMTGlzdFJlc3BvbnNlEi8KCWRpcmVjdG9yeRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIUCgxub3RfbW9kaWZpZWQYAiABKAgSLQoHZW50cmllcxgDIAMoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZTKMBAoPUmVzb3VyY2VTZXJ2aWNlEk4KBFN0YXQSHy50cm92ZS5yZXNvdXJjZXMudjIuU3RhdFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuU3RhdFJlc3BvbnNlIgOQAgESUAoEUmVhZBIfLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkUmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkUmVzcG9uc2UiA5ACATABEk4KBVdyaXRlEiAudHJvdmUucmVzb3VyY2VzLnYyLldyaXRlUmVxdWVzdBohLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZVJlc3BvbnNlKAESZAoNTWFrZURpcmVjdG9yeRIoLnRyb3ZlLnJlc291cmNlcy52Mi5NYWtlRGlyZWN0b3J5UmVxdWVzdBopLnRyb3ZlLnJlc291cmNlcy52Mi5NYWtlRGlyZWN0b3J5UmVzcG9uc2USTwoGRGVsZXRlEiEudHJvdmUucmVzb3VyY2VzLnYyLkRlbGV0ZVJlcXVlc3QaIi50cm92ZS5yZXNvdXJjZXMudjIuRGVsZXRlUmVzcG9uc2USUAoETGlzdBIfLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0UmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0UmVzcG9uc2UiA5ACATABYgZwcm90bzM");
+  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJhCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkSDwoHdmVyc2lvbhgEIAEoCRINCgVhc19vZhgFIAEoCSJjCgxSZWFkUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEg0KBWNodW5rGAMgASgMIpcBCgtXcml0ZUhlYWRlchINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJEhQKDGNvbnRlbnRfdHlwZRgEIAEoCRITCgtjb250ZW50X21kNRgFIAEoCRIbCg5jb250ZW50X2xlbmd0aBgGIAEoA0gAiAEBQhEKD19jb250ZW50X2xlbmd0aCJaCgxXcml0ZVJlcXVlc3QSMQoGaGVhZGVyGAEgASgLMh8udHJvdmUucmVzb3VyY2VzLnYyLldyaXRlSGVhZGVySAASDwoFY2h1bmsYAiABKAxIAEIGCgRwYXJ0IlAKDVdyaXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJFChRNYWtlRGlyZWN0b3J5UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJIlgKFU1ha2VEaXJlY3RvcnlSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIPCgdjcmVhdGVkGAIgASgIIlUKDURlbGV0ZVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIVCg1yZXF1aXJlX2VtcHR5GAQgASgIIlcKDkRlbGV0ZVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEhUKDWRlbGV0ZWRfY291bnQYAiABKAMilAEKC0xpc3RSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEQoJcmVjdXJzaXZlGAMgASgIEhcKD2luY2x1ZGVfZGVsZXRlZBgEIAEoCBIWCg5pbmNsdWRlX2FjY2VzcxgFIAEoCBIVCg1pZl9ub25lX21hdGNoGAYgAygJEg0KBWFzX29mGAcgASgJIoQBCgxMaXN0UmVzcG9uc2USLwoJZGlyZWN0b3J5GAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEhQKDG5vdF9tb2RpZmllZBgCIAEoCBItCgdlbnRyaWVzGAMgAygLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlIpkBCgdWZXJzaW9uEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEgwKBHVzZXIYAiABKAkSEQoJb3BlcmF0aW9uGAMgASgJEg8KB2N1cnJlbnQYBCABKAgSFgoOZW5kZWRfZXZlbnRfaWQYBSABKAMSFAoMZW5kZWRfbWlsbGlzGAYgASgDIjIKE0xpc3RWZXJzaW9uc1JlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCSJFChRMaXN0VmVyc2lvbnNSZXNwb25zZRItCgh2ZXJzaW9ucxgBIAMoCzIbLnRyb3ZlLnJlc291cmNlcy52Mi5WZXJzaW9uInAKDlJlc3RvcmVSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRINCgVhc19vZhgEIAEoCRIQCghpZl9tYXRjaBgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIkMKDVJlc3RvcmVDaGFuZ2USDAoEcGF0aBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEQoJZGlyZWN0b3J5GAMgASgIIp4BCg9SZXN0b3JlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCBIyCgdjaGFuZ2VzGAMgAygLMiEudHJvdmUucmVzb3VyY2VzLnYyLlJlc3RvcmVDaGFuZ2USFgoOYXNfb2ZfZXZlbnRfaWQYBCABKAMyygUKD1Jlc291cmNlU2VydmljZRJOCgRTdGF0Eh8udHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXNwb25zZSIDkAIBElAKBFJlYWQSHy50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlc3BvbnNlIgOQAgEwARJOCgVXcml0ZRIgLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZVJlcXVlc3QaIS50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVSZXNwb25zZSgBEmQKDU1ha2VEaXJlY3RvcnkSKC50cm92ZS5yZXNvdXJjZXMudjIuTWFrZURpcmVjdG9yeVJlcXVlc3QaKS50cm92ZS5yZXNvdXJjZXMudjIuTWFrZURpcmVjdG9yeVJlc3BvbnNlEk8KBkRlbGV0ZRIhLnRyb3ZlLnJlc291cmNlcy52Mi5EZWxldGVSZXF1ZXN0GiIudHJvdmUucmVzb3VyY2VzLnYyLkRlbGV0ZVJlc3BvbnNlElAKBExpc3QSHy50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFJlc3BvbnNlIgOQAgEwARJoCgxMaXN0VmVyc2lvbnMSJy50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFZlcnNpb25zUmVxdWVzdBooLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0VmVyc2lvbnNSZXNwb25zZSIDkAIBMAESUgoHUmVzdG9yZRIiLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlUmVxdWVzdBojLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * A resource (file) or directory of a store, or its tombstone.
@@ -187,6 +187,23 @@ export type ReadRequest = Message<"trove.resources.v2.ReadRequest"> & {
    * @generated from field: repeated string if_none_match = 3;
    */
   ifNoneMatch: string[];
+
+  /**
+   * A kept state of the resource, by its tag (docs/history.md): its contents
+   * instead of the current ones. NOT_FOUND when no state of the path has it.
+   *
+   * @generated from field: string version = 4;
+   */
+  version: string;
+
+  /**
+   * The resource as it was at a moment: an event id, or an ISO 8601 date-time
+   * with a time zone. FAILED_PRECONDITION (HISTORY_PURGED) before the store's
+   * history horizon. At most one of version and as_of.
+   *
+   * @generated from field: string as_of = 5;
+   */
+  asOf: string;
 };
 
 /**
@@ -481,6 +498,14 @@ export type ListRequest = Message<"trove.resources.v2.ListRequest"> & {
    * @generated from field: repeated string if_none_match = 6;
    */
   ifNoneMatch: string[];
+
+  /**
+   * The listing as it was at a moment: an event id, or an ISO 8601 date-time
+   * with a time zone (docs/history.md).
+   *
+   * @generated from field: string as_of = 7;
+   */
+  asOf: string;
 };
 
 /**
@@ -519,6 +544,226 @@ export type ListResponse = Message<"trove.resources.v2.ListResponse"> & {
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
   messageDesc(file_trove_resources_v2_resources, 13);
+
+/**
+ * One state of a resource (docs/history.md): the current one or a kept
+ * version.
+ *
+ * @generated from message trove.resources.v2.Version
+ */
+export type Version = Message<"trove.resources.v2.Version"> & {
+  /**
+   * The state: tag, type, size, md5, blob, times, and the id of the event
+   * that made it (deleted for a deletion).
+   *
+   * @generated from field: trove.resources.v2.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+
+  /**
+   * The subject of the token whose change made this state; empty when not
+   * known.
+   *
+   * @generated from field: string user = 2;
+   */
+  user: string;
+
+  /**
+   * "modify" (contents written) or "delete" (the state is a deletion).
+   *
+   * @generated from field: string operation = 3;
+   */
+  operation: string;
+
+  /**
+   * The live state of the path.
+   *
+   * @generated from field: bool current = 4;
+   */
+  current: boolean;
+
+  /**
+   * The event that replaced this state, and when; 0 for the current one.
+   *
+   * @generated from field: int64 ended_event_id = 5;
+   */
+  endedEventId: bigint;
+
+  /**
+   * @generated from field: int64 ended_millis = 6;
+   */
+  endedMillis: bigint;
+};
+
+/**
+ * Describes the message trove.resources.v2.Version.
+ * Use `create(VersionSchema)` to create a new message.
+ */
+export const VersionSchema: GenMessage<Version> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 14);
+
+/**
+ * @generated from message trove.resources.v2.ListVersionsRequest
+ */
+export type ListVersionsRequest = Message<"trove.resources.v2.ListVersionsRequest"> & {
+  /**
+   * @generated from field: string store = 1;
+   */
+  store: string;
+
+  /**
+   * @generated from field: string path = 2;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message trove.resources.v2.ListVersionsRequest.
+ * Use `create(ListVersionsRequestSchema)` to create a new message.
+ */
+export const ListVersionsRequestSchema: GenMessage<ListVersionsRequest> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 15);
+
+/**
+ * Newest first, across messages.
+ *
+ * @generated from message trove.resources.v2.ListVersionsResponse
+ */
+export type ListVersionsResponse = Message<"trove.resources.v2.ListVersionsResponse"> & {
+  /**
+   * @generated from field: repeated trove.resources.v2.Version versions = 1;
+   */
+  versions: Version[];
+};
+
+/**
+ * Describes the message trove.resources.v2.ListVersionsResponse.
+ * Use `create(ListVersionsResponseSchema)` to create a new message.
+ */
+export const ListVersionsResponseSchema: GenMessage<ListVersionsResponse> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 16);
+
+/**
+ * @generated from message trove.resources.v2.RestoreRequest
+ */
+export type RestoreRequest = Message<"trove.resources.v2.RestoreRequest"> & {
+  /**
+   * @generated from field: string store = 1;
+   */
+  store: string;
+
+  /**
+   * A resource (with version) or a directory (with as_of; "" for the root).
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Makes this kept state of the resource current again, as a new change.
+   *
+   * @generated from field: string version = 3;
+   */
+  version: string;
+
+  /**
+   * Returns the subtree below path to its state at this moment (an event id,
+   * or an ISO 8601 date-time with a time zone), each difference a change.
+   *
+   * @generated from field: string as_of = 4;
+   */
+  asOf: string;
+
+  /**
+   * With version: the tags the current state must match ("*": it must exist).
+   *
+   * @generated from field: repeated string if_match = 5;
+   */
+  ifMatch: string[];
+
+  /**
+   * With as_of: list the changes without making them.
+   *
+   * @generated from field: bool dry_run = 6;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message trove.resources.v2.RestoreRequest.
+ * Use `create(RestoreRequestSchema)` to create a new message.
+ */
+export const RestoreRequestSchema: GenMessage<RestoreRequest> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 17);
+
+/**
+ * A change a subtree restore made, or would make with dry_run.
+ *
+ * @generated from message trove.resources.v2.RestoreChange
+ */
+export type RestoreChange = Message<"trove.resources.v2.RestoreChange"> & {
+  /**
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * "create", "modify" or "delete".
+   *
+   * @generated from field: string operation = 2;
+   */
+  operation: string;
+
+  /**
+   * @generated from field: bool directory = 3;
+   */
+  directory: boolean;
+};
+
+/**
+ * Describes the message trove.resources.v2.RestoreChange.
+ * Use `create(RestoreChangeSchema)` to create a new message.
+ */
+export const RestoreChangeSchema: GenMessage<RestoreChange> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 18);
+
+/**
+ * @generated from message trove.resources.v2.RestoreResponse
+ */
+export type RestoreResponse = Message<"trove.resources.v2.RestoreResponse"> & {
+  /**
+   * With version: the new state, and whether the path was absent before.
+   *
+   * @generated from field: trove.resources.v2.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+
+  /**
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+
+  /**
+   * With as_of: the changes, in the order made.
+   *
+   * @generated from field: repeated trove.resources.v2.RestoreChange changes = 3;
+   */
+  changes: RestoreChange[];
+
+  /**
+   * With as_of: the event the moment stands for.
+   *
+   * @generated from field: int64 as_of_event_id = 4;
+   */
+  asOfEventId: bigint;
+};
+
+/**
+ * Describes the message trove.resources.v2.RestoreResponse.
+ * Use `create(RestoreResponseSchema)` to create a new message.
+ */
+export const RestoreResponseSchema: GenMessage<RestoreResponse> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 19);
 
 /**
  * @generated from service trove.resources.v2.ResourceService
@@ -571,6 +816,22 @@ export const ResourceService: GenService<{
     methodKind: "server_streaming";
     input: typeof ListRequestSchema;
     output: typeof ListResponseSchema;
+  },
+  /**
+   * @generated from rpc trove.resources.v2.ResourceService.ListVersions
+   */
+  listVersions: {
+    methodKind: "server_streaming";
+    input: typeof ListVersionsRequestSchema;
+    output: typeof ListVersionsResponseSchema;
+  },
+  /**
+   * @generated from rpc trove.resources.v2.ResourceService.Restore
+   */
+  restore: {
+    methodKind: "unary";
+    input: typeof RestoreRequestSchema;
+    output: typeof RestoreResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_trove_resources_v2_resources, 0);
