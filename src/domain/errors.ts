@@ -96,3 +96,11 @@ export class UnavailableError extends Error {
 export class PermissionDeniedError extends Error {
   override name = "PermissionDeniedError";
 }
+
+/**
+ * A moment before the store's history horizon, or any earlier moment of a store that keeps no
+ * history (docs/history.md): REST 410 Gone, gRPC FAILED_PRECONDITION.
+ */
+export class HistoryPurgedError extends Error {
+  override name = "HistoryPurgedError";
+}

@@ -5,6 +5,7 @@ import { CHALLENGE_KEY, REALM } from "../auth/verifier.js";
 import { quoteTag } from "../domain/etag.js";
 import {
   DELETED_TAG_KEY,
+  HISTORY_PURGED_KEY,
   INSUFFICIENT_STORAGE_KEY,
   NOT_EMPTY_KEY,
   toConnectError,
@@ -45,6 +46,8 @@ export function statusOf(err: ConnectError, table: StatusTable = RESOURCES_STATU
   if (err.code === Code.ResourceExhausted && err.metadata.get(INSUFFICIENT_STORAGE_KEY) !== null) return 507;
   // A directory that is not empty (version 1's DELETE) is a conflict with what is stored, not a failed If-Match.
   if (err.code === Code.FailedPrecondition && err.metadata.get(NOT_EMPTY_KEY) !== null) return 409;
+  // A moment older than the store keeps (docs/history.md): gone, not a failed If-Match.
+  if (err.code === Code.FailedPrecondition && err.metadata.get(HISTORY_PURGED_KEY) !== null) return 410;
   return table[err.code] ?? 500;
 }
 

@@ -11,11 +11,14 @@ import { joinPath, validateStoreName } from "../domain/path.js";
 import {
   DeleteRequestSchema,
   ListRequestSchema,
+  ListVersionsRequestSchema,
   MakeDirectoryRequestSchema,
   ReadRequestSchema,
   type Resource,
   ResourceService,
+  RestoreRequestSchema,
   StatRequestSchema,
+  type Version,
   type WriteRequest,
   WriteRequestSchema,
 } from "../gen/trove/resources/v2/resources_pb.js";
@@ -37,7 +40,7 @@ import {
   writeLent,
 } from "./http.js";
 import type { ApiVersion } from "./version.js";
-import { resourceElement, XML_DECLARATION, XML_TYPE } from "./xml.js";
+import { resourceElement, restoreDocument, versionElement, versionsStart, XML_DECLARATION, XML_TYPE } from "./xml.js";
 
 export const DATA_PREFIX = "/resources/v2/data/";
 // parseTarget takes /resources/v1/data/ paths too (the router's version 1): the prefixes are as long.
@@ -68,16 +71,26 @@ export function parseTarget(rawPath: string): Target {
   return { store, path: joinPath(segments), directory };
 }
 
-const FLAGS = ["recursive", "include-access", "include-blob-uuid", "include-deleted"] as const;
+const FLAGS = ["recursive", "include-access", "include-blob-uuid", "include-deleted", "versions"] as const;
 type Flag = (typeof FLAGS)[number];
 
 interface Query {
   flags: Record<Flag, boolean>;
   overrideMime?: string;
+  /** Trove's history extensions (docs/history.md): a version's tag, a moment. */
+  version?: string;
+  asOf?: string;
 }
 
+/** A GET's query parameters: the spec's, and Trove's history extensions (docs/history.md). */
 export function parseQuery(search: string): Query {
-  const flags = { recursive: false, "include-access": false, "include-blob-uuid": false, "include-deleted": false };
+  const flags = {
+    recursive: false,
+    "include-access": false,
+    "include-blob-uuid": false,
+    "include-deleted": false,
+    versions: false,
+  };
   const q: Query = { flags };
   if (search === "") return q;
   const seen = new Set<string>();
@@ -91,11 +104,57 @@ export function parseQuery(search: string): Query {
     } else if (name === "override-mime") {
       if (!isMediaType(value)) throw new BadRequestError(`override-mime ${JSON.stringify(value)} is not a media type`);
       q.overrideMime = value;
+    } else if (name === "version" || name === "as-of") {
+      if (value === "") throw new BadRequestError(`query parameter ${name} needs a value`);
+      if (name === "version") q.version = value;
+      else q.asOf = value;
+    } else if (name === "restore" || name === "restore-as-of" || name === "dry-run") {
+      throw new BadRequestError(`query parameter ${name} is for a PUT (docs/history.md)`);
     } else {
       throw new BadRequestError(`unknown query parameter ${name}`);
     }
   }
+  const asked = [flags.versions && "versions", q.version !== undefined && "version", q.asOf !== undefined && "as-of"];
+  if (asked.filter(Boolean).length > 1) {
+    throw new BadRequestError(`query parameters ${asked.filter(Boolean).join(" and ")} do not go together`);
+  }
   return q;
+}
+
+/** A PUT's history extensions (docs/history.md); every other query parameter is ignored, as before. */
+interface RestoreQuery {
+  restore?: string;
+  restoreAsOf?: string;
+  dryRun: boolean;
+}
+
+function parseRestoreQuery(search: string): RestoreQuery | undefined {
+  if (search === "") return undefined;
+  const params = new URLSearchParams(search);
+  const restore = params.getAll("restore");
+  const restoreAsOf = params.getAll("restore-as-of");
+  const dryRun = params.getAll("dry-run");
+  if (restore.length === 0 && restoreAsOf.length === 0) {
+    if (dryRun.length > 0) throw new BadRequestError("query parameter dry-run goes with restore-as-of");
+    return undefined;
+  }
+  for (const [name, values] of [
+    ["restore", restore],
+    ["restore-as-of", restoreAsOf],
+    ["dry-run", dryRun],
+  ] as const) {
+    if (values.length > 1) throw new BadRequestError(`query parameter ${name} given twice`);
+    if (values.length === 1 && values[0] === "") throw new BadRequestError(`query parameter ${name} needs a value`);
+  }
+  if (restore.length > 0 && restoreAsOf.length > 0) {
+    throw new BadRequestError("query parameters restore and restore-as-of do not go together");
+  }
+  if (dryRun.length > 0 && dryRun[0] !== "true" && dryRun[0] !== "false") {
+    throw new BadRequestError("query parameter dry-run must be true or false");
+  }
+  if (dryRun.length > 0 && restore.length > 0)
+    throw new BadRequestError("query parameter dry-run goes with restore-as-of");
+  return { restore: restore[0], restoreAsOf: restoreAsOf[0], dryRun: dryRun[0] === "true" };
 }
 
 const noTimeout = () => undefined;
@@ -197,7 +256,7 @@ export class ResourceRoutes {
       case "HEAD":
         return this.get(req, res, url, target);
       case "PUT":
-        return this.put(req, res, target);
+        return this.put(req, res, target, url.search);
       case "DELETE":
         // Version 1 deletes a directory only when it is empty.
         return this.delete(req, res, target, version === 1);
@@ -222,11 +281,19 @@ export class ResourceRoutes {
   private async get(req: RestRequest, res: RestResponse, url: RequestUrl, t: Target): Promise<void> {
     const query = parseQuery(url.search);
     const ifNoneMatch = tagList(req, "if-none-match");
+    if (query.flags.versions) return this.versions(req, res, t, query);
     if (t.directory) return this.list(req, res, t, query, ifNoneMatch);
-    if (req.method === "HEAD") return this.head(req, res, url, t, query, ifNoneMatch);
+    const history = query.version !== undefined || query.asOf !== undefined;
+    if (req.method === "HEAD" && !history) return this.head(req, res, url, t, query, ifNoneMatch);
     const iterator = this.core
       .read(
-        create(ReadRequestSchema, { store: t.store, path: t.path, ifNoneMatch }),
+        create(ReadRequestSchema, {
+          store: t.store,
+          path: t.path,
+          ifNoneMatch,
+          version: query.version ?? "",
+          asOf: query.asOf ?? "",
+        }),
         this.context(req, res, ResourceService.method.read),
       )
       [Symbol.asyncIterator]();
@@ -237,6 +304,12 @@ export class ResourceRoutes {
     if (first.value?.notModified) return send(res, 304, { ETag: quoteTag(resource.tag) });
     const r = res as ServerResponse;
     startResource(r, resource, query);
+    if (req.method === "HEAD") {
+      // A version's or a moment's HEAD (history: no stat of those): the headers of its GET.
+      iterator.return?.()?.catch(() => undefined);
+      r.end();
+      return;
+    }
     const chunk = first.value?.chunk;
     if (chunk !== undefined && BigInt(chunk.byteLength) === resource.size) {
       // The whole contents in one message (small ones are kept inline): one write with the
@@ -302,7 +375,11 @@ export class ResourceRoutes {
       includeDeleted: query.flags["include-deleted"],
       includeAccess: query.flags["include-access"],
       ifNoneMatch,
+      asOf: query.asOf ?? "",
     });
+    if (query.version !== undefined) {
+      throw new BadRequestError(`/${t.path}/ is a directory: versions are kept of resources; list it with as-of`);
+    }
     const iterator = this.core
       .list(request, this.context(req, res, ResourceService.method.list))
       [Symbol.asyncIterator]();
@@ -337,7 +414,77 @@ export class ResourceRoutes {
     (res as { end(): void }).end();
   }
 
-  private async put(req: RestRequest, res: RestResponse, t: Target): Promise<void> {
+  /** `?versions=true`: the states of a resource, newest first, as XML (docs/history.md). */
+  private async versions(req: RestRequest, res: RestResponse, t: Target, query: Query): Promise<void> {
+    if (t.directory) {
+      throw new BadRequestError(`/${t.path}/ is a directory: versions are kept of resources; list it with as-of`);
+    }
+    const iterator = this.core
+      .listVersions(
+        create(ListVersionsRequestSchema, { store: t.store, path: t.path }),
+        this.context(req, res, ResourceService.method.listVersions),
+      )
+      [Symbol.asyncIterator]();
+    // The first page before the status: a 404 or 400 is answered as such.
+    const first = await iterator.next();
+    start(res, 200, { "Content-Type": query.overrideMime ?? XML_TYPE });
+    if (req.method === "HEAD") {
+      iterator.return?.()?.catch(() => undefined);
+      (res as { end(): void }).end();
+      return;
+    }
+    const element = (v: Version) => versionElement(v, query.flags["include-blob-uuid"]);
+    try {
+      await write(res, versionsStart(t.store, t.path));
+      for (let next = first; !next.done; next = await iterator.next()) {
+        await write(res, next.value.versions.map(element).join(""));
+      }
+      await write(res, "</versions>\n");
+    } catch (err) {
+      await iterator.return?.()?.catch(() => undefined);
+      throw err;
+    }
+    (res as { end(): void }).end();
+  }
+
+  /** `PUT ...?restore={tag}` or `PUT .../?restore-as-of={moment}`, no body (docs/history.md). */
+  private async restore(req: RestRequest, res: RestResponse, t: Target, q: RestoreQuery): Promise<void> {
+    const length = header(req, "content-length");
+    if ((length !== undefined && length !== "0") || header(req, "transfer-encoding") !== undefined) {
+      throw new BadRequestError("a restore takes no body");
+    }
+    if (q.restore !== undefined && t.directory) {
+      throw new BadRequestError("restore names a version of a resource; a directory takes restore-as-of");
+    }
+    if (q.restoreAsOf !== undefined && !t.directory) {
+      throw new BadRequestError("restore-as-of takes a directory back to a moment: end its path with /");
+    }
+    const out = await this.core.restore(
+      create(RestoreRequestSchema, {
+        store: t.store,
+        path: t.path,
+        version: q.restore ?? "",
+        asOf: q.restoreAsOf ?? "",
+        ifMatch: tagList(req, "if-match"),
+        dryRun: q.dryRun,
+      }),
+      this.context(req, res, ResourceService.method.restore),
+    );
+    if (q.restore !== undefined) {
+      const r = out.resource as Resource;
+      send(res, out.created ? 201 : 200, {
+        ...metadataHeaders(r),
+        ...(out.created ? { Location: (req.url ?? "").split("?")[0] ?? "" } : {}),
+      });
+      return;
+    }
+    const body = restoreDocument(t.store, t.path, out.asOfEventId, q.dryRun, out.changes);
+    send(res, 200, { "Content-Type": XML_TYPE }, body);
+  }
+
+  private async put(req: RestRequest, res: RestResponse, t: Target, search = ""): Promise<void> {
+    const restore = parseRestoreQuery(search);
+    if (restore) return this.restore(req, res, t, restore);
     const ifMatch = tagList(req, "if-match");
     if (t.directory) {
       const length = header(req, "content-length");

@@ -4,7 +4,7 @@
 import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
 import { BadRequestError } from "../domain/errors.js";
 import { jsonDepth, MAX_JSON_DEPTH, quoteValue } from "../domain/json-body.js";
-import type { Resource } from "../gen/trove/resources/v2/resources_pb.js";
+import type { Resource, RestoreChange, Version } from "../gen/trove/resources/v2/resources_pb.js";
 import type { Store } from "../gen/trove/resources/v2/stores_pb.js";
 
 export const XML_TYPE = "application/xml; charset=utf-8";
@@ -246,4 +246,38 @@ export function parseStoreJson(body: string): StoreBody {
       settings.push({ name, value: str(value, `setting ${name}`) ?? "" });
   }
   return { name: str(o.name, "name"), type: str(o.type, "type"), settings };
+}
+
+/** One `version` element of a resource's versions (docs/history.md). */
+export function versionElement(v: Version, includeBlob: boolean): string {
+  const r = v.resource;
+  if (!r) return "";
+  let s = `<version tag="${attributeValue(r.tag)}" size="${r.size}" md5="${attributeValue(r.md5)}" type="${attributeValue(r.type)}"`;
+  s += ` last-modified="${new Date(Number(r.lastModifiedMillis)).toISOString()}" event="${r.eventId}"`;
+  s += ` operation="${v.operation}" user="${attributeValue(v.user)}"`;
+  if (v.current) s += ' current="true"';
+  if (includeBlob && r.blob !== "") s += ` blob="${attributeValue(r.blob)}"`;
+  return `${s}/>`;
+}
+
+/** The opening tag of a versions document. */
+export function versionsStart(store: string, path: string): string {
+  return `${XML_DECLARATION}<versions store="${attributeValue(store)}" path="${attributeValue(path)}">`;
+}
+
+/** What a subtree restore changed, or would change with dry-run (docs/history.md). */
+export function restoreDocument(
+  store: string,
+  path: string,
+  asOf: bigint,
+  dryRun: boolean,
+  changes: readonly RestoreChange[],
+): string {
+  const items = changes
+    .map(
+      (c) =>
+        `<change path="${attributeValue(c.path)}" operation="${c.operation}" directory="${c.directory ? "true" : "false"}"/>`,
+    )
+    .join("");
+  return `${XML_DECLARATION}<restore store="${attributeValue(store)}" path="${attributeValue(path)}" as-of="${asOf}" dry-run="${dryRun}" changes="${changes.length}">${items}</restore>\n`;
 }

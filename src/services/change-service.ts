@@ -54,6 +54,7 @@ function changeEvent(node: NodeRecord): Event {
         tag: node.tag,
         type: node.directory ? "" : node.type,
         directory: node.directory,
+        user: node.user ?? "",
       },
     },
   });

@@ -9,6 +9,7 @@ import {
   BadRequestError,
   DeletedError,
   ForbiddenError,
+  HistoryPurgedError,
   InsufficientStorageError,
   NotEmptyError,
   NotFoundError,
@@ -35,6 +36,14 @@ export const INSUFFICIENT_STORAGE_KEY = "trove-insufficient-storage";
 export const NOT_EMPTY_KEY = "trove-not-empty";
 /** `google.rpc.PreconditionFailure.Violation.type` of a directory that is not empty. */
 export const NOT_EMPTY_PRECONDITION = "NOT_EMPTY";
+
+/**
+ * Metadata key set on FailedPrecondition errors of a moment the store no longer keeps (its history
+ * horizon, docs/history.md): REST answers them 410 Gone.
+ */
+export const HISTORY_PURGED_KEY = "trove-history-purged";
+/** `google.rpc.PreconditionFailure.Violation.type` of a moment before the history horizon. */
+export const HISTORY_PURGED_PRECONDITION = "HISTORY_PURGED";
 
 /** `google.rpc.PreconditionFailure.Violation.type` of an If-Match that did not hold. */
 export const ETAG_PRECONDITION = "ETAG";
@@ -130,6 +139,16 @@ export function toConnectError(err: unknown, call?: CallSubject): ConnectError {
         desc: PreconditionFailureSchema,
         value: {
           violations: [{ type: NOT_EMPTY_PRECONDITION, subject: resourceName(call), description: err.message }],
+        },
+      },
+    ]);
+  }
+  if (err instanceof HistoryPurgedError) {
+    return new ConnectError(err.message, Code.FailedPrecondition, { [HISTORY_PURGED_KEY]: "true" }, [
+      {
+        desc: PreconditionFailureSchema,
+        value: {
+          violations: [{ type: HISTORY_PURGED_PRECONDITION, subject: resourceName(call), description: err.message }],
         },
       },
     ]);

@@ -47,6 +47,7 @@ import type { DeleteResult, NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
+import { ResourceHistory } from "./resource-history.js";
 
 /**
  * Largest chunk of a Read message: storage may read in larger pieces, a message stays well below
@@ -105,10 +106,18 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   private readonly maxResourceSize: number;
   private readonly now: () => number;
 
+  private readonly history: ResourceHistory;
+
   constructor(options: ResourceServiceOptions) {
     this.storage = options.storage;
     this.maxResourceSize = options.maxResourceSize;
     this.now = options.now ?? Date.now;
+    this.history = new ResourceHistory({
+      storage: this.storage,
+      now: this.now,
+      toResource,
+      contents: (node) => boundedChunks(this.storage.readBlob(node)),
+    });
   }
 
   async stat(req: StatRequest, ctx: HandlerContext): Promise<StatResponse> {
@@ -122,6 +131,15 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
     const { store, path } = this.target(req);
+    if (req.version !== "" || req.asOf !== "") {
+      if (req.version !== "" && req.asOf !== "") {
+        throw new BadRequestError("a read names a version or an as_of moment, not both");
+      }
+      yield* req.version !== ""
+        ? this.history.readVersion(store, path, req.version, tags(req.ifNoneMatch), ctx)
+        : this.history.readAsOf(store, path, req.asOf, tags(req.ifNoneMatch), ctx);
+      return;
+    }
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
     const conditional = req.ifNoneMatch.length > 0;
@@ -193,6 +211,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     }
     const options = {
       type,
+      user: ctx.values.get(callerKey).subject,
       ifMatch: tags(header.ifMatch),
       contentLength: header.contentLength,
       contentMd5: header.contentMd5,
@@ -214,7 +233,14 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     store: string,
     path: string,
     contents: AsyncIterable<Uint8Array>,
-    options: { type: string; ifMatch: readonly string[]; contentLength?: bigint | undefined; contentMd5?: string },
+    options: {
+      type: string;
+      ifMatch: readonly string[];
+      contentLength?: bigint | undefined;
+      contentMd5?: string;
+      /** Who writes (the caller's subject): recorded with the new state (docs/history.md). */
+      user?: string;
+    },
   ): Promise<WriteResponse> {
     const { ifMatch } = options;
     // (Never above the largest resource accepted: that one is refused as too large, checked.)
@@ -247,15 +273,25 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     // From here the blob is the storage's: it discards it when the write certainly did not happen,
     // and never once a resource may refer to it (an acknowledged write is never undone).
     const pre = ifMatch.length > 0 ? { ifMatch } : {};
-    const { node, created } = await this.storage.putFile(store, path, blob, options.type, pre, this.now());
+    const { node, created } = await this.storage.putFile(
+      store,
+      path,
+      blob,
+      options.type,
+      pre,
+      this.now(),
+      options.user,
+    );
     return create(WriteResponseSchema, { resource: toResource(node), created });
   }
 
   async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
     const { store, path } = this.target(req);
-    requireOperation(ctx.values.get(callerKey), "write", { store, path });
+    const caller = ctx.values.get(callerKey);
+    requireOperation(caller, "write", { store, path });
     const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
-    const { node, created } = await this.storage.makeDirectory(store, path, pre, this.now()).catch((err) => {
+    const made = this.storage.makeDirectory(store, path, pre, this.now(), caller.subject);
+    const { node, created } = await made.catch((err) => {
       throw inFaceNames(err, ctx);
     });
     return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
@@ -263,11 +299,12 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
     const { store, path } = this.target(req);
+    const user = ctx.values.get(callerKey).subject;
     requireOperation(ctx.values.get(callerKey), "delete", { store, path });
     const ifMatch = tags(req.ifMatch);
     const deleted = req.requireEmpty
-      ? this.deleteIfEmpty(store, path, ifMatch)
-      : this.storage.deleteTree(store, path, ifMatch.length > 0 ? { ifMatch } : {}, this.now());
+      ? this.deleteIfEmpty(store, path, ifMatch, user)
+      : this.storage.deleteTree(store, path, ifMatch.length > 0 ? { ifMatch } : {}, this.now(), user);
     const { node, count } = await deleted.catch((err) => {
       throw inFaceNames(err, ctx);
     });
@@ -282,7 +319,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * check runs again. A store without sync-recursive does not retag ancestors: there an entry
    * created in that window (one storage round trip) is deleted with the directory (docs/rest.md).
    */
-  private async deleteIfEmpty(store: string, path: string, ifMatch: string[]): Promise<DeleteResult> {
+  private async deleteIfEmpty(store: string, path: string, ifMatch: string[], user: string): Promise<DeleteResult> {
     const asked = ifMatch.length > 0 ? { ifMatch } : {};
     for (let attempt = 1; ; attempt++) {
       const found = await this.storage.getStoreNode(store, path, { contents: false });
@@ -295,7 +332,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         !node.directory ||
         (ifMatch.length > 0 && !tagMatches(ifMatch, node.tag))
       ) {
-        return this.storage.deleteTree(store, path, asked, this.now());
+        return this.storage.deleteTree(store, path, asked, this.now(), user);
       }
       const below = await this.countBelow(store, path);
       if (below > 0) {
@@ -304,7 +341,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         throw new NotEmptyError(`directory /${path} is not empty: ${count} below it`, below);
       }
       try {
-        return await this.storage.deleteTree(store, path, { ifMatch: [node.tag] }, this.now());
+        return await this.storage.deleteTree(store, path, { ifMatch: [node.tag] }, this.now(), user);
       } catch (err) {
         // Something changed below (or at) the directory since it was read: look again.
         if (err instanceof PreconditionFailedError && attempt < NOT_EMPTY_ATTEMPTS) continue;
@@ -325,6 +362,10 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   async *list(req: ListRequest, ctx: HandlerContext): AsyncIterable<ListResponse> {
     const { store, path } = this.target(req);
+    if (req.asOf !== "") {
+      yield* this.history.listAsOf({ ...req, ifNoneMatch: tags(req.ifNoneMatch) }, store, path, ctx);
+      return;
+    }
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
     const { node, config } = await this.visible(store, path, false);
@@ -348,14 +389,18 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     }
   }
 
-  // History (docs/history.md): being built (issue 27).
-  // biome-ignore lint/correctness/useYield: a stub until the history service lands
-  async *listVersions(_req: ListVersionsRequest, _ctx: HandlerContext): AsyncIterable<ListVersionsResponse> {
-    throw new BadRequestError("versions are not available yet");
+  /** The states of a resource, newest first (docs/history.md). */
+  async *listVersions(req: ListVersionsRequest, ctx: HandlerContext): AsyncIterable<ListVersionsResponse> {
+    const { store, path } = this.target(req);
+    yield* this.history.listVersions(store, path, ctx);
   }
 
-  async restore(_req: RestoreRequest, _ctx: HandlerContext): Promise<RestoreResponse> {
-    throw new BadRequestError("restore is not available yet");
+  /** A version of a resource made current again, or a subtree taken back to a moment (docs/history.md). */
+  async restore(req: RestoreRequest, ctx: HandlerContext): Promise<RestoreResponse> {
+    const { store, path } = this.target(req);
+    return this.history.restore({ ...req, ifMatch: tags(req.ifMatch) }, store, path, ctx).catch((err) => {
+      throw inFaceNames(err, ctx);
+    });
   }
 
   private target(req: { store: string; path: string }): { store: string; path: string } {
