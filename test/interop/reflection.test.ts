@@ -66,7 +66,7 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
   it("list of one service: its methods", async () => {
     const r = await run([], ["list", "trove.resources.v2.ResourceService"]);
     expect(r.stdout.trim().split("\n")).toEqual(
-      ["Delete", "List", "MakeDirectory", "Read", "Stat", "Write"].map(
+      ["Delete", "List", "ListVersions", "MakeDirectory", "Read", "Restore", "Stat", "Write"].map(
         (m) => `trove.resources.v2.ResourceService.${m}`,
       ),
     );
@@ -83,10 +83,14 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
         "  rpc List ( .trove.resources.v2.ListRequest ) returns ( stream .trove.resources.v2.ListResponse ) {",
         "    option idempotency_level = NO_SIDE_EFFECTS;",
         "  }",
+        "  rpc ListVersions ( .trove.resources.v2.ListVersionsRequest ) returns ( stream .trove.resources.v2.ListVersionsResponse ) {",
+        "    option idempotency_level = NO_SIDE_EFFECTS;",
+        "  }",
         "  rpc MakeDirectory ( .trove.resources.v2.MakeDirectoryRequest ) returns ( .trove.resources.v2.MakeDirectoryResponse );",
         "  rpc Read ( .trove.resources.v2.ReadRequest ) returns ( stream .trove.resources.v2.ReadResponse ) {",
         "    option idempotency_level = NO_SIDE_EFFECTS;",
         "  }",
+        "  rpc Restore ( .trove.resources.v2.RestoreRequest ) returns ( .trove.resources.v2.RestoreResponse );",
         "  rpc Stat ( .trove.resources.v2.StatRequest ) returns ( .trove.resources.v2.StatResponse ) {",
         "    option idempotency_level = NO_SIDE_EFFECTS;",
         "  }",
