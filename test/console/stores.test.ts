@@ -24,6 +24,9 @@ describeWithChromium("console stores (Chromium)", (chromium) => {
     await page.locator("#store-name").fill("brand");
     await page.locator("#store-type").fill("snapshot");
     await page.locator("#setting-value-0").fill("3d");
+    // History's setting is offered with its default (docs/history.md).
+    expect(await page.$eval("#setting-name-1", (e) => (e as HTMLInputElement).value)).toBe("keep-versions");
+    await page.locator("#setting-value-1").fill("90d");
     await page.locator("dialog button::-p-text(Create)").click();
     await page.waitForSelector("[role=status]::-p-text(Store brand created.)");
     const row = async () =>
@@ -31,6 +34,7 @@ describeWithChromium("console stores (Chromium)", (chromium) => {
     const created = await row();
     expect(created.slice(0, 3)).toEqual(["brand", "snapshot", "sync, sync-snapshot"]);
     expect(created[3]).toContain("keep-deleted = 3d");
+    expect(created[3]).toContain("keep-versions = 90d");
     expect((await storeJson("brand")).status).toBe(200);
     await screenshot(page, "stores");
 

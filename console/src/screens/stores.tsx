@@ -133,7 +133,11 @@ function StoreForm(props: { store?: Store; onClose(): void; onSaved(name: string
   const [settings, setSettings] = useState<SettingRow[]>(
     existing
       ? existing.settings.map((s) => ({ name: s.name, value: s.value }))
-      : [{ name: "keep-deleted", value: "7d" }],
+      : [
+          { name: "keep-deleted", value: "7d" },
+          // History (docs/history.md): earlier versions kept this long; 0 keeps none.
+          { name: "keep-versions", value: "30d" },
+        ],
   );
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
