@@ -162,6 +162,16 @@ export function resolveStoreConfig(
       throw new BadRequestError(`unknown setting ${JSON.stringify(key)}`);
     }
   }
+  if (filesystem) {
+    // The folder holds only the current files: an earlier version's bytes would be gone with the
+    // next edit, made in Trove or outside it (docs/history.md, "Filesystem stores").
+    if (!current && !seen.has("keep-versions")) settings["keep-versions"] = "0";
+    if (keepVersionsMillis({ name, type, settings }) > 0) {
+      throw new BadRequestError(
+        `a filesystem store keeps no history: its folder holds only the current files; keep-versions must be 0, not ${JSON.stringify(settings["keep-versions"])}`,
+      );
+    }
+  }
   if (filesystem && !settings["filesystem-location"]) {
     throw new BadRequestError(
       "a filesystem store needs the setting filesystem-location: the absolute path of an existing directory",

@@ -66,6 +66,8 @@ describe("a filesystem store (issue 17, item 1)", () => {
     // The default filesystem-temp: inside Trove's data directory, outside the folder.
     expect(settings["filesystem-temp"]).toBe(join(dataDir, "tmp", "filesystem", "team"));
     expect(settings["keep-deleted"]).toBe("1h");
+    // The folder holds only the current files: no history (docs/history.md, "Filesystem stores").
+    expect(settings["keep-versions"]).toBe("0");
     expect(settings["database-driver"]).toBe("better-sqlite3");
     // Another store still lists the deployment's filesystem-location.
     const home = await trove.client.fetch("POST", STORES, {
@@ -163,6 +165,22 @@ describe("a filesystem store that cannot serve is refused (issue 17, item 1)", (
       /^filesystem-temp .*\.uploads lies inside filesystem-location .*: choose a directory outside the served tree\n$/,
     );
     expect(await readdir(folder)).toEqual([]);
+  });
+
+  test("a filesystem store with keep-versions above 0 -> 400 with the reason, on creation and on update (docs/history.md)", async () => {
+    await refused(
+      folder,
+      { "keep-versions": "30d" },
+      /^a filesystem store keeps no history: .*keep-versions must be 0, not "30d"\n$/,
+    );
+    expect((await createFolderStore(trove.client, "team", folder)).status).toBe(201);
+    const before = (await trove.client.fetch("GET", STORES)).text;
+    const update = await trove.client.fetch("PUT", `${STORES}/team`, {
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "team", settings: { "keep-versions": "1d" } }),
+    });
+    expectError(update, 400, /keeps no history/);
+    expect((await trove.client.fetch("GET", STORES)).text).toBe(before);
   });
 
   test("filesystem-temp that cannot be made (/proc/x, below a file) -> 400 with the reason, and the server goes on answering", async () => {
