@@ -450,6 +450,7 @@ export class FilesystemStorage implements StoragePort {
     type: string,
     pre: Preconditions,
     now: number,
+    user?: string,
   ): Promise<WriteResult> {
     let upload = this.uploads.get(blob.blob);
     this.uploads.delete(blob.blob);
@@ -460,7 +461,7 @@ export class FilesystemStorage implements StoragePort {
       // No read of the store here: the storage refuses the write if it is a filesystem store
       // after all (one this instance has not served yet, e.g. made by another instance).
       try {
-        return await this.inner.putFile(store, path, blob, type, { ...pre, notInFolder: true }, now);
+        return await this.inner.putFile(store, path, blob, type, { ...pre, notInFolder: true }, now, user);
       } catch (err) {
         folder = err instanceof UnavailableError && blob.inline ? await this.folderByName(store) : undefined;
         if (!folder) throw err;
@@ -468,7 +469,8 @@ export class FilesystemStorage implements StoragePort {
     } else {
       folder = await this.folderByName(store);
     }
-    if (!folder && !upload) return this.inner.putFile(store, path, blob, type, { ...pre, notInFolder: true }, now);
+    if (!folder && !upload)
+      return this.inner.putFile(store, path, blob, type, { ...pre, notInFolder: true }, now, user);
     const inline = blob.inline;
     if (folder && !upload && plainFor === store && inline) {
       // Small contents received before this instance knew the store as a filesystem store (the
@@ -504,12 +506,12 @@ export class FilesystemStorage implements StoragePort {
       const stored = { blob: version, size: blob.size, md5: blob.md5, inline: null };
       try {
         // Created or replaced as the client's preconditions were checked, before the rename.
-        return { ...(await this.inner.putFile(store, path, stored, type, pre, now)), created };
+        return { ...(await this.inner.putFile(store, path, stored, type, pre, now, user)), created };
       } catch (err) {
         // Another instance's scanner (the lock is per process) may have recorded this very file
         // between the rename and here, giving it a new tag: the write is still this one.
         if (err instanceof PreconditionFailedError && (await this.inner.getNode(store, path))?.blob === version) {
-          return { ...(await this.inner.putFile(store, path, stored, type, {}, now)), created };
+          return { ...(await this.inner.putFile(store, path, stored, type, {}, now, user)), created };
         }
         // The file is in place: the index records what the folder holds, and the caller learns of the failure.
         await reconciler.syncLocked(path).catch(() => {});
@@ -518,9 +520,15 @@ export class FilesystemStorage implements StoragePort {
     });
   }
 
-  async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
+  async makeDirectory(
+    store: string,
+    path: string,
+    pre: Preconditions,
+    now: number,
+    user?: string,
+  ): Promise<WriteResult> {
     const folder = await this.folderByName(store);
-    if (!folder) return this.inner.makeDirectory(store, path, pre, now);
+    if (!folder) return this.inner.makeDirectory(store, path, pre, now, user);
     const { reconciler } = folder;
     return reconciler.lock.run(async () => {
       await reconciler.syncLocked(path);
@@ -532,13 +540,13 @@ export class FilesystemStorage implements StoragePort {
         });
       }
       // As planned: another instance's scanner may have recorded the new directory already.
-      return { ...(await this.inner.makeDirectory(store, path, pre, now)), created };
+      return { ...(await this.inner.makeDirectory(store, path, pre, now, user)), created };
     });
   }
 
-  async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
+  async deleteTree(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<DeleteResult> {
     const folder = await this.folderByName(store);
-    if (!folder) return this.inner.deleteTree(store, path, pre, now);
+    if (!folder) return this.inner.deleteTree(store, path, pre, now, user);
     const { reconciler } = folder;
     let moved: string | undefined;
     const result = await reconciler.lock.run(async () => {
@@ -560,7 +568,7 @@ export class FilesystemStorage implements StoragePort {
       }
       const before = (await this.inner.getStore(store))?.lastEventId ?? 0;
       try {
-        return await this.inner.deleteTree(store, path, pre, now);
+        return await this.inner.deleteTree(store, path, pre, now, user);
       } catch (err) {
         // Another instance's scanner (the lock is per process) may have recorded this very removal
         // first: the delete is still this one, and answers as its preconditions decided.
