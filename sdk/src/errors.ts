@@ -114,6 +114,15 @@ export class ConflictError extends TroveError {
   override name = "ConflictError";
 }
 
+/**
+ * 410: a moment older than the store keeps history for (its history horizon), or any earlier
+ * moment of a store that keeps none (keep-versions 0); `reason` names the horizon. The gRPC face
+ * says it as FAILED_PRECONDITION with a HISTORY_PURGED precondition failure.
+ */
+export class HistoryPurgedError extends TroveError {
+  override name = "HistoryPurgedError";
+}
+
 /** 412: If-Match did not match the stored tag (or the resource is absent). */
 export class PreconditionFailedError extends TroveError {
   override name = "PreconditionFailedError";
@@ -156,6 +165,7 @@ export const isForbiddenError = (e: unknown): e is ForbiddenError => e instanceo
 export const isNotFoundError = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
 export const isDeletedError = (e: unknown): e is DeletedError => e instanceof DeletedError;
 export const isConflictError = (e: unknown): e is ConflictError => e instanceof ConflictError;
+export const isHistoryPurgedError = (e: unknown): e is HistoryPurgedError => e instanceof HistoryPurgedError;
 export const isPreconditionFailedError = (e: unknown): e is PreconditionFailedError =>
   e instanceof PreconditionFailedError;
 export const isPayloadTooLargeError = (e: unknown): e is PayloadTooLargeError => e instanceof PayloadTooLargeError;
@@ -181,6 +191,8 @@ export function errorForStatus(
       return new NotFoundError(status, reason, request);
     case 409:
       return new ConflictError(status, reason, request);
+    case 410:
+      return new HistoryPurgedError(status, reason, request);
     case 412:
       return new PreconditionFailedError(status, reason, request);
     case 413:
@@ -194,6 +206,9 @@ export function errorForStatus(
 
 /** Metadata key the server sets on NotFound for a known-deleted resource (its value is the tag). */
 const DELETED_TAG_KEY = "trove-deleted-tag";
+
+/** The precondition failure type of a moment before the history horizon (REST: 410). */
+const HISTORY_PURGED = "HISTORY_PURGED";
 
 /** The typed error for a Connect/gRPC error, with the HTTP status the REST face would answer. */
 export function fromConnectError(err: unknown): TroveError {
@@ -223,6 +238,9 @@ export function fromConnectError(err: unknown): TroveError {
       return tag !== null ? new DeletedError(404, tag) : new NotFoundError(404, reason, undefined, withDetails);
     }
     case Code.FailedPrecondition:
+      if (preconditionFailure?.violations.some((v) => v.type === HISTORY_PURGED)) {
+        return new HistoryPurgedError(410, reason, undefined, withDetails);
+      }
       return new PreconditionFailedError(412, reason, undefined, withDetails);
     case Code.ResourceExhausted:
       return new PayloadTooLargeError(413, reason, undefined, withDetails);

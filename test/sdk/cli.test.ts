@@ -31,7 +31,21 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-const COMMANDS = ["token", "ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "project", "report"];
+const COMMANDS = [
+  "token",
+  "ls",
+  "get",
+  "put",
+  "rm",
+  "mkdir",
+  "log",
+  "restore",
+  "stores",
+  "watch",
+  "mirror",
+  "project",
+  "report",
+];
 
 describe("trove CLI (@trove/sdk bin)", () => {
   let server: TestServer;

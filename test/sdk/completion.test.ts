@@ -76,7 +76,21 @@ async function bashComplete(script: string, words: string[]): Promise<string[]> 
   return stdout.split("\n").filter((l) => l !== "");
 }
 
-const CLIENT_COMMANDS = ["token", "ls", "get", "put", "rm", "mkdir", "stores", "watch", "mirror", "project", "report"];
+const CLIENT_COMMANDS = [
+  "token",
+  "ls",
+  "get",
+  "put",
+  "rm",
+  "mkdir",
+  "log",
+  "restore",
+  "stores",
+  "watch",
+  "mirror",
+  "project",
+  "report",
+];
 
 describe("trove completion", () => {
   it("usage: no shell or an unknown one exits 2; --help explains how to load each", async () => {
@@ -114,6 +128,24 @@ describe("trove completion", () => {
     expect(await bashComplete(script, ["trove", "put", "fix"])).toEqual(["fixture.json"]);
     expect(await bashComplete(script, ["trove", "ls", "home", "--config", "fix"])).toEqual(["fixture.json"]);
     expect(await bashComplete(script, ["trove", "nonsense", ""])).toEqual([]);
+  });
+
+  it("bash: history's commands and options (log, restore, get and ls --as-of), and help's command names", async () => {
+    const script = scripts["sdk.bash"] as string;
+    expect(await bashComplete(script, ["trove", "lo"])).toEqual(["log"]);
+    expect(await bashComplete(script, ["trove", "res"])).toEqual(["restore"]);
+    const restore = await bashComplete(script, ["trove", "restore", "home/site/", "--"]);
+    for (const o of ["--version", "--if-match", "--as-of", "--dry-run", "--json", "--url"])
+      expect(restore).toContain(o);
+    expect(await bashComplete(script, ["trove", "restore", "--d"])).toEqual(["--dry-run", "--data"]);
+    expect(await bashComplete(script, ["trove", "log", "--j"])).toEqual(["--json"]);
+    expect(await bashComplete(script, ["trove", "get", "--ver"])).toEqual(["--version"]);
+    expect(await bashComplete(script, ["trove", "get", "--as"])).toEqual(["--as-of"]);
+    expect(await bashComplete(script, ["trove", "ls", "home", "--as"])).toEqual(["--as-of"]);
+    expect(await bashComplete(script, ["trove", "help", "re"])).toEqual(["restore", "report"]);
+    const help = await bashComplete(script, ["trove", "help", ""]);
+    for (const c of [...CLIENT_COMMANDS, "completion"]) expect(help).toContain(c);
+    expect(await bashComplete(scripts["root.bash"] as string, ["trove", "help", "se"])).toEqual(["serve"]);
   });
 
   it("bash, server package: serve and its options too", async () => {

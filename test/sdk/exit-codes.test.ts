@@ -37,7 +37,7 @@ async function inBatches<T>(items: T[], each: (item: T) => Promise<void>): Promi
  * Per command: arguments that are right but name something that does not exist (3), and
  * arguments for an unreachable server (7). `mirror` retries an unreachable server with backoff
  * (it is meant to outlast outages: docs/cli.md), so it has no unreachable case; `completion`
- * talks to no server.
+ * and `help` talk to no server.
  */
 const CASES: Record<string, { notFound?: string[]; unreachable?: string[] }> = {
   token: { unreachable: ["token", "--client-id", "a", "--client-secret", "b"] },
@@ -46,6 +46,11 @@ const CASES: Record<string, { notFound?: string[]; unreachable?: string[] }> = {
   put: { notFound: ["put", "-", "home/nope/a.txt"], unreachable: ["put", "-", "home/a.txt"] },
   rm: { notFound: ["rm", "home/nope"], unreachable: ["rm", "home/a.txt"] },
   mkdir: { notFound: ["mkdir", "home/nope/d"], unreachable: ["mkdir", "home/d"] },
+  log: { notFound: ["log", "home/nope"], unreachable: ["log", "home/a.txt"] },
+  restore: {
+    notFound: ["restore", "home/nope", "--version", "t0"],
+    unreachable: ["restore", "home/a.txt", "--version", "t0"],
+  },
   stores: { notFound: ["stores", "get", "nope"], unreachable: ["stores"] },
   watch: { notFound: ["watch", "nope", "--once", "--wait", "1"], unreachable: ["watch", "home", "--once"] },
   mirror: { notFound: ["mirror", "nope", "mirrored", "--once"] },
@@ -54,6 +59,7 @@ const CASES: Record<string, { notFound?: string[]; unreachable?: string[] }> = {
   project: { notFound: ["project", "show", "nope"], unreachable: ["project", "list"] },
   report: { notFound: ["report", "list", "nope", "production"], unreachable: ["report", "list", "p", "e"] },
   completion: {},
+  help: {},
 };
 
 const BINS: Array<[string, string]> = [

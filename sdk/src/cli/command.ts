@@ -22,7 +22,7 @@ export const EXIT_MEANING: Record<(typeof EXIT)[keyof typeof EXIT], string> = {
   0: "ok",
   1: "error (also: a report that failed)",
   2: "usage",
-  3: "not found (or deleted)",
+  3: "not found (or deleted, or a moment older than the history kept)",
   4: "precondition failed",
   5: "not authenticated or not authorized",
   6: "forbidden",
@@ -80,4 +80,23 @@ export interface Context {
 
 export function out(io: CliIo, text: string): void {
   io.stdout.write(text);
+}
+
+/**
+ * Rows as lines whose columns line up: each column as wide as its widest cell in this listing,
+ * two spaces apart; columns in `right` are right-aligned (sizes); no trailing spaces.
+ */
+export function columns(rows: string[][], right: ReadonlySet<number> = new Set()): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (right.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
 }

@@ -1,5 +1,5 @@
-// The `trove` client commands: token, ls, get, put, rm, mkdir, stores, watch,
-// mirror, project, report, completion. `run` returns the exit code; the SDK's bin and the
+// The `trove` client commands: token, ls, get, put, rm, mkdir, log, restore, stores, watch,
+// mirror, push, pull, project, report, completion (and help). `run` returns the exit code; the SDK's bin and the
 // server package's `trove` (which adds `serve` as a HostCommand) call it. Exit codes: EXIT in
 // command.ts, documented in docs/cli.md.
 
@@ -13,6 +13,7 @@ import {
   ConflictError,
   ConnectionError,
   ForbiddenError,
+  HistoryPurgedError,
   NotFoundError,
   PreconditionFailedError,
   TroveError,
@@ -27,6 +28,7 @@ import {
   type CliIo,
   type Command,
   type Context,
+  columns,
   EXIT,
   EXIT_MEANING,
   type HostCommand,
@@ -42,6 +44,14 @@ import {
   summaryOf,
 } from "./completion.js";
 import { address, resolveConfig, tokenProviderOf, UsageError } from "./config.js";
+import {
+  asOfOption,
+  directoryAddress,
+  LOG_COMMAND,
+  MOMENT_HELP,
+  RESTORE_COMMAND,
+  versionOption,
+} from "./history-commands.js";
 import { INSIGHTS_COMMANDS } from "./insights-commands.js";
 import { MIRROR_COMMAND } from "./mirror-command.js";
 import { createProgress } from "./progress.js";
@@ -114,6 +124,8 @@ ${heading}
   put       upload a file or stdin               trove put a.json home/templates/
   rm        delete a resource or a directory     trove rm home/templates/old/
   mkdir     create a directory                   trove mkdir -p home/a/b
+  log       list the versions of a resource      trove log home/templates/a.json
+  restore   bring back a version or a moment     trove restore home/templates/ --as-of 42
   stores    list, show, create, update, delete stores
   watch     print change events as they happen   trove watch home
   mirror    keep a local directory equal to a store or subtree
@@ -124,7 +136,8 @@ ${heading}
   completion  print a shell completion script    trove completion bash|zsh|fish
 
 Addresses are STORE/PATH: "home" or "home/" is the root of store home.
-Run "trove <command> --help" for a command's options; "trove --version" prints the version.
+Run "trove <command> --help" (or "trove help <command>") for a command's options;
+"trove --version" prints the version.
 
 ${GLOBAL_HELP}
 ${EXIT_HELP}`;
@@ -134,25 +147,6 @@ export const HELP = helpOf({});
 
 function display(store: string, path: string): string {
   return `${store}/${path}`;
-}
-
-/**
- * Rows as lines whose columns line up: each column as wide as its widest cell in this listing,
- * two spaces apart; columns in `right` are right-aligned (sizes); no trailing spaces.
- */
-export function columns(rows: string[][], right: ReadonlySet<number> = new Set()): string[] {
-  const widths: number[] = [];
-  for (const row of rows) {
-    row.forEach((cell, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, cell.length);
-    });
-  }
-  return rows.map((row) =>
-    row
-      .map((cell, i) => (right.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
-      .join("  ")
-      .trimEnd(),
-  );
 }
 
 function entryName(e: ListingEntry): string {
@@ -221,7 +215,7 @@ data directory (--data, default ./.trove-data):
   ls: {
     help: `Usage: trove ls STORE[/PATH] [options]
 
-Lists a directory (names; directories end with /).
+Lists a directory (names; directories end with /); with --as-of, as it was at a moment.
 
 Options:
   -r, --recursive      list everything below, with paths relative to the directory
@@ -230,6 +224,9 @@ Options:
       --access         show what you may do with each entry (with -l)
       --blob           show blob UUIDs (with -l)
       --json           the entries as a JSON array
+      --as-of T        the directory as it was at T (what you may read now)
+
+${MOMENT_HELP}
 `,
     options: {
       recursive: { type: "boolean", short: "r" },
@@ -238,14 +235,17 @@ Options:
       access: { type: "boolean" },
       blob: { type: "boolean" },
       json: { type: "boolean" },
+      "as-of": { type: "string" },
     },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
+      const asOf = asOfOption(ctx);
       const listing = await (await ctx.rest()).list(store, path, {
         recursive: ctx.values.recursive === true,
         includeDeleted: ctx.values.deleted === true,
         includeAccess: ctx.values.access === true,
         includeBlobUuid: ctx.values.blob === true,
+        asOf,
       });
       if (ctx.values.json) out(ctx.io, `${JSON.stringify(listing.entries, null, 2)}\n`);
       else {
@@ -261,31 +261,48 @@ Options:
 
 Downloads a resource to FILE (written to a temporary file and renamed), or to stdout; into a
 directory FILE under the resource's name. A directory of the store is refused (exit 2): list
-it with trove ls.
+it with trove ls. An earlier state with --version (trove log lists them) or --as-of.
 
 Options:
   -o, --output FILE        same as FILE
       --if-none-match TAG  download only if the resource's tag is not TAG (else exit 0, nothing written)
       --override-mime TYPE ask the server to answer with this Content-Type
+      --version TAG        the contents of the resource's version TAG (exit 3 when it has none)
+      --as-of T            the contents it had at T (exit 3 when it did not exist then)
+
+${MOMENT_HELP}
 `,
     options: {
       output: { type: "string", short: "o" },
       "if-none-match": { type: "string" },
       "override-mime": { type: "string" },
+      version: { type: "string" },
+      "as-of": { type: "string" },
     },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
       const dest = (ctx.values.output as string | undefined) ?? ctx.positionals[1] ?? "-";
+      const version = versionOption(ctx);
+      const asOf = asOfOption(ctx);
+      if (version !== undefined && asOf !== undefined) {
+        throw new UsageError("--version and --as-of do not go together: a tag names one state already");
+      }
       const isDirectory = () =>
         new UsageError(
-          `${display(store, path)} is a directory, not a resource: list it with trove ls ${display(store, path.replace(/([^/])\/*$/, "$1/"))}`,
+          `${display(store, path)} is a directory, not a resource: list it with trove ls ${directoryAddress(store, path)}` +
+            (asOf === undefined ? "" : ` --as-of ${asOf}`),
         );
       if (path === "" || path.endsWith("/")) throw isDirectory();
-      const got = await (await ctx.rest()).get(store, path, {
+      const rest = await ctx.rest();
+      const options = {
         as: "stream",
         ifNoneMatch: ctx.values["if-none-match"] as string | undefined,
         overrideMime: ctx.values["override-mime"] as string | undefined,
-      });
+      } as const;
+      const got =
+        version === undefined
+          ? await rest.get(store, path, { ...options, asOf })
+          : await rest.getVersion(store, path, version, options);
       if (ctx.answeredByDirectory()) {
         if (!got.notModified) await got.body.cancel();
         throw isDirectory();
@@ -541,6 +558,8 @@ Options:
     },
   },
 
+  log: LOG_COMMAND,
+  restore: RESTORE_COMMAND,
   mirror: MIRROR_COMMAND,
   push: PUSH_COMMAND,
   pull: PULL_COMMAND,
@@ -551,7 +570,10 @@ Options:
 /** The exit code a script sees for an error answer. */
 function exitCodeOf(err: TroveError): number {
   // By class, and by status for answers that are plain TroveErrors (e.g. "no project named X").
-  if (err instanceof NotFoundError || err.status === 404) return EXIT.notFound;
+  // A moment older than the history kept is as gone as a purged version's tag (404): not found.
+  if (err instanceof NotFoundError || err instanceof HistoryPurgedError || err.status === 404 || err.status === 410) {
+    return EXIT.notFound;
+  }
   if (err instanceof PreconditionFailedError || err.status === 412) return EXIT.preconditionFailed;
   if (err instanceof ConflictError || err.status === 409) return EXIT.conflict;
   if (err instanceof UnauthorizedError || err.status === 401) return EXIT.unauthorized;
@@ -606,6 +628,12 @@ export function completionCommands(host: CliHost = {}): CompletionCommand[] {
       actions: actionsOf(name, c.help),
     })),
     { name: "completion", summary: "Prints a shell completion script", options: help, actions: [...SHELLS] },
+    {
+      name: "help",
+      summary: "Prints the help of a command",
+      options: help,
+      actions: [...Object.keys(host.commands ?? {}), ...Object.keys(COMMANDS), "completion"],
+    },
   ];
 }
 
@@ -691,6 +719,26 @@ async function runCommand(spec: Command, args: string[], io: CliIo): Promise<num
   return spec.run(ctx);
 }
 
+/** `trove help COMMAND`: the same as `trove COMMAND --help`. */
+async function helpOfCommand(args: string[], io: CliIo, host: CliHost): Promise<number> {
+  let name: string | undefined;
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: true,
+    });
+    if (positionals.length > 1) throw new UsageError(`give one command, not ${positionals.join(" ")}`);
+    name = values.help ? undefined : positionals[0];
+  } catch (err) {
+    const { code, message } = failure(err, "help");
+    io.stderr.write(`${message}\n`);
+    return code;
+  }
+  return name === undefined ? run(["--help"], io, host) : run([name, "--help"], io, host);
+}
+
 /**
  * Runs one `trove` command; resolves to its exit code (it never calls process.exit). `host`
  * adds the commands of the package that calls it (the server package's `serve`).
@@ -698,6 +746,7 @@ async function runCommand(spec: Command, args: string[], io: CliIo): Promise<num
 export async function run(argv: string[], io: CliIo = defaultIo(), host: CliHost = {}): Promise<number> {
   const [command, ...args] = argv;
   const help = host.commands ? helpOf(host) : HELP;
+  if (command === "help" && args.length > 0) return helpOfCommand(args, io, host);
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     out(io, help);
     return command === undefined ? EXIT.usage : EXIT.ok;

@@ -1,11 +1,21 @@
 // A typed client for the Resource Server REST API (v2, or v1 with `apiVersion: 1`): one method
-// per operation, typed errors, bearer tokens from a TokenProvider (renewed once after a 401).
+// per operation, history's included (docs/history.md), typed errors, bearer tokens from a
+// TokenProvider (renewed once after a 401).
 
 import { Readable } from "node:stream";
 import { type Auth, type TokenProvider, toTokenProvider } from "../auth.js";
 import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "../errors.js";
 import { type FeedEvent, parseFeed } from "./poll.js";
-import { type ListingEntry, parseListing, parseStores, type StoreInfo } from "./xml.js";
+import {
+  type ListingEntry,
+  parseListing,
+  parseRestore,
+  parseStores,
+  parseVersions,
+  type StoreInfo,
+  type SubtreeRestore,
+  type VersionEntry,
+} from "./xml.js";
 
 export interface RestClientOptions {
   /** The server, e.g. http://127.0.0.1:13242 */
@@ -74,7 +84,38 @@ export interface PutOptions extends RequestOptions {
   onProgress?: (sent: number) => void;
 }
 
+/**
+ * An earlier moment of a store (docs/history.md): an event id, or a time, which stands for the
+ * store's last event at or before it (a Date, or an ISO 8601 date-time with a time zone:
+ * `2026-11-27T15:00:00Z`). A string of digits is an event id.
+ */
+export type Moment = number | Date | string;
+
+// RFC 3339 date-time, as the server takes it: a zone is required, so that one text is one instant.
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * A moment as the query parameters `as-of` and `restore-as-of` take it; RangeError with the reason
+ * for one the server would refuse as malformed (`what` names it in the message).
+ */
+export function formatMoment(moment: Moment, what = "as-of"): string {
+  if (typeof moment === "number") {
+    if (Number.isSafeInteger(moment) && moment >= 0) return String(moment);
+    throw new RangeError(`${what} ${moment} is not an event id: give a whole number, 0 or more`);
+  }
+  if (moment instanceof Date) {
+    if (!Number.isNaN(moment.getTime())) return moment.toISOString();
+    throw new RangeError(`${what} is an invalid Date`);
+  }
+  if (/^\d{1,15}$/.test(moment) || (DATE_TIME.test(moment) && !Number.isNaN(Date.parse(moment)))) return moment;
+  throw new RangeError(
+    `${what} ${JSON.stringify(moment)} is neither an event id (a whole number) nor an ISO 8601 date-time with a time zone (e.g. 2026-11-27T15:00:00Z)`,
+  );
+}
+
 export interface GetOptions extends RequestOptions {
+  /** The contents the resource had at this moment (docs/history.md); 404 when it did not exist then. */
+  asOf?: Moment;
   /** Answer "not modified" when the stored tag is one of these. */
   ifNoneMatch?: string | string[];
   /** Serve the answer with this Content-Type. */
@@ -92,6 +133,30 @@ export interface ListOptions extends RequestOptions {
   includeAccess?: boolean;
   includeBlobUuid?: boolean;
   includeDeleted?: boolean;
+  /** The listing as it was at this moment (docs/history.md). */
+  asOf?: Moment;
+}
+
+/** The options of `getVersion`: those of `get`, without a moment (a tag names one state). */
+export type GetVersionOptions = Omit<GetOptions, "asOf">;
+
+export interface ListVersionsOptions extends RequestOptions {
+  /** Each version's blob UUID too. */
+  includeBlobUuid?: boolean;
+}
+
+export interface RestoreOptions extends RequestOptions {
+  /** The tag of the version to make current again (a tag `listVersions` gave). */
+  version: string;
+  /** Only restore when the current tag is one of these (or "*": when the path exists). */
+  ifMatch?: string | string[];
+}
+
+export interface RestoreAsOfOptions extends RequestOptions {
+  /** The moment to take the directory back to. */
+  asOf: Moment;
+  /** List the changes without making any. */
+  dryRun?: boolean;
 }
 
 export interface Listing {
@@ -273,7 +338,11 @@ export class TroveRestClient {
     return this.put(store, path.endsWith("/") ? path : `${path}/`, undefined, options);
   }
 
-  /** Reads a resource: `as` "bytes" (default, a Buffer), "text" (UTF-8) or "stream" (a web ReadableStream). */
+  /**
+   * Reads a resource: `as` "bytes" (default, a Buffer), "text" (UTF-8) or "stream" (a web
+   * ReadableStream); with `asOf`, the contents it had then (HistoryPurgedError, 410, for a moment
+   * before the store's history horizon).
+   */
   get(store: string, path: string, options?: GetOptions & { as?: "bytes" }): Promise<GetResult<Buffer>>;
   get(store: string, path: string, options: GetOptions & { as: "text" }): Promise<GetResult<string>>;
   get(
@@ -286,9 +355,52 @@ export class TroveRestClient {
     path: string,
     options: GetOptions & { as?: "bytes" | "text" | "stream" } = {},
   ): Promise<GetResult<Buffer | string | ReadableStream<Uint8Array>>> {
+    const asOf = options.asOf === undefined ? undefined : formatMoment(options.asOf);
+    return this.read(store, path, { "as-of": asOf }, options);
+  }
+
+  /**
+   * Reads one kept state of a resource, by its tag (`listVersions` gives them); NotFoundError when
+   * no state of contents has that tag (unknown, purged, or a deletion). As `get` otherwise.
+   */
+  getVersion(
+    store: string,
+    path: string,
+    tag: string,
+    options?: GetVersionOptions & { as?: "bytes" },
+  ): Promise<GetResult<Buffer>>;
+  getVersion(
+    store: string,
+    path: string,
+    tag: string,
+    options: GetVersionOptions & { as: "text" },
+  ): Promise<GetResult<string>>;
+  getVersion(
+    store: string,
+    path: string,
+    tag: string,
+    options: GetVersionOptions & { as: "stream" },
+  ): Promise<GetResult<ReadableStream<Uint8Array>>>;
+  async getVersion(
+    store: string,
+    path: string,
+    tag: string,
+    options: GetVersionOptions & { as?: "bytes" | "text" | "stream" } = {},
+  ): Promise<GetResult<Buffer | string | ReadableStream<Uint8Array>>> {
+    if (tag === "") throw new RangeError("getVersion needs a tag");
+    return this.read(store, path, { version: tag }, options);
+  }
+
+  /** A GET of a resource, with the history parameters given (version, as-of). */
+  private async read(
+    store: string,
+    path: string,
+    history: Record<string, string | undefined>,
+    options: GetOptions & { as?: "bytes" | "text" | "stream" },
+  ): Promise<GetResult<Buffer | string | ReadableStream<Uint8Array>>> {
     const res = await this.call({
       method: "GET",
-      target: resourcePath(store, path, this.apiVersion) + query({ "override-mime": options.overrideMime }),
+      target: resourcePath(store, path, this.apiVersion) + query({ ...history, "override-mime": options.overrideMime }),
       headers: options.ifNoneMatch === undefined ? {} : { "If-None-Match": tagList(options.ifNoneMatch) },
       signal: options.signal,
       accept: [304],
@@ -345,11 +457,73 @@ export class TroveRestClient {
           "include-access": flag(options.includeAccess),
           "include-blob-uuid": flag(options.includeBlobUuid),
           "include-deleted": flag(options.includeDeleted),
+          "as-of": options.asOf === undefined ? undefined : formatMoment(options.asOf),
         }),
       signal: options.signal,
     });
     const info = infoOf(res);
     return { tag: info.tag, lastModified: info.lastModified, entries: parseListing(await res.text()) };
+  }
+
+  /**
+   * The states of a resource, newest first: the current one (`current`), then the versions kept;
+   * a deletion is a state too (`operation` "delete"). NotFoundError when no state of the path is
+   * kept; BadRequestError for a directory.
+   */
+  async listVersions(store: string, path: string, options: ListVersionsOptions = {}): Promise<VersionEntry[]> {
+    const res = await this.call({
+      method: "GET",
+      target:
+        resourcePath(store, path, this.apiVersion) +
+        query({ versions: "true", "include-blob-uuid": options.includeBlobUuid ? "true" : undefined }),
+      signal: options.signal,
+    });
+    return parseVersions(await res.text());
+  }
+
+  /**
+   * Makes a kept version of a resource current again, as a new change (a new tag, the caller as
+   * its user); `created` when the path was absent or deleted. NotFoundError for an unknown tag,
+   * or when the resource's directory is gone (restore the directory with `restoreAsOf`).
+   */
+  async restore(store: string, path: string, options: RestoreOptions): Promise<PutResult> {
+    if (options.version === "") throw new RangeError("restore needs the version's tag");
+    const res = await this.call({
+      method: "PUT",
+      target: resourcePath(store, path, this.apiVersion) + query({ restore: options.version }),
+      headers: options.ifMatch === undefined ? {} : { "If-Match": tagList(options.ifMatch) },
+      signal: options.signal,
+    });
+    await res.body?.cancel();
+    const info = infoOf(res);
+    return {
+      created: res.status === 201,
+      tag: info.tag,
+      md5: info.md5,
+      lastModified: info.lastModified,
+      lastModifiedMillis: info.lastModifiedMillis,
+    };
+  }
+
+  /**
+   * Takes a directory ("" for the store's root) and everything below it back to a moment, each
+   * difference an ordinary change; with `dryRun` only lists them. Running it again finishes a
+   * restore cut short (it is idempotent). HistoryPurgedError (410) for a moment before the
+   * store's history horizon.
+   */
+  async restoreAsOf(store: string, path: string, options: RestoreAsOfOptions): Promise<SubtreeRestore> {
+    const dir = path === "" || path.endsWith("/") ? path : `${path}/`;
+    const res = await this.call({
+      method: "PUT",
+      target:
+        resourcePath(store, dir, this.apiVersion) +
+        query({
+          "restore-as-of": formatMoment(options.asOf, "restore-as-of"),
+          "dry-run": options.dryRun ? "true" : undefined,
+        }),
+      signal: options.signal,
+    });
+    return parseRestore(await res.text());
   }
 
   /**

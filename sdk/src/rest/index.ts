@@ -1,21 +1,27 @@
-// @trove/sdk/rest: the REST client (v2, or v1), its listing and feed types.
+// @trove/sdk/rest: the REST client (v2, or v1), its listing, history and feed types.
 
 export {
   API_VERSIONS,
   type ApiVersion,
   type Body,
   createRestClient,
+  formatMoment,
   type GetOptions,
   type GetResult,
+  type GetVersionOptions,
   type HeadResult,
   type Listing,
   type ListOptions,
+  type ListVersionsOptions,
+  type Moment,
   type PollOptions,
   type PutOptions,
   type PutResult,
   type RequestOptions,
   type ResourceInfo,
   type RestClientOptions,
+  type RestoreAsOfOptions,
+  type RestoreOptions,
   resourcePath,
   type StoreInput,
   StoresApi,
@@ -23,4 +29,14 @@ export {
   unquoteTag,
 } from "./client.js";
 export { type FeedChange, type FeedEvent, type FeedReset, parseFeed, parseFeedLine, parseIdrUri } from "./poll.js";
-export { type ListingEntry, parseListing, parseStores, type StoreInfo } from "./xml.js";
+export {
+  type ListingEntry,
+  parseListing,
+  parseRestore,
+  parseStores,
+  parseVersions,
+  type StoreInfo,
+  type SubtreeChange,
+  type SubtreeRestore,
+  type VersionEntry,
+} from "./xml.js";

@@ -1,5 +1,6 @@
-// The REST v2 XML documents, parsed into typed values with fast-xml-parser:
-// directory listings (`resources`) and store listings (`stores`, `store`).
+// The REST v2 XML documents, parsed into typed values with fast-xml-parser: directory listings
+// (`resources`), store listings (`stores`, `store`), and history's `versions` and `restore`
+// (docs/history.md).
 
 import { XMLParser } from "fast-xml-parser";
 
@@ -37,13 +38,56 @@ export interface StoreInfo {
   settings: Record<string, string>;
 }
 
+/** One state of a resource, as `GET {resource}?versions=true` lists them (newest first). */
+export interface VersionEntry {
+  /** The state's tag: `getVersion` and `restore` take it. */
+  tag: string;
+  /** Size in bytes (0 for a deletion). */
+  size: number;
+  /** Base64 MD5 of the contents. */
+  md5: string;
+  type: string;
+  lastModified: Date;
+  /** The id of the event that made this state. */
+  event: number;
+  /** "modify": contents written; "delete": the state is a deletion (a tombstone). */
+  operation: "modify" | "delete";
+  /** The subject of the token that made the change; "" when not known (made before history). */
+  user: string;
+  /** The live state of the path. */
+  current: boolean;
+  /** Only with `includeBlobUuid`: the blob UUID of the state. */
+  blob?: string;
+}
+
+/** One change of a subtree restore, in the order made. */
+export interface SubtreeChange {
+  /** The path from the store's root (no leading /). */
+  path: string;
+  operation: "create" | "modify" | "delete";
+  directory: boolean;
+}
+
+/** What `PUT {directory}/?restore-as-of=` answered: the changes made, or with `dryRun` the ones it would make. */
+export interface SubtreeRestore {
+  store: string;
+  /** The directory restored ("" for the store's root). */
+  path: string;
+  /** The event the moment stands for. */
+  asOf: number;
+  dryRun: boolean;
+  changes: SubtreeChange[];
+}
+
+const ELEMENTS_THAT_REPEAT = new Set(["resource", "store", "feature", "setting", "version", "change"]);
+
 const parser = new XMLParser({
   ignoreAttributes: false,
   attributeNamePrefix: "@_",
   parseAttributeValue: false,
   parseTagValue: false,
   trimValues: false,
-  isArray: (name) => name === "resource" || name === "store" || name === "feature" || name === "setting",
+  isArray: (name, _path, _leaf, isAttribute) => isAttribute !== true && ELEMENTS_THAT_REPEAT.has(name),
 });
 
 type Node = Record<string, unknown>;
@@ -109,4 +153,51 @@ export function parseStores(xml: string): StoreInfo[] {
   if ("stores" in doc) return children(doc.stores, "store").map(storeOf);
   if ("store" in doc) return children(doc, "store").map(storeOf);
   throw new Error("not a store listing: no stores or store element");
+}
+
+/** A `versions` document: the states of one resource, newest first. */
+export function parseVersions(xml: string): VersionEntry[] {
+  const doc = parser.parse(xml) as Node;
+  if (!("versions" in doc)) throw new Error("not a versions document: no versions element");
+  return children(doc.versions, "version").map((v) => {
+    const blob = attr(v, "blob");
+    const entry: VersionEntry = {
+      tag: attr(v, "tag") ?? "",
+      size: Number(attr(v, "size") ?? 0),
+      md5: attr(v, "md5") ?? "",
+      type: attr(v, "type") ?? "",
+      lastModified: new Date(attr(v, "last-modified") ?? 0),
+      event: Number(attr(v, "event") ?? 0),
+      operation: attr(v, "operation") === "delete" ? "delete" : "modify",
+      user: attr(v, "user") ?? "",
+      current: attr(v, "current") === "true",
+    };
+    if (blob !== undefined) entry.blob = blob;
+    return entry;
+  });
+}
+
+const OPERATIONS: ReadonlySet<string> = new Set(["create", "modify", "delete"]);
+
+/** A `restore` document: what a subtree restore changed (or would change). */
+export function parseRestore(xml: string): SubtreeRestore {
+  const doc = parser.parse(xml) as Node;
+  const restore = doc.restore;
+  if (restore === null || typeof restore !== "object") throw new Error("not a restore document: no restore element");
+  const r = restore as Node;
+  return {
+    store: attr(r, "store") ?? "",
+    path: attr(r, "path") ?? "",
+    asOf: Number(attr(r, "as-of") ?? 0),
+    dryRun: attr(r, "dry-run") === "true",
+    changes: children(r, "change").map((c) => {
+      const operation = attr(c, "operation") ?? "";
+      if (!OPERATIONS.has(operation)) throw new Error(`a restore change with operation ${JSON.stringify(operation)}`);
+      return {
+        path: attr(c, "path") ?? "",
+        operation: operation as SubtreeChange["operation"],
+        directory: attr(c, "directory") === "true",
+      };
+    }),
+  };
 }
