@@ -22,6 +22,7 @@ import type {
   ReportRecord,
   StoragePort,
   StoreRecord,
+  VersionRecord,
 } from "../../src/storage/port.js";
 
 export interface AdapterUnderTest {
@@ -168,7 +169,7 @@ export function storageContract(
       store: string,
       path: string,
       contents: string | Uint8Array,
-      options: { pre?: Preconditions; now?: number; type?: string } = {},
+      options: { pre?: Preconditions; now?: number; type?: string; user?: string } = {},
     ) {
       const data = typeof contents === "string" ? text(contents) : contents;
       // As the resource service writes: told the store, as a filesystem store needs to be.
@@ -181,6 +182,7 @@ export function storageContract(
           options.type ?? "text/plain",
           options.pre ?? {},
           options.now ?? T0,
+          options.user,
         );
       } catch (err) {
         await storage.discardBlob(blob);
@@ -1704,6 +1706,522 @@ export function storageContract(
         );
         const done = await storage.insights.getReport(report.id);
         expect((await readDocument(storage, done as ReportRecord)).byteLength).toBe(inlineLimit * 2);
+      });
+    });
+
+    describe("history (docs/history.md)", () => {
+      /** A store that keeps versions (keep-versions above 0). */
+      function keeping(
+        name: string,
+        type: StoreType = "snapshot",
+        keepVersions = "30d",
+        keepDeleted = "7d",
+      ): StoreConfig {
+        return { name, type, settings: { "keep-deleted": keepDeleted, "keep-versions": keepVersions } };
+      }
+
+      async function versionsOf(store: string, path: string, batchSize?: number): Promise<VersionRecord[]> {
+        const out: VersionRecord[] = [];
+        for await (const batch of storage.listVersions(store, path, { batchSize })) out.push(...batch);
+        return out;
+      }
+
+      async function listAsOf(
+        store: string,
+        dir: string,
+        eventId: number,
+        options: { recursive: boolean; includeDeleted?: boolean; batchSize?: number },
+      ): Promise<VersionRecord[]> {
+        const out: VersionRecord[] = [];
+        for await (const batch of storage.listNodesAsOf(store, dir, eventId, { includeDeleted: false, ...options })) {
+          expect(batch.length).toBeLessThanOrEqual(options.batchSize ?? Number.POSITIVE_INFINITY);
+          out.push(...batch);
+        }
+        return out;
+      }
+
+      /** What a state shows of a path: enough to tell two states apart. */
+      function shown(n: NodeRecord): Pick<NodeRecord, "path" | "directory" | "deleted" | "tag" | "eventId" | "md5"> {
+        return { path: n.path, directory: n.directory, deleted: n.deleted, tag: n.tag, eventId: n.eventId, md5: n.md5 };
+      }
+
+      async function remove(store: string, path: string, options: { now?: number; user?: string } = {}) {
+        return storage.deleteTree(store, path, {}, options.now ?? T0, options.user);
+      }
+
+      describe("recording", () => {
+        it("a PUT over a file keeps the replaced state, ended by the new state's event, with the user of each", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const one = randomBytes(inlineLimit + 10);
+          const { node: first } = await put("s", "a.bin", one, { user: "ann" });
+          const { node: second } = await put("s", "a.bin", "two", { now: T0 + SECOND, user: "bob" });
+
+          const versions = await versionsOf("s", "a.bin");
+          expect(versions).toHaveLength(2);
+          expect(versions[0]).toMatchObject({
+            ...shown(second),
+            blob: second.blob,
+            user: "bob",
+            endedEventId: 0,
+            ended: 0,
+          });
+          expect(versions[1]).toMatchObject({
+            ...shown(first),
+            size: one.byteLength,
+            blob: first.blob,
+            type: "text/plain",
+            created: T0,
+            modified: T0,
+            user: "ann",
+            endedEventId: second.eventId,
+            ended: T0 + SECOND,
+          });
+          // The replaced contents stay while the version points at them.
+          expect((await readAll(storage, versions[1] as VersionRecord)).equals(one)).toBe(true);
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([first.blob].sort());
+        });
+
+        it("a state made without a user records the user as empty", async () => {
+          await storage.createStore(keeping("s"), T0);
+          await put("s", "a.txt", "one");
+          await put("s", "a.txt", "two", { now: T0 + SECOND, user: "bob" });
+          expect((await versionsOf("s", "a.txt")).map((v) => v.user)).toEqual(["bob", ""]);
+        });
+
+        it("a recursive delete keeps the state of every file and directory it deletes", async () => {
+          await storage.createStore(keeping("s"), T0);
+          await mkdir("s", "d");
+          await mkdir("s", "d/e");
+          const big = randomBytes(inlineLimit * 2);
+          const { node: a } = await put("s", "d/a.txt", "a", { user: "ann" });
+          const { node: b } = await put("s", "d/e/b.bin", big, { user: "ann" });
+          const dirs = { d: await node("s", "d"), e: await node("s", "d/e") };
+          const { count } = await remove("s", "d", { now: T0 + SECOND, user: "carol" });
+          expect(count).toBe(4);
+
+          for (const before of [a, b, dirs.d, dirs.e]) {
+            const versions = await versionsOf("s", before.path);
+            expect(versions).toHaveLength(2);
+            const [tombstone, kept] = versions as [VersionRecord, VersionRecord];
+            expect(tombstone).toMatchObject({ path: before.path, deleted: true, user: "carol", endedEventId: 0 });
+            expect(kept).toMatchObject({
+              ...shown(before),
+              deleted: false,
+              endedEventId: tombstone.eventId,
+              ended: T0 + SECOND,
+            });
+          }
+          expect((await versionsOf("s", "d/a.txt"))[1]?.user).toBe("ann");
+          const keptBig = (await versionsOf("s", "d/e/b.bin"))[1] as VersionRecord;
+          expect((await readAll(storage, keptBig)).equals(big)).toBe(true);
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([b.blob]);
+        });
+
+        it("in a recursive store, each ancestor directory's earlier state is kept when a change re-tags it", async () => {
+          await storage.createStore(keeping("s", "recursive"), T0);
+          await mkdir("s", "d");
+          const dBefore = await node("s", "d");
+          const rootBefore = await node("s", "");
+          const { node: file } = await put("s", "d/a.txt", "a", { now: T0 + SECOND, user: "ann" });
+          const dNow = await node("s", "d");
+          const rootNow = await node("s", "");
+          expect(dNow.tag).not.toBe(dBefore.tag);
+
+          const dVersions = await versionsOf("s", "d");
+          expect(dVersions.map(shown)).toEqual([shown(dNow), shown(dBefore)]);
+          expect(dVersions[0]?.user).toBe("ann");
+          expect(dVersions[1]).toMatchObject({ endedEventId: dNow.eventId, ended: T0 + SECOND });
+          const rootVersions = await versionsOf("s", "");
+          expect(rootVersions.slice(0, 2).map(shown)).toEqual([shown(rootNow), shown(rootBefore)]);
+          expect(rootVersions[1]?.endedEventId).toBe(rootNow.eventId);
+          // The directory's state at the file's event is still the earlier one: its re-tag came after.
+          expect(dNow.eventId).toBeGreaterThan(file.eventId);
+        });
+
+        it("in a snapshot store, ancestor directories keep their states and no version of them is made", async () => {
+          await storage.createStore(keeping("s", "snapshot"), T0);
+          await mkdir("s", "d");
+          await put("s", "d/a.txt", "a");
+          await put("s", "d/a.txt", "b");
+          expect(await versionsOf("s", "d")).toHaveLength(1);
+          expect(await versionsOf("s", "")).toHaveLength(1);
+        });
+
+        it("a path made again over its tombstone keeps the tombstone's state", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const { node: first } = await put("s", "a.txt", "one");
+          const { node: tombstone } = await remove("s", "a.txt", { now: T0 + SECOND });
+          const { node: again, created } = await put("s", "a.txt", "again", { now: T0 + 2 * SECOND });
+          expect(created).toBe(true);
+          const versions = await versionsOf("s", "a.txt");
+          expect(versions.map(shown)).toEqual([shown(again), shown(tombstone), shown(first)]);
+          expect(versions[1]).toMatchObject({ deleted: true, endedEventId: again.eventId, ended: T0 + 2 * SECOND });
+          expect(versions[2]).toMatchObject({ endedEventId: tombstone.eventId });
+        });
+
+        it("keep-versions 0 (or none) keeps nothing: replaced and deleted states leave no version, and their blobs go", async () => {
+          await storage.createStore(config("none"), T0);
+          await storage.createStore(keeping("zero", "recursive", "0"), T0);
+          for (const s of ["none", "zero"]) {
+            await mkdir(s, "d");
+            const { node: first } = await put(s, "d/a.bin", randomBytes(inlineLimit * 2));
+            await put(s, "d/a.bin", randomBytes(inlineLimit * 2), { now: T0 + SECOND });
+            await remove(s, "d", { now: T0 + 2 * SECOND });
+            const versions = await versionsOf(s, "d/a.bin");
+            expect(versions).toHaveLength(1);
+            expect(versions[0]).toMatchObject({ deleted: true, endedEventId: 0 });
+            expect(await versionsOf(s, "d")).toHaveLength(1);
+            expect(await versionsOf(s, "")).toHaveLength(1);
+            expect(await storage.getVersion(s, "d/a.bin", first.tag)).toBeUndefined();
+          }
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([]);
+        });
+      });
+
+      describe("reading", () => {
+        it("listVersions gives the current state first, then the kept ones newest first, in batches of at most batchSize", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const made: NodeRecord[] = [];
+          for (let i = 0; i < 5; i++) made.push((await put("s", "a.txt", `v${i}`, { now: T0 + i * SECOND })).node);
+          const sizes: number[] = [];
+          const all: VersionRecord[] = [];
+          for await (const batch of storage.listVersions("s", "a.txt", { batchSize: 2 })) {
+            sizes.push(batch.length);
+            all.push(...batch);
+          }
+          expect(sizes.every((n) => n >= 1 && n <= 2)).toBe(true);
+          expect(all.map(shown)).toEqual(made.reverse().map(shown));
+          expect(all[0]?.endedEventId).toBe(0);
+          for (let i = 1; i < all.length; i++) {
+            expect(all[i]?.endedEventId).toBe(all[i - 1]?.eventId);
+            expect(all[i]?.ended).toBe(all[i - 1]?.modified);
+          }
+          expect(await versionsOf("s", "never.txt")).toEqual([]);
+          expect(await versionsOf("nope", "a.txt")).toEqual([]);
+        });
+
+        it("getVersion finds the current state and kept ones by tag, with their contents; undefined otherwise", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const big = randomBytes(inlineLimit * 2);
+          const { node: first } = await put("s", "a.bin", big);
+          const { node: second } = await put("s", "a.bin", "small", { now: T0 + SECOND, user: "bob" });
+          const current = await storage.getVersion("s", "a.bin", second.tag);
+          expect(current).toMatchObject({ ...shown(second), user: "bob", endedEventId: 0, ended: 0 });
+          expect((await readAll(storage, current as VersionRecord)).toString()).toBe("small");
+          const kept = await storage.getVersion("s", "a.bin", first.tag);
+          expect(kept).toMatchObject({ ...shown(first), blob: first.blob, endedEventId: second.eventId });
+          expect((await readAll(storage, kept as VersionRecord)).equals(big)).toBe(true);
+          expect(await storage.getVersion("s", "a.bin", "no-such-tag")).toBeUndefined();
+          expect(await storage.getVersion("s", "other.bin", first.tag)).toBeUndefined();
+        });
+
+        it("getNodeAsOf gives the state whose life holds the event: before, between and after changes, deleted included", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const start = (await store("s")).lastEventId;
+          const { node: one } = await put("s", "a.txt", "one");
+          const { node: two } = await put("s", "a.txt", "two", { now: T0 + SECOND });
+          const { node: gone } = await remove("s", "a.txt", { now: T0 + 2 * SECOND });
+          await put("s", "other.txt", "x", { now: T0 + 3 * SECOND });
+          const { node: three } = await put("s", "a.txt", "three", { now: T0 + 4 * SECOND });
+
+          expect(await storage.getNodeAsOf("s", "a.txt", start)).toBeUndefined();
+          const at = async (event: number) => {
+            const state = await storage.getNodeAsOf("s", "a.txt", event);
+            return state && shown(state);
+          };
+          expect(await at(one.eventId)).toEqual(shown(one));
+          expect(await at(two.eventId - 1)).toEqual(shown(one));
+          expect(await at(two.eventId)).toEqual(shown(two));
+          expect(await at(gone.eventId)).toEqual(shown(gone));
+          expect(await at(three.eventId - 1)).toEqual(shown(gone));
+          expect(await at(three.eventId)).toEqual(shown(three));
+          expect(await at((await store("s")).lastEventId)).toEqual(shown(three));
+          const then = await storage.getNodeAsOf("s", "a.txt", two.eventId);
+          expect(then).toMatchObject({ endedEventId: gone.eventId });
+          expect((await readAll(storage, then as VersionRecord)).toString()).toBe("two");
+          expect(await storage.getNodeAsOf("s", "never.txt", three.eventId)).toBeUndefined();
+        });
+
+        it("listNodesAsOf lists children and descendants as they were: later paths absent, later deleted ones present", async () => {
+          await storage.createStore(keeping("s", "recursive"), T0);
+          await mkdir("s", "d");
+          await mkdir("s", "d/old");
+          await put("s", "d/a.txt", "a");
+          await put("s", "d/b.txt", "b");
+          await put("s", "d/old/x.txt", "x");
+          await put("s", "d/gone.txt", "gone");
+          await remove("s", "d/gone.txt");
+          await put("s", "top.txt", "top");
+          const event = (await store("s")).lastEventId;
+          const everything = await listAll(storage, "s", "", { recursive: true, includeDeleted: true });
+          const children = await listAll(storage, "s", "d", { recursive: false, includeDeleted: true });
+
+          await put("s", "d/c.txt", "c", { now: T0 + SECOND });
+          await remove("s", "d/a.txt", { now: T0 + SECOND });
+          await put("s", "d/b.txt", "b2", { now: T0 + SECOND });
+          await remove("s", "d/old", { now: T0 + SECOND });
+          await mkdir("s", "d/new", T0 + SECOND);
+          await put("s", "d/new/y.txt", "y", { now: T0 + SECOND });
+          await put("s", "top.txt", "top2", { now: T0 + SECOND });
+
+          expect((await listAsOf("s", "d", event, { recursive: false, includeDeleted: true })).map(shown)).toEqual(
+            children.map(shown),
+          );
+          expect((await listAsOf("s", "d", event, { recursive: false })).map((n) => n.path)).toEqual([
+            "d/a.txt",
+            "d/b.txt",
+            "d/old",
+          ]);
+          expect(
+            (await listAsOf("s", "", event, { recursive: true, includeDeleted: true, batchSize: 2 })).map(shown),
+          ).toEqual(everything.map(shown));
+          expect((await listAsOf("s", "d", event, { recursive: true })).map((n) => n.path)).toEqual([
+            "d/a.txt",
+            "d/b.txt",
+            "d/old",
+            "d/old/x.txt",
+          ]);
+          // As of the last event, a listing is today's.
+          const last = (await store("s")).lastEventId;
+          expect((await listAsOf("s", "", last, { recursive: true, includeDeleted: true })).map(shown)).toEqual(
+            (await listAll(storage, "s", "", { recursive: true, includeDeleted: true })).map(shown),
+          );
+          const b = (await listAsOf("s", "d", event, { recursive: false })).find((n) => n.path === "d/b.txt");
+          expect((await readAll(storage, b as VersionRecord)).toString()).toBe("b");
+          expect(await listAsOf("s", "d/new", event, { recursive: true, includeDeleted: true })).toEqual([]);
+        });
+
+        it("eventAt gives the store's last event made at or before a time, 0 before its first", async () => {
+          await storage.createStore(keeping("s", "recursive"), T0);
+          const created = (await store("s")).lastEventId;
+          await mkdir("s", "d", T0 + SECOND);
+          const afterMkdir = (await store("s")).lastEventId;
+          await put("s", "d/a.txt", "a", { now: T0 + 2 * SECOND });
+          const afterPut = (await store("s")).lastEventId;
+          await put("s", "d/a.txt", "b", { now: T0 + 3 * SECOND });
+          const afterReplace = (await store("s")).lastEventId;
+          await remove("s", "d", { now: T0 + 4 * SECOND });
+          const afterDelete = (await store("s")).lastEventId;
+
+          expect(await storage.eventAt("s", T0 - 1)).toBe(0);
+          expect(await storage.eventAt("s", T0)).toBe(created);
+          expect(await storage.eventAt("s", T0 + SECOND - 1)).toBe(created);
+          // A change's last event is that of the last ancestor it re-tagged.
+          expect(await storage.eventAt("s", T0 + SECOND)).toBe(afterMkdir);
+          expect(await storage.eventAt("s", T0 + 2 * SECOND + 500)).toBe(afterPut);
+          expect(await storage.eventAt("s", T0 + 3 * SECOND)).toBe(afterReplace);
+          expect(await storage.eventAt("s", T0 + 4 * SECOND)).toBe(afterDelete);
+          expect(await storage.eventAt("s", T0 + DAY)).toBe(afterDelete);
+        });
+      });
+
+      describe("restoreVersion", () => {
+        it("makes a kept state current again: a new tag and event, the version's MD5 and blob, the caller as user", async () => {
+          await storage.createStore(keeping("s", "recursive"), T0);
+          await mkdir("s", "d");
+          const one = randomBytes(inlineLimit * 2);
+          const { node: first } = await put("s", "d/a.bin", one);
+          const { node: second } = await put("s", "d/a.bin", "two", { now: T0 + SECOND });
+          const dirBefore = await node("s", "d");
+          const { node: restored, created } = await storage.restoreVersion(
+            "s",
+            "d/a.bin",
+            first.tag,
+            {},
+            T0 + 2 * SECOND,
+            "dave",
+          );
+          expect(created).toBe(false);
+          expect(restored).toMatchObject({
+            path: "d/a.bin",
+            directory: false,
+            deleted: false,
+            prevTag: second.tag,
+            md5: first.md5,
+            size: first.size,
+            blob: first.blob,
+            type: first.type,
+            created: T0,
+            modified: T0 + 2 * SECOND,
+          });
+          expect(restored.tag).not.toBe(first.tag);
+          expect(restored.tag).not.toBe(second.tag);
+          expect(restored.eventId).toBeGreaterThan(second.eventId);
+          expect(await storage.getNode("s", "d/a.bin")).toEqual(restored);
+          expect((await readAll(storage, await node("s", "d/a.bin"))).equals(one)).toBe(true);
+          expect((await node("s", "d")).tag).not.toBe(dirBefore.tag);
+          const versions = await versionsOf("s", "d/a.bin");
+          expect(versions.map(shown)).toEqual([shown(restored), shown(second), shown(first)]);
+          expect(versions[0]?.user).toBe("dave");
+          expect(versions[1]?.endedEventId).toBe(restored.eventId);
+          // The blob is shared, not copied.
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([first.blob]);
+        });
+
+        it("brings a deleted file back as a new resource (created), If-Match * refused", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const { node: first } = await put("s", "a.txt", "one");
+          await remove("s", "a.txt", { now: T0 + SECOND });
+          await expect(
+            storage.restoreVersion("s", "a.txt", first.tag, { ifMatch: ["*"] }, T0 + 2 * SECOND),
+          ).rejects.toBeInstanceOf(PreconditionFailedError);
+          const { node: back, created } = await storage.restoreVersion("s", "a.txt", first.tag, {}, T0 + 2 * SECOND);
+          expect(created).toBe(true);
+          expect(back).toMatchObject({ deleted: false, md5: first.md5, prevTag: "", created: T0 + 2 * SECOND });
+          expect((await readAll(storage, await node("s", "a.txt"))).toString()).toBe("one");
+        });
+
+        it("honours If-Match against the current state", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const { node: first } = await put("s", "a.txt", "one");
+          const { node: second } = await put("s", "a.txt", "two", { now: T0 + SECOND });
+          await expect(
+            storage.restoreVersion("s", "a.txt", first.tag, { ifMatch: [first.tag] }, T0 + 2 * SECOND),
+          ).rejects.toBeInstanceOf(PreconditionFailedError);
+          expect(await node("s", "a.txt")).toEqual(second);
+          const { node: restored } = await storage.restoreVersion(
+            "s",
+            "a.txt",
+            first.tag,
+            { ifMatch: [second.tag] },
+            T0 + 2 * SECOND,
+          );
+          expect(restored.md5).toBe(first.md5);
+        });
+
+        it("refusals change nothing: an unknown tag, a tombstone's or a directory's tag, a missing parent, a directory in the way", async () => {
+          await storage.createStore(keeping("s"), T0);
+          await mkdir("s", "d");
+          const { node: inDir } = await put("s", "d/a.txt", "one");
+          await put("s", "d/a.txt", "two");
+          const { node: x } = await put("s", "x", "file");
+          const { node: xGone } = await remove("s", "x");
+          const { node: xDir } = await mkdir("s", "x");
+          await remove("s", "d");
+          const before = await store("s");
+          const everything = await listAll(storage, "s", "", { recursive: true, includeDeleted: true });
+
+          await expect(storage.restoreVersion("s", "x", "no-such-tag", {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+          await expect(storage.restoreVersion("s", "x", xGone.tag, {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+          await expect(storage.restoreVersion("s", "x", xDir.tag, {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+          await expect(storage.restoreVersion("s", "x", x.tag, {}, T0)).rejects.toBeInstanceOf(ForbiddenError);
+          await expect(storage.restoreVersion("s", "d/a.txt", inDir.tag, {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+          await expect(storage.restoreVersion("nope", "x", x.tag, {}, T0)).rejects.toBeInstanceOf(NotFoundError);
+
+          expect((await store("s")).lastEventId).toBe(before.lastEventId);
+          expect(await listAll(storage, "s", "", { recursive: true, includeDeleted: true })).toEqual(everything);
+        });
+      });
+
+      describe("retention", () => {
+        it("blobs of kept states outlive their node: read back after the path is deleted and its tombstone purged", async () => {
+          await storage.createStore(keeping("s", "snapshot", "30d", "1s"), T0);
+          const big = randomBytes(inlineLimit * 2);
+          const { node: first } = await put("s", "a.bin", big);
+          await remove("s", "a.bin");
+          await storage.purgeExpired(T0 + 10 * SECOND);
+          expect(await storage.getNode("s", "a.bin")).toBeUndefined();
+          const kept = await storage.getVersion("s", "a.bin", first.tag);
+          expect(kept).toMatchObject({ blob: first.blob, deleted: false });
+          expect((await readAll(storage, kept as VersionRecord)).equals(big)).toBe(true);
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([first.blob]);
+        });
+
+        it("the purge removes versions that ended longer ago than keep-versions, raises historyFrom past them, and removes their blobs; a blob a node shares stays", async () => {
+          await storage.createStore(keeping("s", "snapshot", "10s"), T0);
+          const contents = [0, 1, 2, 3].map(() => randomBytes(inlineLimit * 2));
+          const { node: a1 } = await put("s", "a.bin", contents[0] as Uint8Array);
+          const { node: a2 } = await put("s", "a.bin", contents[1] as Uint8Array, { now: T0 + SECOND });
+          const { node: b1 } = await put("s", "b.bin", contents[2] as Uint8Array);
+          const { node: b2 } = await put("s", "b.bin", contents[3] as Uint8Array, { now: T0 + 2 * SECOND });
+          // b.bin gets its first contents back: its node and its kept first state share a blob.
+          const { node: b3 } = await storage.restoreVersion("s", "b.bin", b1.tag, {}, T0 + 3 * SECOND);
+          expect(b3.blob).toBe(b1.blob);
+          const before = await store("s");
+
+          expect(await storage.purgeExpired(T0 + 10 * SECOND)).toBe(0);
+          // Ended at T0+1s and T0+2s: both gone at T0+12s; b2's state ended at T0+3s stays.
+          expect(await storage.purgeExpired(T0 + 12 * SECOND)).toBe(2);
+          expect((await versionsOf("s", "a.bin")).map(shown)).toEqual([shown(a2)]);
+          expect((await versionsOf("s", "b.bin")).map(shown)).toEqual([shown(b3), shown(b2)]);
+          const after = await store("s");
+          expect(after.historyFrom).toBeGreaterThanOrEqual(b2.eventId);
+          expect(after.historyFrom).toBeLessThanOrEqual(b3.eventId);
+          expect(after.lastEventId).toBe(before.lastEventId);
+          expect(after.purgedEventId).toBe(before.purgedEventId);
+          expect((await readAll(storage, await node("s", "b.bin"))).equals(contents[2] as Uint8Array)).toBe(true);
+          await expect(readAll(storage, a1)).rejects.toBeInstanceOf(NotFoundError);
+          let blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([a2.blob, b2.blob, b3.blob].sort());
+
+          expect(await storage.purgeExpired(T0 + 13 * SECOND)).toBe(1);
+          expect((await store("s")).historyFrom).toBeGreaterThanOrEqual(b3.eventId);
+          blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([a2.blob, b3.blob].sort());
+          expect(await storage.purgeExpired(T0 + DAY)).toBe(0);
+        });
+
+        it("versions of a store whose keep-versions is turned to 0 go at the next purge", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const { node: first } = await put("s", "a.bin", randomBytes(inlineLimit * 2));
+          const { node: second } = await put("s", "a.bin", "two", { now: T0 + SECOND });
+          await storage.updateStore(keeping("s", "snapshot", "0"), T0 + 2 * SECOND);
+          expect(await storage.getVersion("s", "a.bin", first.tag)).toBeDefined();
+          expect(await storage.purgeExpired(T0 + 2 * SECOND)).toBe(1);
+          expect(await storage.getVersion("s", "a.bin", first.tag)).toBeUndefined();
+          expect((await store("s")).historyFrom).toBeGreaterThanOrEqual(second.eventId);
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([]);
+        });
+
+        it("deleteStore removes the store's versions and their blobs", async () => {
+          await storage.createStore(keeping("s"), T0);
+          await put("s", "a.bin", randomBytes(inlineLimit * 2));
+          await put("s", "a.bin", randomBytes(inlineLimit * 2), { now: T0 + SECOND });
+          await storage.deleteStore("s", T0 + 2 * SECOND);
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([]);
+          await storage.createStore(keeping("s"), T0 + 3 * SECOND);
+          expect(await versionsOf("s", "a.bin")).toEqual([]);
+        });
+      });
+
+      describe("historyFrom", () => {
+        it("a new store's horizon is at most its first event; a store created again starts after its old events", async () => {
+          const created = await storage.createStore(keeping("s"), T0);
+          const root = await node("s", "");
+          expect(created.historyFrom).toBeLessThanOrEqual(root.eventId);
+          expect(created.historyFrom).toBeGreaterThanOrEqual(0);
+          expect((await storage.listStores())[0]?.historyFrom).toBe(created.historyFrom);
+          await put("s", "a.txt", "a");
+          const old = await store("s");
+          await storage.deleteStore("s", T0 + SECOND);
+          const revived = await storage.createStore(keeping("s"), T0 + 2 * SECOND);
+          expect(revived.historyFrom).toBeGreaterThan(old.lastEventId);
+          expect(revived.historyFrom).toBeLessThanOrEqual((await node("s", "")).eventId);
+        });
+
+        it("turning keep-versions on sets it to the store's last event, and the states from then on are kept", async () => {
+          await storage.createStore(config("s", "snapshot"), T0);
+          await put("s", "a.txt", "one");
+          const { node: two } = await put("s", "a.txt", "two");
+          const before = await store("s");
+          const updated = await storage.updateStore(keeping("s"), T0 + SECOND);
+          expect(updated.historyFrom).toBe(before.lastEventId);
+          expect((await store("s")).historyFrom).toBe(before.lastEventId);
+          // Changing other settings of a store that keeps versions leaves the horizon alone.
+          await put("s", "a.txt", "three", { now: T0 + 2 * SECOND });
+          expect((await storage.updateStore(keeping("s", "snapshot", "60d"), T0 + 3 * SECOND)).historyFrom).toBe(
+            before.lastEventId,
+          );
+          expect((await versionsOf("s", "a.txt")).map((v) => v.md5)).toEqual([md5(text("three")), two.md5]);
+          expect(await storage.getNodeAsOf("s", "a.txt", updated.historyFrom)).toMatchObject(shown(two));
+        });
       });
     });
   });
