@@ -1,7 +1,7 @@
 // The `trove` client commands: token, ls, get, put, rm, mkdir, log, restore, stores, watch,
-// mirror, push, pull, project, report, completion (and help). `run` returns the exit code; the SDK's bin and the
-// server package's `trove` (which adds `serve` as a HostCommand) call it. Exit codes: EXIT in
-// command.ts, documented in docs/cli.md.
+// mirror, push, pull, project, report, completion, help. `run` returns the exit code; the SDK's
+// bin and the server package's `trove` (which adds `serve` as a HostCommand) call it. Exit codes:
+// EXIT in command.ts, documented in docs/cli.md.
 
 import { createReadStream, createWriteStream } from "node:fs";
 import { rm as removeFile, rename, stat } from "node:fs/promises";
