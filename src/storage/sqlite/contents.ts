@@ -25,9 +25,13 @@ export class SqliteContents {
       return;
     }
     if (node.size === 0) return;
-    // Read without its contents (getStoreNode): they may be inline all the same. The blob UUID
-    // names this version of the contents; when the node has changed since, the file is gone too.
-    const inline = this.stmt.inlineOf.get(node.store, node.path, node.blob)?.[0];
+    // Read without its contents (getStoreNode, a listing): they may be inline all the same. The
+    // blob UUID names these contents: the node's, or a kept state's (listVersions, as-of); when
+    // neither points at them any more, the file is gone too.
+    const row =
+      this.stmt.inlineOf.get(node.store, node.path, node.blob) ??
+      this.stmt.versionInlineOf.get(node.store, node.path, node.blob);
+    const inline = row?.[0];
     if (inline instanceof Uint8Array) {
       yield inline;
       return;
@@ -44,11 +48,16 @@ export class SqliteContents {
     }
   }
 
-  /** Discards a blob that putFile was given, unless a node refers to it; never throws. */
+  /** Whether a node or a kept state points at a blob file. */
+  inUse(blob: string): boolean {
+    return this.stmt.blobInUse.get(blob, blob) !== undefined;
+  }
+
+  /** Discards a blob that putFile was given, unless a node or a version refers to it; never throws. */
   async discardUnreferenced(blob: BlobInfo): Promise<void> {
     if (blob.inline) return;
     try {
-      if (this.stmt.blobInUse.get(blob.blob)) return;
+      if (this.inUse(blob.blob)) return;
     } catch (err) {
       this.logger.warn(
         { err, blob: blob.blob },
@@ -60,14 +69,15 @@ export class SqliteContents {
   }
 
   /**
-   * Removes the files of contents that a committed write replaced or deleted. Runs after the
+   * Removes the files of contents that a committed write replaced or deleted (or the purge
+   * removed the versions of), unless a node or a version still points at them. Runs after the
    * commit, so it never throws: a file it cannot remove is logged and left to the orphan sweep.
    */
   async removeReplaced(rows: readonly Replaced[]): Promise<void> {
     for (const { blob, inlined } of rows) {
       if (blob === "" || inlined) continue;
       try {
-        if (!this.stmt.blobInUse.get(blob)) await this.blobs.remove(blob);
+        if (!this.inUse(blob)) await this.blobs.remove(blob);
       } catch (err) {
         this.logger.warn({ err, blob }, "could not remove replaced contents; the orphan sweep will");
       }

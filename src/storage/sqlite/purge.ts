@@ -1,12 +1,15 @@
-// The embedded backend's background purge: tombstones past their store's keep-deleted, reports
-// past their expiry, and (hourly) blob files that nothing refers to.
+// The embedded backend's background purge: tombstones past their store's keep-deleted, versions
+// past its keep-versions (raising its history horizon), reports past their expiry, and (hourly)
+// blob files that nothing refers to.
 
 import type Database from "better-sqlite3";
-import { keepDeletedMillis } from "../../domain/store.js";
+import { keepDeletedMillis, keepVersionsMillis } from "../../domain/store.js";
 import type { BlobFiles } from "../local/blob-files.js";
 import type { SpaceReserve } from "../local/space-reserve.js";
 import type { StorageLogger } from "../port.js";
+import type { SqliteContents } from "./contents.js";
 import type { SqliteReads } from "./reads.js";
+import type { Replaced } from "./rows.js";
 import type { Statements } from "./schema.js";
 import type { SqliteWrites } from "./sqlite-errors.js";
 import type { SqliteInsights } from "./sqlite-insights.js";
@@ -22,6 +25,7 @@ export interface SqlitePurgeOptions {
   reads: SqliteReads;
   turns: SqliteWrites;
   blobs: BlobFiles;
+  contents: SqliteContents;
   insights: SqliteInsights;
   reserve: SpaceReserve;
   logger: StorageLogger;
@@ -32,18 +36,21 @@ export class SqlitePurge {
   private readonly reads: SqliteReads;
   private readonly turns: SqliteWrites;
   private readonly blobs: BlobFiles;
+  private readonly contents: SqliteContents;
   private readonly insights: SqliteInsights;
   private readonly reserve: SpaceReserve;
   private readonly logger: StorageLogger;
   /** Date.now() from which the next purge also sweeps orphaned blob files. */
   private nextSweep = 0;
   private readonly purgeTombstones: (store: string, rows: ReadonlyArray<{ path: string; event_id: number }>) => number;
+  private readonly purgeVersions: (store: string, cutoff: number) => Replaced[];
 
   constructor(options: SqlitePurgeOptions) {
     this.stmt = options.stmt;
     this.reads = options.reads;
     this.turns = options.turns;
     this.blobs = options.blobs;
+    this.contents = options.contents;
     this.insights = options.insights;
     this.reserve = options.reserve;
     this.logger = options.logger;
@@ -59,6 +66,15 @@ export class SqlitePurge {
         return removed;
       },
     );
+    // A batch of versions, and the horizon raised past the latest of them in the same commit: a
+    // moment whose state is gone is refused from then on (docs/history.md, Retention).
+    this.purgeVersions = options.db.transaction((store: string, cutoff: number) => {
+      const rows = this.stmt.purgeVersions.all(store, cutoff);
+      let horizon = 0;
+      for (const r of rows) horizon = Math.max(horizon, r.ended_event_id);
+      if (rows.length > 0) this.stmt.raiseHistoryFrom.run(horizon, store);
+      return rows.map((r) => ({ blob: r.blob, inlined: r.inlined === 1 }));
+    });
   }
 
   async purgeExpired(now: number): Promise<number> {
@@ -74,6 +90,7 @@ export class SqlitePurge {
         purged += removed;
         if (rows.length < 1000 || removed === 0) break;
       }
+      purged += await this.expireVersions(store.config.name, now - keepVersionsMillis(store.config));
     }
     if (Date.now() >= this.nextSweep) {
       this.nextSweep = Date.now() + ORPHAN_SWEEP_INTERVAL;
@@ -85,7 +102,22 @@ export class SqlitePurge {
   }
 
   /**
-   * Removes the blob files over an hour old that no node and no report refers to: contents whose
+   * Removes the versions of a store that ended at or before `cutoff` (keep-versions ago; with
+   * keep-versions 0, every one: history off keeps nothing), then the blob files that nothing
+   * points at any more (a node may share one with a version it was restored from).
+   */
+  private async expireVersions(store: string, cutoff: number): Promise<number> {
+    let purged = 0;
+    for (;;) {
+      const removed = await this.turns.free(() => this.purgeVersions(store, cutoff));
+      purged += removed.length;
+      await this.contents.removeReplaced(removed);
+      if (removed.length < 1000) return purged;
+    }
+  }
+
+  /**
+   * Removes the blob files over an hour old that no node, version or report refers to: contents whose
    * metadata write never happened (the process died between the rename and the write). Nothing
    * will refer to such a file later: every write uploads a file of its own and refers to it
    * within seconds. One query for what is referenced, then one walk of `blobs/`.

@@ -4,7 +4,7 @@
 import { newTag } from "../../domain/etag.js";
 import { parentOf } from "../../domain/path.js";
 import type { StoreConfig, StoreType } from "../../domain/store.js";
-import type { NodeRecord, StoreRecord } from "../port.js";
+import type { NodeRecord, StoreRecord, VersionRecord } from "../port.js";
 
 export interface NodeRow {
   store: string;
@@ -21,6 +21,13 @@ export interface NodeRow {
   created: number;
   modified: number;
   event_id: number;
+  user: string;
+}
+
+/** A kept state: a node's columns, and the event and time that ended it. */
+export interface VersionRow extends NodeRow {
+  ended_event_id: number;
+  ended: number;
 }
 
 export interface StoreRow {
@@ -30,6 +37,7 @@ export interface StoreRow {
   deleted: number;
   last_event_id: number;
   purged_event_id: number;
+  history_from: number;
   created: number;
   modified: number;
   root_tag: string | null;
@@ -51,13 +59,24 @@ export function toNode(row: NodeRow): NodeRecord {
     created: row.created,
     modified: row.modified,
     eventId: row.event_id,
+    user: row.user,
   };
+}
+
+export function toVersion(row: VersionRow): VersionRecord {
+  return { ...toNode(row), user: row.user, endedEventId: row.ended_event_id, ended: row.ended };
+}
+
+/** The current node as a state of its path: one that no event has ended yet. */
+export function currentState(node: NodeRecord): VersionRecord {
+  return { ...node, user: node.user ?? "", endedEventId: 0, ended: 0 };
 }
 
 // The hot reads return rows as arrays (better-sqlite3's raw mode): a keyed row object costs the
 // interning of every column name of every row, more than the SQLite lookup itself.
 export const NODE_COLUMNS = "n.directory, n.deleted, n.tag, n.prev_tag, n.type, n.size, n.md5, n.blob";
-export const NODE_TIMES = "n.created, n.modified, n.event_id";
+/** The columns after the contents: the times, the event that made the state, and its user. */
+export const NODE_TIMES = "n.created, n.modified, n.event_id, n.user";
 /**
  * getStoreNode's store and node in one statement, one read transaction (bound: path, store). The
  * key comes in as a one-row table rather than as parameters in the join: SQLite 3.54 (better-sqlite3
@@ -74,6 +93,10 @@ export const STORE_NODE_FROM =
  * CPU (issue 14).
  */
 export const LISTED_RAW = `n.path, ${NODE_COLUMNS}, NULL, ${NODE_TIMES}`;
+/** A listing's raw columns of a kept state (versions aliased `n`): LISTED_RAW, then its end (rawVersion). */
+export const VERSION_RAW = `${LISTED_RAW}, n.ended_event_id, n.ended`;
+/** The current nodes' rows in a listing of states: LISTED_RAW with the end of a state not ended. */
+export const CURRENT_RAW = `${LISTED_RAW}, 0, 0`;
 
 /**
  * A node from a raw row, starting at column `at`: NODE_COLUMNS, then the inline contents (a
@@ -96,7 +119,14 @@ export function rawNode(store: string, path: string, r: readonly unknown[], at: 
     created: r[at + 9] as number,
     modified: r[at + 10] as number,
     eventId: r[at + 11] as number,
+    user: r[at + 12] as string,
   };
+}
+
+/** A state from a raw row starting at `at`: rawNode's columns, then the event and time that ended it. */
+export function rawVersion(store: string, path: string, r: readonly unknown[], at: number): VersionRecord {
+  const node = rawNode(store, path, r, at);
+  return { ...node, user: node.user ?? "", endedEventId: r[at + 13] as number, ended: r[at + 14] as number };
 }
 
 /** The upsertNode parameters that store a node. */
@@ -117,10 +147,11 @@ export function upsertParams(n: NodeRecord): unknown[] {
     n.created,
     n.modified,
     n.eventId,
+    n.user ?? "",
   ];
 }
 
-export function newDirectory(store: string, path: string, now: number, eventId: number): NodeRecord {
+export function newDirectory(store: string, path: string, now: number, eventId: number, user: string): NodeRecord {
   return {
     store,
     path,
@@ -136,6 +167,7 @@ export function newDirectory(store: string, path: string, now: number, eventId: 
     created: now,
     modified: now,
     eventId,
+    user,
   };
 }
 
@@ -162,7 +194,7 @@ export function toStore(row: StoreRow): StoreRecord {
     created: row.created,
     modified: row.modified,
     rootTag: row.root_tag ?? "",
-    historyFrom: 0,
+    historyFrom: row.history_from,
   };
 }
 

@@ -3,6 +3,7 @@
 
 import type Database from "better-sqlite3";
 import {
+  CURRENT_RAW,
   LISTED_RAW,
   NODE_COLUMNS,
   NODE_TIMES,
@@ -10,7 +11,18 @@ import {
   STORE_NODE_FROM,
   STORE_NODE_KEY,
   type StoreRow,
+  VERSION_RAW,
+  type VersionRow,
 } from "./rows.js";
+
+/**
+ * A state whose `modified` is the time of the event that made it: every state but a re-tagged
+ * live directory's. Written identically in the partial indexes and the queries that use them
+ * (SQLite uses a partial index only for a query that repeats its condition).
+ */
+const NOT_RETAG = "(directory = 0 OR deleted = 1 OR prev_tag = '')";
+/** A state whose contents are a blob file (not inline, not a directory or tombstone). */
+const BLOB_FILE = "inline IS NULL AND blob != ''";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stores (
@@ -21,7 +33,8 @@ CREATE TABLE IF NOT EXISTS stores (
   last_event_id INTEGER NOT NULL DEFAULT 0,
   purged_event_id INTEGER NOT NULL DEFAULT 0,
   created INTEGER NOT NULL,
-  modified INTEGER NOT NULL
+  modified INTEGER NOT NULL,
+  history_from INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS nodes (
   store TEXT NOT NULL,
@@ -39,20 +52,82 @@ CREATE TABLE IF NOT EXISTS nodes (
   created INTEGER NOT NULL,
   modified INTEGER NOT NULL,
   event_id INTEGER NOT NULL,
+  user TEXT NOT NULL DEFAULT '',
   UNIQUE (store, path)
 );
 CREATE INDEX IF NOT EXISTS nodes_children ON nodes (store, parent, path);
 CREATE INDEX IF NOT EXISTS nodes_events ON nodes (store, event_id);
 CREATE INDEX IF NOT EXISTS nodes_tombstones ON nodes (deleted, modified) WHERE deleted = 1;
+CREATE TABLE IF NOT EXISTS versions (
+  store TEXT NOT NULL,
+  path TEXT NOT NULL,
+  parent TEXT,
+  directory INTEGER NOT NULL,
+  deleted INTEGER NOT NULL,
+  tag TEXT NOT NULL,
+  prev_tag TEXT NOT NULL,
+  type TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  md5 TEXT NOT NULL,
+  blob TEXT NOT NULL,
+  inline BLOB,
+  created INTEGER NOT NULL,
+  modified INTEGER NOT NULL,
+  event_id INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  ended_event_id INTEGER NOT NULL,
+  ended INTEGER NOT NULL
+);
 `;
 
-/** Creates what the database lacks of the adapter's tables and indexes. */
+/**
+ * Columns added since the first release, with their definitions: a database made before gains
+ * them in place (ALTER TABLE ADD COLUMN), with what their rows mean. `fill` runs once, right after.
+ */
+const ADDED_COLUMNS: ReadonlyArray<{ table: string; column: string; definition: string; fill?: string }> = [
+  { table: "nodes", column: "user", definition: "TEXT NOT NULL DEFAULT ''" },
+  {
+    table: "stores",
+    column: "history_from",
+    definition: "INTEGER NOT NULL DEFAULT 0",
+    // No state before now was kept: a store's history starts at its last event.
+    fill: "UPDATE stores SET history_from = last_event_id",
+  },
+];
+
+/**
+ * The indexes of history (docs/history.md, "SQLite"), made after the columns they name exist.
+ * A "re-tag state" is a live directory whose tag a change below it replaced (prev_tag set): its
+ * `modified` is that of an earlier change, so the indexes of times leave it out.
+ */
+const INDEXES = `
+CREATE UNIQUE INDEX IF NOT EXISTS versions_states ON versions (store, path, event_id DESC);
+CREATE INDEX IF NOT EXISTS versions_children ON versions (store, parent, path);
+CREATE INDEX IF NOT EXISTS versions_ended ON versions (store, ended, ended_event_id);
+CREATE INDEX IF NOT EXISTS versions_times ON versions (store, modified, event_id) WHERE ${NOT_RETAG};
+CREATE INDEX IF NOT EXISTS versions_blobs ON versions (blob) WHERE ${BLOB_FILE};
+CREATE INDEX IF NOT EXISTS nodes_times ON nodes (store, modified, event_id) WHERE ${NOT_RETAG};
+CREATE INDEX IF NOT EXISTS nodes_blobs ON nodes (blob) WHERE ${BLOB_FILE};
+`;
+
+/** Creates what the database lacks of the adapter's tables, columns and indexes, in one transaction. */
 export function applySchema(db: Database.Database): void {
-  db.exec(SCHEMA);
+  db.transaction(() => {
+    db.exec(SCHEMA);
+    for (const { table, column, definition, fill } of ADDED_COLUMNS) {
+      const columns = db.prepare<[], { name: string }>(`PRAGMA table_info(${table})`).all();
+      if (columns.some((c) => c.name === column)) continue;
+      db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+      if (fill) db.exec(fill);
+    }
+    db.exec(INDEXES);
+  }).immediate();
 }
 
 /** A prepared statement: its bound parameters, and the row it returns. */
 type Stmt<P extends unknown[] = unknown[], R = unknown> = Database.Statement<P, R>;
+/** A statement bound by name. */
+type Named<R = unknown> = Database.Statement<[Record<string, unknown>], R>;
 
 /** Every statement of the resources part, prepared once (insights prepare their own). */
 export interface Statements {
@@ -61,6 +136,10 @@ export interface Statements {
   insertStore: Stmt;
   reviveStore: Stmt;
   updateStore: Stmt;
+  /** Turning keep-versions on: the store's states are kept from its last event on. */
+  startHistory: Stmt<[string]>;
+  setHistoryFrom: Stmt<[number, string]>;
+  raiseHistoryFrom: Stmt<[number, string]>;
   buryStore: Stmt;
   nextEventId: Stmt<[number, string], number>;
   getNode: Stmt<[string, string], NodeRow>;
@@ -80,9 +159,45 @@ export interface Statements {
   deleteNode: Stmt;
   raisePurged: Stmt;
   changesSince: Stmt<[string, number, number], NodeRow>;
-  blobInUse: Stmt<[string], { n: number }>;
+  blobInUse: Stmt<[string, string], number>;
   blobFiles: Stmt<[], string>;
+  /** Keeps the node at a path as a version (bound: ended event id, ended, store, path); nothing when there is none. */
+  keepVersion: Stmt<[number, number, string, string]>;
+  /** A path's kept states before an event, newest first (raw, VERSION_RAW; bound: store, path, event, limit). */
+  versionsBefore: Stmt<[string, string, number, number], unknown[]>;
+  versionByTag: Stmt<[string, string, string], VersionRow>;
+  /** A path's latest kept state made at or before an event (bound: store, path, event). */
+  versionAtOrBefore: Stmt<[string, string, number], VersionRow>;
+  versionInlineOf: Stmt<[string, string, string], unknown[]>;
+  childrenAsOf: Named<unknown[]>;
+  descendantsAsOf: Named<unknown[]>;
+  belowRootAsOf: Named<unknown[]>;
+  nodeEventAt: Stmt<[string, number], number>;
+  versionEventAt: Stmt<[string, number], number>;
+  endedEventAt: Stmt<[string, number], number>;
+  /** The nodes' events after one, in order, and whether each is a re-tag (bound: store, event, limit). */
+  eventsAfter: Stmt<[string, number, number], unknown[]>;
+  deleteStoreVersions: Stmt<[string], { blob: string; inlined: number }>;
+  /** Removes up to 1,000 of a store's versions ended at or before a time (bound: store, time). */
+  purgeVersions: Stmt<[string, number], { blob: string; inlined: number; ended_event_id: number }>;
 }
+
+/**
+ * The states of a listing as of an event (named: store, dir or after/high, event, limit): the
+ * nodes made at or before it, and the kept states whose life holds it, merged in path order. A
+ * version whose event is its node's (MongoDB's crash window; never written here) is ignored.
+ */
+function statesAsOf(where: string): string {
+  return `SELECT ${CURRENT_RAW} FROM nodes n WHERE n.store = @store AND ${where} AND n.event_id <= @event
+    UNION ALL
+    SELECT ${VERSION_RAW} FROM versions n WHERE n.store = @store AND ${where}
+      AND n.event_id <= @event AND n.ended_event_id > @event
+      AND NOT EXISTS (SELECT 1 FROM nodes c WHERE c.store = n.store AND c.path = n.path AND c.event_id = n.event_id)
+    ORDER BY 1 LIMIT @limit`;
+}
+
+const NODE_ROW =
+  "store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id, user";
 
 export function prepareStatements(db: Database.Database): Statements {
   const storeColumns = `s.*, (SELECT tag FROM nodes WHERE store = s.name AND path = '') AS root_tag`;
@@ -97,6 +212,11 @@ export function prepareStatements(db: Database.Database): Statements {
     ),
     updateStore: db.prepare(
       "UPDATE stores SET type = @type, settings = @settings, modified = @now WHERE name = @name AND deleted = 0",
+    ),
+    startHistory: db.prepare<[string]>("UPDATE stores SET history_from = last_event_id WHERE name = ?"),
+    setHistoryFrom: db.prepare<[number, string]>("UPDATE stores SET history_from = ? WHERE name = ?"),
+    raiseHistoryFrom: db.prepare<[number, string]>(
+      "UPDATE stores SET history_from = MAX(history_from, ?) WHERE name = ?",
     ),
     buryStore: db.prepare(
       // Deleting a store is an event of its own: every cursor taken before it is stale (RESET).
@@ -133,16 +253,17 @@ export function prepareStatements(db: Database.Database): Statements {
     liveStoreConfig: db
       .prepare<[string], unknown[]>("SELECT type, settings FROM stores WHERE name = ? AND deleted = 0")
       .raw(true),
-    // Positional parameters (upsertParams): binding fifteen by name costs more than the rest.
+    // Positional parameters (upsertParams): binding sixteen by name costs more than the rest.
     upsertNode: db.prepare<unknown[]>(
-      `INSERT INTO nodes (store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO nodes (${NODE_ROW})
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (store, path) DO UPDATE SET directory = excluded.directory, deleted = excluded.deleted, tag = excluded.tag,
            prev_tag = excluded.prev_tag, type = excluded.type, size = excluded.size, md5 = excluded.md5, blob = excluded.blob,
-           inline = excluded.inline, created = excluded.created, modified = excluded.modified, event_id = excluded.event_id`,
+           inline = excluded.inline, created = excluded.created, modified = excluded.modified, event_id = excluded.event_id,
+           user = excluded.user`,
     ),
     retag: db.prepare(
-      "UPDATE nodes SET prev_tag = tag, tag = @tag, event_id = @eventId WHERE store = @store AND path = @path",
+      "UPDATE nodes SET prev_tag = tag, tag = @tag, event_id = @eventId, user = @user WHERE store = @store AND path = @path",
     ),
     // Listings: raw rows of the path then rawNode's columns, without the contents.
     children: db
@@ -173,10 +294,73 @@ export function prepareStatements(db: Database.Database): Statements {
     deleteNode: db.prepare("DELETE FROM nodes WHERE store = ? AND path = ? AND deleted = 1 AND event_id = ?"),
     raisePurged: db.prepare("UPDATE stores SET purged_event_id = MAX(purged_event_id, ?) WHERE name = ?"),
     changesSince: db.prepare<[string, number, number], NodeRow>(
-      `SELECT store, path, directory, deleted, tag, prev_tag, type, size, md5, blob, NULL AS inline, created, modified, event_id
+      `SELECT store, path, directory, deleted, tag, prev_tag, type, size, md5, blob, NULL AS inline, created, modified, event_id, user
          FROM nodes WHERE store = ? AND event_id > ? ORDER BY event_id LIMIT ?`,
     ),
-    blobInUse: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM nodes WHERE blob = ? LIMIT 1"),
-    blobFiles: db.prepare<[], string>("SELECT blob FROM nodes WHERE inline IS NULL AND blob != ''").pluck(),
+    // A blob file is live while a node or a version points at it (a restore shares it).
+    blobInUse: db
+      .prepare<[string, string], number>(
+        `SELECT 1 FROM nodes WHERE blob = ? AND ${BLOB_FILE} UNION ALL SELECT 1 FROM versions WHERE blob = ? AND ${BLOB_FILE} LIMIT 1`,
+      )
+      .pluck(),
+    blobFiles: db
+      .prepare<[], string>(
+        `SELECT blob FROM nodes WHERE ${BLOB_FILE} UNION SELECT blob FROM versions WHERE ${BLOB_FILE}`,
+      )
+      .pluck(),
+    keepVersion: db.prepare<[number, number, string, string]>(
+      `INSERT INTO versions (${NODE_ROW}, ended_event_id, ended) SELECT ${NODE_ROW}, ?, ? FROM nodes WHERE store = ? AND path = ?`,
+    ),
+    versionsBefore: db
+      .prepare<[string, string, number, number], unknown[]>(
+        `SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ? AND n.path = ? AND n.event_id < ? ORDER BY n.event_id DESC LIMIT ?`,
+      )
+      .raw(true),
+    versionByTag: db.prepare<[string, string, string], VersionRow>(
+      "SELECT * FROM versions WHERE store = ? AND path = ? AND tag = ? ORDER BY event_id DESC LIMIT 1",
+    ),
+    versionAtOrBefore: db.prepare<[string, string, number], VersionRow>(
+      "SELECT * FROM versions WHERE store = ? AND path = ? AND event_id <= ? ORDER BY event_id DESC LIMIT 1",
+    ),
+    versionInlineOf: db
+      .prepare<[string, string, string], unknown[]>(
+        "SELECT inline FROM versions WHERE store = ? AND path = ? AND blob = ? AND inline IS NOT NULL LIMIT 1",
+      )
+      .raw(true),
+    childrenAsOf: db
+      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.parent = @dir AND n.path > @after"))
+      .raw(true),
+    descendantsAsOf: db
+      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.path > @after AND n.path < @high"))
+      .raw(true),
+    belowRootAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.path > @after")).raw(true),
+    // The last event at or before a time: the time order of each index, ties to the larger event.
+    nodeEventAt: db
+      .prepare<[string, number], number>(
+        `SELECT event_id FROM nodes WHERE store = ? AND modified <= ? AND ${NOT_RETAG} ORDER BY modified DESC, event_id DESC LIMIT 1`,
+      )
+      .pluck(),
+    versionEventAt: db
+      .prepare<[string, number], number>(
+        `SELECT event_id FROM versions WHERE store = ? AND modified <= ? AND ${NOT_RETAG} ORDER BY modified DESC, event_id DESC LIMIT 1`,
+      )
+      .pluck(),
+    endedEventAt: db
+      .prepare<[string, number], number>(
+        "SELECT ended_event_id FROM versions WHERE store = ? AND ended <= ? ORDER BY ended DESC, ended_event_id DESC LIMIT 1",
+      )
+      .pluck(),
+    eventsAfter: db
+      .prepare<[string, number, number], unknown[]>(
+        `SELECT event_id, NOT ${NOT_RETAG} FROM nodes WHERE store = ? AND event_id > ? ORDER BY event_id LIMIT ?`,
+      )
+      .raw(true),
+    deleteStoreVersions: db.prepare<[string], { blob: string; inlined: number }>(
+      "DELETE FROM versions WHERE store = ? RETURNING blob, inline IS NOT NULL AS inlined",
+    ),
+    purgeVersions: db.prepare<[string, number], { blob: string; inlined: number; ended_event_id: number }>(
+      `DELETE FROM versions WHERE rowid IN (SELECT rowid FROM versions WHERE store = ? AND ended <= ? ORDER BY ended LIMIT 1000)
+         RETURNING blob, inline IS NOT NULL AS inlined, ended_event_id`,
+    ),
   };
 }

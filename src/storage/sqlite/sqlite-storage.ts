@@ -29,6 +29,7 @@ import {
   type WriteTurns,
 } from "../port.js";
 import { SqliteContents } from "./contents.js";
+import { SqliteHistory } from "./history.js";
 import { SqlitePurge } from "./purge.js";
 import { SqliteReads } from "./reads.js";
 import { applySchema, prepareStatements } from "./schema.js";
@@ -76,7 +77,8 @@ const PEER_TOPIC = "store";
 
 /**
  * The embedded adapter: opens the data directory and wires the modules that do the work, one job
- * each (docs/storage.md): schema.ts, reads.ts, writes.ts, write-turns.ts, contents.ts, purge.ts.
+ * each (docs/storage.md): schema.ts, rows.ts, reads.ts, writes.ts, write-turns.ts, contents.ts,
+ * history.ts, purge.ts.
  */
 export class SqliteStorage implements StoragePort {
   readonly backend = "sqlite";
@@ -90,6 +92,7 @@ export class SqliteStorage implements StoragePort {
   private readonly reads: SqliteReads;
   private readonly writes: SqliteNodeWrites;
   private readonly contents: SqliteContents;
+  private readonly history: SqliteHistory;
   private readonly purge: SqlitePurge;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly peers: { channel: PeerChannel; turns: WriteTurns; slot: number } | undefined;
@@ -159,10 +162,12 @@ export class SqliteStorage implements StoragePort {
     const stmt = prepareStatements(this.db);
     this.reads = new SqliteReads(stmt);
     this.contents = new SqliteContents(stmt, this.blobs, this.reserve, this.logger);
+    this.history = new SqliteHistory(stmt);
     this.writes = new SqliteNodeWrites({
       db: this.db,
       stmt,
       reads: this.reads,
+      history: this.history,
       turns,
       contents: this.contents,
       reserve: this.reserve,
@@ -174,6 +179,7 @@ export class SqliteStorage implements StoragePort {
       reads: this.reads,
       turns,
       blobs: this.blobs,
+      contents: this.contents,
       insights: this.insights,
       reserve: this.reserve,
       logger: this.logger,
@@ -247,16 +253,17 @@ export class SqliteStorage implements StoragePort {
     type: string,
     pre: Preconditions,
     now: number,
+    user?: string,
   ): Promise<WriteResult> {
-    return this.writes.putFile(store, path, blob, type, pre, now);
+    return this.writes.putFile(store, path, blob, type, pre, now, user);
   }
 
-  makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    return this.writes.makeDirectory(store, path, pre, now);
+  makeDirectory(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<WriteResult> {
+    return this.writes.makeDirectory(store, path, pre, now, user);
   }
 
-  deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
-    return this.writes.deleteTree(store, path, pre, now);
+  deleteTree(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<DeleteResult> {
+    return this.writes.deleteTree(store, path, pre, now, user);
   }
 
   writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
@@ -297,31 +304,36 @@ export class SqliteStorage implements StoragePort {
     }
   }
 
-  // History (docs/history.md, storage/port.ts HistoryStorage): being built (issue 27).
-  listVersions(_store: string, _path: string, _options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
-    throw new Error("history is not implemented yet by this adapter");
+  // History (docs/history.md): history.ts reads it; writes.ts keeps it and restores from it.
+  listVersions(store: string, path: string, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.history.listVersions(store, path, options);
   }
-  async getVersion(_store: string, _path: string, _tag: string): Promise<VersionRecord | undefined> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  async getVersion(store: string, path: string, tag: string): Promise<VersionRecord | undefined> {
+    return this.history.getVersion(store, path, tag);
   }
-  async getNodeAsOf(_store: string, _path: string, _eventId: number): Promise<VersionRecord | undefined> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  async getNodeAsOf(store: string, path: string, eventId: number): Promise<VersionRecord | undefined> {
+    return this.history.getNodeAsOf(store, path, eventId);
   }
-  listNodesAsOf(_store: string, _dir: string, _eventId: number, _options: ListOptions): AsyncIterable<VersionRecord[]> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]> {
+    return this.history.listNodesAsOf(store, dir, eventId, options);
   }
-  async eventAt(_store: string, _time: number): Promise<number> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  async eventAt(store: string, time: number): Promise<number> {
+    return this.history.eventAt(store, time);
   }
-  async restoreVersion(
-    _store: string,
-    _path: string,
-    _tag: string,
-    _pre: Preconditions,
-    _now: number,
-    _user?: string,
+
+  restoreVersion(
+    store: string,
+    path: string,
+    tag: string,
+    pre: Preconditions,
+    now: number,
+    user?: string,
   ): Promise<WriteResult> {
-    throw new Error("history is not implemented yet by this adapter");
+    return this.writes.restoreVersion(store, path, tag, pre, now, user);
   }
 
   purgeExpired(now: number): Promise<number> {

@@ -1,13 +1,15 @@
 // The writes of the embedded backend, each one transaction (BEGIN IMMEDIATE, which also
-// serializes event-id allocation with the commit): stores, putFile, makeDirectory, deleteTree.
-// After the commit: listeners told, replaced contents removed when nothing refers to them.
+// serializes event-id allocation with the commit): stores, putFile, makeDirectory, deleteTree,
+// restoreVersion. Each keeps the states it replaces as versions, in the same transaction, when
+// the store keeps versions (history.ts). After the commit: listeners told, replaced contents
+// removed when nothing refers to them any more.
 
 import type Database from "better-sqlite3";
 import { NotFoundError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
-import { hasRecursiveTags, type StoreConfig } from "../../domain/store.js";
+import { hasRecursiveTags, keepsVersions, type StoreConfig } from "../../domain/store.js";
 import type { SpaceReserve } from "../local/space-reserve.js";
 import {
   type BlobInfo,
@@ -19,8 +21,9 @@ import {
   type WriteResult,
 } from "../port.js";
 import type { SqliteContents } from "./contents.js";
+import type { SqliteHistory } from "./history.js";
 import type { SqliteReads } from "./reads.js";
-import { type NodeRow, newDirectory, type Replaced, rawNode, toNode, upsertParams } from "./rows.js";
+import { type NodeRow, newDirectory, type Replaced, rawNode, toConfig, toNode, upsertParams } from "./rows.js";
 import type { Statements } from "./schema.js";
 import type { SqliteWrites } from "./sqlite-errors.js";
 
@@ -28,6 +31,7 @@ export interface SqliteNodeWritesOptions {
   db: Database.Database;
   stmt: Statements;
   reads: SqliteReads;
+  history: SqliteHistory;
   turns: SqliteWrites;
   contents: SqliteContents;
   reserve: SpaceReserve;
@@ -38,6 +42,7 @@ export interface SqliteNodeWritesOptions {
 export class SqliteNodeWrites {
   private readonly stmt: Statements;
   private readonly reads: SqliteReads;
+  private readonly history: SqliteHistory;
   private readonly turns: SqliteWrites;
   private readonly contents: SqliteContents;
   private readonly reserve: SpaceReserve;
@@ -47,6 +52,7 @@ export class SqliteNodeWrites {
   constructor(options: SqliteNodeWritesOptions) {
     this.stmt = options.stmt;
     this.reads = options.reads;
+    this.history = options.history;
     this.turns = options.turns;
     this.contents = options.contents;
     this.reserve = options.reserve;
@@ -55,16 +61,21 @@ export class SqliteNodeWrites {
     // Made once: db.transaction() builds four wrapper functions on every call.
     this.tx = {
       createStore: db.transaction((config: StoreConfig, now: number) => this.createStoreTx(config, now)).immediate,
+      updateStore: db.transaction((config: StoreConfig, now: number) => this.updateStoreTx(config, now)).immediate,
       deleteStore: db.transaction((name: string, now: number) => this.deleteStoreTx(name, now)).immediate,
       putFile: db.transaction(
-        (store: string, path: string, blob: BlobInfo, type: string, pre: Preconditions, now: number) =>
-          this.putFileTx(store, path, blob, type, pre, now),
+        (store: string, path: string, blob: BlobInfo, type: string, pre: Preconditions, now: number, user: string) =>
+          this.putFileTx(store, path, blob, type, pre, now, user),
       ).immediate,
-      makeDirectory: db.transaction((store: string, path: string, pre: Preconditions, now: number) =>
-        this.makeDirectoryTx(store, path, pre, now),
+      makeDirectory: db.transaction((store: string, path: string, pre: Preconditions, now: number, user: string) =>
+        this.makeDirectoryTx(store, path, pre, now, user),
       ).immediate,
-      deleteTree: db.transaction((store: string, path: string, pre: Preconditions, now: number) =>
-        this.deleteTreeTx(store, path, pre, now),
+      deleteTree: db.transaction((store: string, path: string, pre: Preconditions, now: number, user: string) =>
+        this.deleteTreeTx(store, path, pre, now, user),
+      ).immediate,
+      restoreVersion: db.transaction(
+        (store: string, path: string, tag: string, pre: Preconditions, now: number, user: string) =>
+          this.restoreVersionTx(store, path, tag, pre, now, user),
       ).immediate,
     };
   }
@@ -83,29 +94,42 @@ export class SqliteNodeWrites {
     if (existing) this.stmt.reviveStore.run(params);
     else this.stmt.insertStore.run(params);
     const eventId = this.allocate(config.name, 1);
-    this.stmt.upsertNode.run(upsertParams(newDirectory(config.name, "", now, eventId)));
+    this.stmt.upsertNode.run(upsertParams(newDirectory(config.name, "", now, eventId, "")));
+    // Nothing before the store's first event: a store made again shows none of its former life.
+    this.stmt.setHistoryFrom.run(eventId, config.name);
   }
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
-    const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
-    if ((await this.turns.write(() => this.stmt.updateStore.run(params))).changes === 0)
-      throw new NotFoundError(`store ${config.name} not found`);
+    await this.turns.write(() => this.tx.updateStore(config, now));
     this.changed(config.name);
     return this.reads.mustGetStore(config.name);
+  }
+
+  private updateStoreTx(config: StoreConfig, now: number): void {
+    const existing = this.stmt.getStore.get(config.name);
+    if (!existing || existing.deleted === 1) throw new NotFoundError(`store ${config.name} not found`);
+    const params = { name: config.name, type: config.type, settings: JSON.stringify(config.settings), now };
+    this.stmt.updateStore.run(params);
+    // History turned on: every state from the store's last event on is kept (docs/history.md).
+    if (keepsVersions(config) && !keepsVersions(toConfig(existing.name, existing.type, existing.settings))) {
+      this.stmt.startHistory.run(config.name);
+    }
   }
 
   async deleteStore(name: string, now: number): Promise<StoreRecord> {
     const removed = await this.turns.free(() => this.tx.deleteStore(name, now));
     this.changed(name);
-    await this.contents.removeReplaced(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
+    await this.contents.removeReplaced(removed);
     return this.reads.mustGetStore(name);
   }
 
-  private deleteStoreTx(name: string, now: number): Array<{ blob: string; inline: Buffer | null }> {
+  private deleteStoreTx(name: string, now: number): Replaced[] {
     const existing = this.stmt.getStore.get(name);
     if (!existing || existing.deleted === 1) throw new NotFoundError(`store ${name} not found`);
     this.stmt.buryStore.run({ name, now });
-    return this.stmt.deleteStoreNodes.all(name);
+    const nodes = this.stmt.deleteStoreNodes.all(name).map((r) => ({ blob: r.blob, inlined: r.inline !== null }));
+    const versions = this.stmt.deleteStoreVersions.all(name).map((r) => ({ blob: r.blob, inlined: r.inlined === 1 }));
+    return [...nodes, ...versions];
   }
 
   async putFile(
@@ -115,10 +139,11 @@ export class SqliteNodeWrites {
     type: string,
     pre: Preconditions,
     now: number,
+    user = "",
   ): Promise<WriteResult> {
     let outcome: ReturnType<typeof this.tx.putFile>;
     try {
-      outcome = await this.turns.write(() => this.tx.putFile(store, path, blob, type, pre, now));
+      outcome = await this.turns.write(() => this.tx.putFile(store, path, blob, type, pre, now, user));
     } catch (err) {
       // The transaction rolled back: the blob is ours to discard (port.ts), unless a node refers
       // to it all the same, which only a commit that reported failure could have done.
@@ -138,12 +163,31 @@ export class SqliteNodeWrites {
     type: string,
     pre: Preconditions,
     now: number,
+    user: string,
   ): { result: WriteResult; replaced: Replaced | undefined } {
     const config = this.reads.liveStore(store);
     refuseOutsideFolder(config, pre);
     const target = this.currentMetadata(store, path, config, now);
     const parent = this.currentMetadata(store, parentOf(path) ?? "", config, now);
     const { created } = planPutFile(path, target?.node, parent?.node, pre.ifMatch);
+    return this.writeFile(config, path, target, { ...blob, type }, created, now, user);
+  }
+
+  /**
+   * The file state a planned write makes (putFile's, or a restore's with a kept state's contents):
+   * a new tag and event, the replaced state kept when the store keeps versions, ancestors
+   * re-tagged. `replaced`: the contents that no longer have a node, unless a version keeps them.
+   */
+  private writeFile(
+    config: StoreConfig,
+    path: string,
+    target: { node: NodeRecord; inlined: boolean } | undefined,
+    contents: BlobInfo & { type: string },
+    created: boolean,
+    now: number,
+    user: string,
+  ): { result: WriteResult; replaced: Replaced | undefined } {
+    const store = config.name;
     const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
     // The stored row, as getNode would read it back.
     const node: NodeRecord = {
@@ -153,45 +197,92 @@ export class SqliteNodeWrites {
       deleted: false,
       tag: newTag(),
       prevTag: target && !target.node.deleted ? target.node.tag : "",
-      type,
-      size: blob.size,
-      md5: blob.md5,
-      blob: blob.blob,
-      inline: blob.inline,
+      type: contents.type,
+      size: contents.size,
+      md5: contents.md5,
+      blob: contents.blob,
+      inline: contents.inline,
       created: created ? now : (target?.node.created ?? now),
       modified: now,
       eventId,
+      user,
     };
+    this.history.keepReplaced(config, path, eventId, now);
     this.stmt.upsertNode.run(upsertParams(node));
-    this.retagAncestors(config, path, eventId + 1);
-    const replaced = target && { blob: target.node.blob, inlined: target.inlined };
+    this.retagAncestors(config, path, eventId + 1, now, user);
+    const replaced = target && !keepsVersions(config) ? { blob: target.node.blob, inlined: target.inlined } : undefined;
     return { result: { node, created }, replaced };
   }
 
-  async makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    const result = await this.turns.write(() => this.tx.makeDirectory(store, path, pre, now));
+  /**
+   * Makes a kept state of a file current again (docs/history.md): as putFile with the state's
+   * contents (its blob shared, never copied), after the state is found. The replaced contents go
+   * as a putFile's do; nothing is discarded on a refusal, as the blob belongs to the version.
+   */
+  async restoreVersion(
+    store: string,
+    path: string,
+    tag: string,
+    pre: Preconditions,
+    now: number,
+    user = "",
+  ): Promise<WriteResult> {
+    const outcome = await this.turns.write(() => this.tx.restoreVersion(store, path, tag, pre, now, user));
+    this.changed(store);
+    await this.contents.removeReplaced(outcome.replaced ? [outcome.replaced] : []);
+    return outcome.result;
+  }
+
+  private restoreVersionTx(
+    store: string,
+    path: string,
+    tag: string,
+    pre: Preconditions,
+    now: number,
+    user: string,
+  ): { result: WriteResult; replaced: Replaced | undefined } {
+    const config = this.reads.liveStore(store);
+    const state = this.history.restorable(store, path, tag);
+    const parentPath = parentOf(path) ?? "";
+    const parent = this.currentMetadata(store, parentPath, config, now)?.node;
+    if (!parent || parent.deleted || !parent.directory) {
+      throw new NotFoundError(
+        `parent directory /${parentPath === "" ? "" : `${parentPath}/`} not found: restore the directory as of a moment to bring it back`,
+      );
+    }
+    const target = this.currentMetadata(store, path, config, now);
+    const { created } = planPutFile(path, target?.node, parent, pre.ifMatch);
+    const contents = { blob: state.blob, size: state.size, md5: state.md5, inline: state.inline, type: state.type };
+    // A replaced blob that the restored state shares is still referenced: removeReplaced keeps it.
+    return this.writeFile(config, path, target, contents, created, now, user);
+  }
+
+  async makeDirectory(store: string, path: string, pre: Preconditions, now: number, user = ""): Promise<WriteResult> {
+    const result = await this.turns.write(() => this.tx.makeDirectory(store, path, pre, now, user));
     if (result.created) this.changed(store);
     this.reserve.restore();
     return result;
   }
 
-  private makeDirectoryTx(store: string, path: string, pre: Preconditions, now: number): WriteResult {
+  private makeDirectoryTx(store: string, path: string, pre: Preconditions, now: number, user: string): WriteResult {
     const config = this.reads.liveStore(store);
     const target = this.currentMetadata(store, path, config, now)?.node;
     const parent = path === "" ? undefined : this.currentMetadata(store, parentOf(path) ?? "", config, now)?.node;
     const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
     if (created) {
       const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
-      this.stmt.upsertNode.run(upsertParams(newDirectory(store, path, now, eventId)));
-      this.retagAncestors(config, path, eventId + 1);
+      // Over a tombstone (the only node a new directory can replace): the tombstone is kept.
+      this.history.keepReplaced(config, path, eventId, now);
+      this.stmt.upsertNode.run(upsertParams(newDirectory(store, path, now, eventId, user)));
+      this.retagAncestors(config, path, eventId + 1, now, user);
     }
     return { node: this.reads.mustGetNode(store, path), created };
   }
 
-  async deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
-    const { result, removed } = await this.turns.free(() => this.tx.deleteTree(store, path, pre, now));
+  async deleteTree(store: string, path: string, pre: Preconditions, now: number, user = ""): Promise<DeleteResult> {
+    const { result, removed } = await this.turns.free(() => this.tx.deleteTree(store, path, pre, now, user));
     this.changed(store);
-    await this.contents.removeReplaced(removed.map((r) => ({ blob: r.blob, inlined: r.inline !== null })));
+    await this.contents.removeReplaced(removed);
     return result;
   }
 
@@ -200,7 +291,8 @@ export class SqliteNodeWrites {
     path: string,
     pre: Preconditions,
     now: number,
-  ): { result: DeleteResult; removed: NodeRow[] } {
+    user: string,
+  ): { result: DeleteResult; removed: Replaced[] } {
     const config = this.reads.liveStore(store);
     const target = this.currentMetadata(store, path, config, now)?.node;
     planDelete(path, target, pre.ifMatch);
@@ -213,6 +305,7 @@ export class SqliteNodeWrites {
     let eventId = this.allocate(store, ordered.length + this.ancestorCount(config, path)) - 1;
     for (const row of ordered) {
       eventId += 1;
+      this.history.keepReplaced(config, row.path, eventId, now);
       this.stmt.upsertNode.run(
         upsertParams({
           ...toNode(row),
@@ -223,11 +316,14 @@ export class SqliteNodeWrites {
           inline: null,
           modified: now,
           eventId,
+          user,
         }),
       );
     }
-    this.retagAncestors(config, path, eventId + 1);
-    return { result: { node: this.reads.mustGetNode(store, path), count: ordered.length }, removed: ordered };
+    this.retagAncestors(config, path, eventId + 1, now, user);
+    // Kept as versions, the deleted contents stay; else they go once nothing points at them.
+    const removed = keepsVersions(config) ? [] : ordered.map((r) => ({ blob: r.blob, inlined: r.inline !== null }));
+    return { result: { node: this.reads.mustGetNode(store, path), count: ordered.length }, removed };
   }
 
   /**
@@ -257,12 +353,16 @@ export class SqliteNodeWrites {
     return hasRecursiveTags(config.type) ? ancestorsOf(path).length : 0;
   }
 
-  /** On sync-recursive stores, every ancestor directory gets a new tag (and an event). */
-  private retagAncestors(config: StoreConfig, path: string, firstEventId: number): void {
+  /**
+   * On sync-recursive stores, every ancestor directory gets a new tag (and an event), made by the
+   * change's user; its earlier state is kept when the store keeps versions.
+   */
+  private retagAncestors(config: StoreConfig, path: string, firstEventId: number, now: number, user: string): void {
     if (!hasRecursiveTags(config.type)) return;
     let eventId = firstEventId;
     for (const dir of ancestorsOf(path)) {
-      this.stmt.retag.run({ store: config.name, path: dir, tag: newTag(), eventId });
+      this.history.keepReplaced(config, dir, eventId, now);
+      this.stmt.retag.run({ store: config.name, path: dir, tag: newTag(), eventId, user });
       eventId += 1;
     }
   }
