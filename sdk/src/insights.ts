@@ -1,7 +1,9 @@
 // Content insights over REST (/insights/v1): projects, environments, promotion, and reports:
-// create, status, wait (WatchReport on the gRPC face when reachable, long polls otherwise),
-// download, and the queries over a generated report. Errors are the SDK's typed errors
-// (403 ForbiddenError when a permission or project access is missing, 409 ConflictError).
+// create (now or as of an earlier moment), status, wait (WatchReport on the gRPC face when
+// reachable, long polls otherwise), download, the queries over a generated report, and the
+// comparison of two environments or moments. Errors are the SDK's typed errors (403
+// ForbiddenError when a permission or project access is missing, 409 ConflictError, 410
+// HistoryPurgedError for a moment older than the history kept).
 
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
@@ -10,7 +12,7 @@ import { pipeline } from "node:stream/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Auth } from "./auth.js";
 import { fromConnectError, TroveError } from "./errors.js";
-import { createRestClient, type TroveRestClient } from "./rest/client.js";
+import { createRestClient, formatMoment, type Moment, type TroveRestClient } from "./rest/client.js";
 
 export interface Project {
   id: string;
@@ -35,6 +37,11 @@ export interface ReportRequest {
   projectID: string;
   environmentID: string;
   additionalFields?: AdditionalField[];
+  /**
+   * Trove's extension (docs/insights.md): the environment as it was at this moment of the
+   * project's store, an event id or a time (a Date, or ISO 8601 with a zone); default now.
+   */
+  asOf?: Moment;
 }
 
 /** What names a report: the three inputs of the spec's "get a report by ID". */
@@ -52,6 +59,8 @@ export interface ReportStatusRecord {
   status: "generating" | "generated" | "failed" | (string & {});
   href?: string;
   reason?: string;
+  /** Trove's extension: the event the report describes; absent for a report of the environment as it was generated. */
+  asOfEvent?: number;
 }
 
 export interface ReferenceEntry {
@@ -130,6 +139,53 @@ export interface PromoteResult {
   promoted: number;
   failed: number;
   resources: Array<{ path: string; tag: string } | { path: string; status: number; error: string }>;
+}
+
+/** What to compare (docs/insights.md, Comparing): two sides, each an environment of the project at a moment. */
+export interface CompareRequest {
+  projectID: string;
+  /** The side compared from. */
+  environmentID: string;
+  /** Its moment; default now. */
+  asOf?: Moment;
+  /** The side compared to; default the same environment. */
+  toEnvironmentID?: string;
+  /** Its moment; default now. */
+  toAsOf?: Moment;
+}
+
+export interface ComparedSide {
+  environmentID: string;
+  environmentName: string;
+  /** The event the side was read at (for now, the store's last event when the comparison began). */
+  event: number;
+  now: boolean;
+}
+
+export interface ResourceDiff {
+  change: "added" | "removed" | "changed";
+  /** Path within the environment, starting with "/". */
+  path: string;
+  fromMD5?: string;
+  toMD5?: string;
+}
+
+export interface ReferenceDiff {
+  change: "added" | "removed";
+  /** The referring resource. */
+  path: string;
+  kind: string;
+  /** The referenced path. */
+  target: string;
+  missing?: true;
+  isDefault?: true;
+}
+
+export interface Comparison {
+  from: ComparedSide;
+  to: ComparedSide;
+  resources: ResourceDiff[];
+  references: ReferenceDiff[];
 }
 
 export interface WaitOptions {
@@ -239,10 +295,27 @@ export class TroveInsightsClient {
 
   // Reports.
 
-  /** Requests a report; answers its key (the spec's `reportID` array holds one ID). */
+  /**
+   * Requests a report; answers its key (the spec's `reportID` array holds one ID). A malformed
+   * `asOf` is a RangeError before anything is sent.
+   */
   async createReport(request: ReportRequest): Promise<ReportKey> {
-    const { reportID } = await this.json<{ reportID: string[] }>("POST", "/insights/v1/reports", request);
+    const { asOf, ...fields } = request;
+    const body = asOf === undefined ? fields : { ...fields, asOf: formatMoment(asOf, "asOf") };
+    const { reportID } = await this.json<{ reportID: string[] }>("POST", "/insights/v1/reports", body);
     return { reportID: reportID[0] ?? "", projectID: request.projectID, environmentID: request.environmentID };
+  }
+
+  /**
+   * Compares two sides, each an environment of the project at a moment (now by default): the
+   * resources added, removed and changed, and the references added and removed. Nothing is stored.
+   */
+  compareEnvironments(request: CompareRequest, options: { signal?: AbortSignal } = {}): Promise<Comparison> {
+    const query = new URLSearchParams({ projectID: request.projectID, environmentID: request.environmentID });
+    if (request.asOf !== undefined) query.set("asOf", formatMoment(request.asOf, "asOf"));
+    if (request.toEnvironmentID !== undefined) query.set("toEnvironmentID", request.toEnvironmentID);
+    if (request.toAsOf !== undefined) query.set("toAsOf", formatMoment(request.toAsOf, "toAsOf"));
+    return this.json("GET", `/insights/v1/comparison?${query}`, undefined, options.signal);
   }
 
   getReport(key: ReportKey, options: { signal?: AbortSignal } = {}): Promise<ReportStatusRecord> {
@@ -335,6 +408,7 @@ export class TroveInsightsClient {
         };
         if (s.href) record.href = s.href;
         if (s.reason) record.reason = s.reason;
+        if (s.asOfEventId) record.asOfEvent = Number(s.asOfEventId);
         if (seen(record)) return true;
       }
       return false;

@@ -9,6 +9,14 @@ export {
   parseDesignResource,
   readDesignResource,
 } from "./design-resource.js";
+export {
+  diffReferences,
+  diffResources,
+  type ReferenceDiff,
+  type ResourceDiff,
+  type ResourceDiffKind,
+  type SideFile,
+} from "./environment-diff.js";
 export { type FileSourceOptions, fileSource } from "./file-source.js";
 export { type GraphExportOptions, toDot, toMermaid } from "./graph-export.js";
 export { baseName, environmentPath, type Resolution, resolveReference } from "./reference-path.js";

@@ -2,7 +2,7 @@
 // each design resource is read, parsed and reduced to its entry before the next is opened, so
 // memory grows with the number of resources, never with the size of their contents.
 
-import { UnavailableError } from "../domain/errors.js";
+import { HistoryPurgedError, UnavailableError } from "../domain/errors.js";
 import { type DesignResourceContent, parseDesignResource } from "./design-resource.js";
 import { environmentPath } from "./reference-path.js";
 import {
@@ -64,8 +64,9 @@ async function readContents(resource: SourceResource, maxBytes: number): Promise
       chunks.push(chunk);
     }
   } catch (error) {
-    // A backend that is down fails the whole report (its job is retried), not one entry.
-    if (error instanceof UnavailableError) throw error;
+    // A backend that is down fails the whole report (its job is retried), not one entry; so does
+    // an earlier moment whose history was purged meanwhile (a moment is whole or refused).
+    if (error instanceof UnavailableError || error instanceof HistoryPurgedError) throw error;
     return { problem: `could not be read: ${(error as Error).message}` };
   }
   try {

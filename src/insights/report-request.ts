@@ -5,6 +5,7 @@
 // as the caller's face does, given by its proto name (project_id): see services/field-names.ts.
 
 import { BadRequestError } from "../domain/errors.js";
+import { type Moment, parseMoment } from "../domain/history.js";
 import { ADDITIONAL_FIELDS, type AdditionalField } from "./report-document.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -18,6 +19,8 @@ export interface ReportRequest {
   environmentID: string;
   /** Requested additional fields, each once, in the order first given. */
   additionalFields: AdditionalField[];
+  /** Trove's extension: the moment the report describes; undefined: now. */
+  asOf?: Moment;
 }
 
 export interface GetReportInput {
@@ -32,6 +35,7 @@ const PROTO_FIELDS: Readonly<Record<string, string>> = {
   projectID: "project_id",
   environmentID: "environment_id",
   additionalFields: "additional_fields",
+  asOf: "as_of",
 };
 
 /** The name a message gives a field, asked by its proto name; the default is the spec's name. */
@@ -87,7 +91,7 @@ function fail(errors: string[]): never {
 export function parseReportRequest(input: unknown, label: FieldLabel = specLabel): ReportRequest {
   if (!isObject(input)) throw new BadRequestError(`the report request must be a JSON object, not ${show(input)}`);
   const errors: string[] = [];
-  unknownFields(input, ["projectID", "environmentID", "additionalFields"], "report request", errors);
+  unknownFields(input, ["projectID", "environmentID", "additionalFields", "asOf"], "report request", errors);
   const projectID = uuidField(input, "projectID", label, errors);
   const environmentID = uuidField(input, "environmentID", label, errors);
   const additionalFields: AdditionalField[] = [];
@@ -106,8 +110,24 @@ export function parseReportRequest(input: unknown, label: FieldLabel = specLabel
       }
     }
   }
+  let asOf: Moment | undefined;
+  const moment = input.asOf;
+  const asOfName = labelOf("asOf", label);
+  if (typeof moment === "string" && moment !== "") {
+    try {
+      asOf = parseMoment(moment, asOfName);
+    } catch (error) {
+      errors.push((error as Error).message);
+    }
+  } else if (moment !== undefined && moment !== null && moment !== "") {
+    errors.push(
+      `${asOfName} must be a string (an event id or an ISO 8601 date-time with a time zone), not ${show(moment)}`,
+    );
+  }
   if (errors.length > 0) fail(errors);
-  return { projectID, environmentID, additionalFields };
+  return asOf === undefined
+    ? { projectID, environmentID, additionalFields }
+    : { projectID, environmentID, additionalFields, asOf };
 }
 
 /**

@@ -12,6 +12,8 @@ export interface SourceResource {
   lastModified: number;
   /** The contents, in chunks. Called at most once per listing, and only for design resources. */
   open(): AsyncIterable<Uint8Array>;
+  /** Base64 MD5 of the contents, when the source knows it without reading them (a comparison's key). */
+  md5?: string;
   /** The resource's last promotion into this environment, if it was ever promoted. */
   promotion?: { date: string | number; by: string } | undefined;
 }

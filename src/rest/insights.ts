@@ -1,6 +1,7 @@
-// The insights REST face under /insights/v1: projects, environments and promotion, and the
-// reports of content-insights-service.md (docs/insights.md has every route, body and status).
-// Each route parses, calls ProjectCore or ReportCore, and renders JSON.
+// The insights REST face under /insights/v1: projects, environments and promotion, the
+// reports of content-insights-service.md, and comparisons of environments and moments
+// (docs/insights.md has every route, body and status). Each route parses, calls ProjectCore or
+// ReportCore, and renders JSON.
 
 import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
@@ -21,7 +22,11 @@ import {
   PromoteRequestSchema,
 } from "../gen/trove/insights/v1/projects_pb.js";
 import {
+  type ComparedSide,
+  CompareEnvironmentsRequestSchema,
+  type CompareEnvironmentsResponse,
   CreateReportRequestSchema,
+  DiffKind,
   ExportGraphRequestSchema,
   GetDependenciesRequestSchema,
   GetDependentsRequestSchema,
@@ -40,11 +45,13 @@ import {
   WatchReportRequestSchema,
 } from "../gen/trove/insights/v1/reports_pb.js";
 import { parseGetReportInput } from "../insights/report-request.js";
+import { fieldNamesKey } from "../services/field-names.js";
 import type { ProjectCore } from "../services/project-service.js";
 import { REPORTS_PATH, type ReportCore } from "../services/report-service.js";
 import { INSIGHTS_STATUS, sendError, statusOf } from "./errors.js";
 import {
   header,
+  REST_FIELD_NAMES,
   type RequestUrl,
   type RestRequest,
   type RestResponse,
@@ -63,6 +70,19 @@ const MAX_BODY = 64 * 1024;
 const MAX_PROMOTION_BODY = 1024 * 1024;
 /** Longest `wait` of a status request, in seconds. */
 const MAX_WAIT_SECONDS = 60;
+
+/**
+ * The insights face's names of the inputs of its extensions (docs/insights.md), beside REST's:
+ * a report's moment, and the two sides of a comparison.
+ */
+const INSIGHTS_FIELD_NAMES = {
+  ...REST_FIELD_NAMES,
+  as_of: "asOf",
+  "from.environment_id": "environmentID",
+  "from.as_of": "asOf",
+  "to.environment_id": "toEnvironmentID",
+  "to.as_of": "toAsOf",
+};
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const NO_STORE = { "Cache-Control": "no-store" };
@@ -102,7 +122,55 @@ function statusJson(s: ReportStatus | undefined) {
   };
   if (s.href !== "") record.href = s.href;
   if (s.reason !== "") record.reason = s.reason;
+  // Trove's extension: only for a report as of an earlier moment, so the spec's record is unchanged otherwise.
+  if (s.asOfEventId !== 0n) record.asOfEvent = Number(s.asOfEventId);
   return record;
+}
+
+const DIFF_KINDS: Partial<Record<DiffKind, string>> = {
+  [DiffKind.ADDED]: "added",
+  [DiffKind.REMOVED]: "removed",
+  [DiffKind.CHANGED]: "changed",
+};
+
+function sideJson(s: ComparedSide | undefined) {
+  if (!s) throw new Error("no side in the comparison");
+  return { environmentID: s.environmentId, environmentName: s.environmentName, event: Number(s.eventId), now: s.now };
+}
+
+/** A comparison as JSON: optional keys only where they say something (as the report document's `missing`). */
+function comparisonJson(c: CompareEnvironmentsResponse) {
+  return {
+    from: sideJson(c.from),
+    to: sideJson(c.to),
+    resources: c.resources.map((r) => {
+      const item: Record<string, unknown> = { change: DIFF_KINDS[r.kind] ?? "unknown", path: r.path };
+      if (r.fromMd5 !== "") item.fromMD5 = r.fromMd5;
+      if (r.toMd5 !== "") item.toMD5 = r.toMd5;
+      return item;
+    }),
+    references: c.references.map((r) => {
+      const item: Record<string, unknown> = {
+        change: DIFF_KINDS[r.kind] ?? "unknown",
+        path: r.path,
+        kind: r.referenceKind,
+        target: r.target,
+      };
+      if (r.missing) item.missing = true;
+      if (r.isDefault) item.isDefault = true;
+      return item;
+    }),
+  };
+}
+
+/** A moment in a JSON body: an ISO 8601 date-time (a string) or an event id (a string or a whole number). */
+function momentField(object: Record<string, unknown>, field: string): string {
+  const value = object[field];
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return String(value);
+  if (value === undefined || value === null || typeof value === "string") return stringField(object, field, false);
+  throw new BadRequestError(
+    `${field} must be an event id or an ISO 8601 date-time with a time zone, not ${quoteValue(value)}`,
+  );
 }
 
 function relatedJson(r: RelatedResource) {
@@ -196,6 +264,7 @@ export class InsightsRoutes {
       const [collection, id, sub, subId, ...rest] = segments;
       if (collection === "projects") return await this.projectRoutes(req, res, url, id, sub, subId, rest);
       if (collection === "reports") return await this.reportRoutes(req, res, url, id, sub, subId, rest);
+      if (collection === "comparison" && id === undefined) return await this.comparison(req, res, url);
       throw new NotFoundError(`no such endpoint: ${url.pathname}`);
     } catch (err) {
       sendError(req, res, err, INSIGHTS_STATUS);
@@ -217,8 +286,29 @@ export class InsightsRoutes {
       requestMethod: req.method ?? "GET",
       url: req.url ?? "",
       requestSignal: requestSignal(res),
-      contextValues: restContextValues(req),
+      contextValues: restContextValues(req).set(fieldNamesKey, INSIGHTS_FIELD_NAMES),
     });
+  }
+
+  /** GET /insights/v1/comparison: two sides, each an environment at a moment (docs/insights.md). */
+  private async comparison(req: RestRequest, res: RestResponse, url: RequestUrl): Promise<void> {
+    if (req.method !== "GET") return methodNotAllowed(res, req.method, "GET");
+    const allowed = ["projectID", "environmentID", "asOf", "toEnvironmentID", "toAsOf"];
+    const query = queryObject(url.search);
+    for (const name of Object.keys(query)) {
+      if (!allowed.includes(name)) {
+        throw new BadRequestError(`unknown query parameter ${name}; allowed: ${allowed.join(", ")}`);
+      }
+    }
+    const out = await this.reports.compareEnvironments(
+      create(CompareEnvironmentsRequestSchema, {
+        projectId: single(query, "projectID") ?? "",
+        from: { environmentId: single(query, "environmentID") ?? "", asOf: single(query, "asOf") ?? "" },
+        to: { environmentId: single(query, "toEnvironmentID") ?? "", asOf: single(query, "toAsOf") ?? "" },
+      }),
+      this.context(req, res, ReportService, ReportService.method.compareEnvironments),
+    );
+    return sendJson(res, 200, comparisonJson(out));
   }
 
   private async projectRoutes(
@@ -376,15 +466,21 @@ export class InsightsRoutes {
     if (id === undefined) {
       if (req.method !== "POST") return methodNotAllowed(res, req.method, "GET, POST");
       noQuery(url.search);
-      const body = await jsonBody(req, MAX_BODY, "report request", ["projectID", "environmentID", "additionalFields"]);
+      const body = await jsonBody(req, MAX_BODY, "report request", [
+        "projectID",
+        "environmentID",
+        "additionalFields",
+        "asOf",
+      ]);
       const fields = body.additionalFields ?? [];
       if (!Array.isArray(fields) || fields.some((f) => typeof f !== "string")) {
         throw new BadRequestError(`additionalFields must be an array of strings, not ${quoteValue(fields)}`);
       }
       const projectId = stringField(body, "projectID", false);
       const environmentId = stringField(body, "environmentID", false);
+      const asOf = momentField(body, "asOf");
       const out = await this.reports.createReport(
-        create(CreateReportRequestSchema, { projectId, environmentId, additionalFields: fields as string[] }),
+        create(CreateReportRequestSchema, { projectId, environmentId, additionalFields: fields as string[], asOf }),
         ctx(r.createReport),
       );
       const reportId = out.reportId[0] ?? "";

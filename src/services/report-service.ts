@@ -1,5 +1,6 @@
 // ReportService: content-insights reports (content-insights-service.md): creating one (a job
-// in the storage), its status, its document, and the queries over a generated report.
+// in the storage, now or as of an earlier moment), its status, its document, the queries over a
+// generated report, and comparisons of environments and moments (docs/insights.md).
 
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -7,10 +8,17 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
 import { BadRequestError, NotFoundError } from "../domain/errors.js";
+import { type Moment, momentEvent, parseMoment } from "../domain/history.js";
 import {
+  type ComparedSide,
+  ComparedSideSchema,
+  type CompareEnvironmentsRequest,
+  type CompareEnvironmentsResponse,
+  CompareEnvironmentsResponseSchema,
   type CreateReportRequest,
   type CreateReportResponse,
   CreateReportResponseSchema,
+  DiffKind,
   type ExportGraphRequest,
   type ExportGraphResponse,
   ExportGraphResponseSchema,
@@ -48,10 +56,14 @@ import {
   type WatchReportResponse,
   WatchReportResponseSchema,
 } from "../gen/trove/insights/v1/reports_pb.js";
+import { diffReferences, diffResources, type SideFile } from "../insights/environment-diff.js";
 import { toDot, toMermaid } from "../insights/graph-export.js";
+import { buildReport } from "../insights/report-builder.js";
 import type { ReportDocument } from "../insights/report-document.js";
 import {
+  type DependencyGraph,
   dependenciesOf,
+  dependencyGraph,
   dependentsOf,
   missingReferences,
   type RelatedResources,
@@ -60,11 +72,14 @@ import {
 } from "../insights/report-queries.js";
 import { parseGetReportInput, parseReportRequest } from "../insights/report-request.js";
 import { DEFAULT_REPORT_AVAILABILITY_MS } from "../insights/report-status.js";
-import type { ReportRecord, StoragePort } from "../storage/port.js";
+import { DEFAULT_FORMAT, type ResourceFormat } from "../insights/resource-format.js";
+import type { ResourceSource } from "../insights/resource-source.js";
+import type { EnvironmentRecord, ProjectRecord, ReportRecord, StoragePort } from "../storage/port.js";
 import { requirePermission } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
-import { fieldName } from "./field-names.js";
-import type { ProjectCore } from "./project-service.js";
+import { environmentSource } from "./environment-source.js";
+import { fieldName, fieldNamesKey } from "./field-names.js";
+import { type ProjectCore, uuidInput } from "./project-service.js";
 import type { ReportNotifier } from "./report-notifier.js";
 
 /** The permission every report call needs (content-insights-service.md, Authentication). */
@@ -83,6 +98,8 @@ export interface ReportServiceOptions {
   watchInterval?: number;
   /** Generated reports kept parsed for queries (default 8). */
   cachedDocuments?: number;
+  /** The extension map comparisons read design resources by (default DEFAULT_FORMAT, as the worker's). */
+  format?: ResourceFormat;
 }
 
 /** The REST path of a report's document: where `href` points. */
@@ -104,6 +121,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
   readonly availabilityMs: number;
   private readonly watchInterval: number;
   private readonly cacheSize: number;
+  private readonly format: ResourceFormat;
   /** Parsed documents by report ID, least recently used first. A report never changes once generated. */
   private readonly documents = new Map<string, Promise<ReportDocument>>();
 
@@ -115,17 +133,27 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     this.availabilityMs = options.availabilityMs ?? DEFAULT_REPORT_AVAILABILITY_MS;
     this.watchInterval = options.watchInterval ?? 1000;
     this.cacheSize = options.cachedDocuments ?? 8;
+    this.format = options.format ?? DEFAULT_FORMAT;
   }
 
   async createReport(req: CreateReportRequest, ctx: HandlerContext): Promise<CreateReportResponse> {
     const caller = ctx.values.get(callerKey);
     requirePermission(caller, REPORT_PERMISSION);
     const request = parseReportRequest(
-      { projectID: req.projectId, environmentID: req.environmentId, additionalFields: req.additionalFields },
+      {
+        projectID: req.projectId,
+        environmentID: req.environmentId,
+        additionalFields: req.additionalFields,
+        ...(req.asOf === "" ? {} : { asOf: req.asOf }),
+      },
       (field) => fieldName(ctx, field),
     );
     const project = await this.projects.project(request.projectID, ctx, "full");
     const environment = await this.projects.environment(project, request.environmentID, ctx);
+    // Resolved now, so that a refused moment (400, 410) stores nothing, and a time means the
+    // events made by then, not by the time the job runs.
+    const asOfEventId =
+      request.asOf === undefined ? 0 : await this.eventOf(project.store, request.asOf, fieldName(ctx, "as_of"));
     const created = this.now();
     const report: ReportRecord = {
       id: randomUUID(),
@@ -142,6 +170,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
       leaseOwner: "",
       leaseExpires: 0,
       document: null,
+      asOfEventId,
     };
     await this.storage.insights.createReport(report);
     this.notifier.jobAdded();
@@ -256,7 +285,126 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
       state: STATES[report.status],
       href: report.status === "generated" ? reportDocumentHref(report) : "",
       reason: report.status === "failed" ? report.reason : "",
+      asOfEventId: BigInt(report.asOfEventId ?? 0),
     });
+  }
+
+  /**
+   * Compares two sides, each an environment of the project at a moment (now by default): the
+   * files added, removed and changed, and the references added and removed. The access is the
+   * creation of a report of each side's environment: the permission, and full access on the
+   * project. Nothing is stored.
+   */
+  async compareEnvironments(
+    req: CompareEnvironmentsRequest,
+    ctx: HandlerContext,
+  ): Promise<CompareEnvironmentsResponse> {
+    requirePermission(ctx.values.get(callerKey), REPORT_PERMISSION);
+    const named = (field: string) => ctx.values.get(fieldNamesKey)[field] ?? field;
+    // The inputs first, every side's, before anything is looked up.
+    const fromId = uuidInput(named("from.environment_id"), req.from?.environmentId ?? "");
+    const toId =
+      (req.to?.environmentId ?? "") === ""
+        ? fromId
+        : uuidInput(named("to.environment_id"), req.to?.environmentId ?? "");
+    const fromMoment = momentInput(req.from?.asOf ?? "", named("from.as_of"));
+    const toMoment = momentInput(req.to?.asOf ?? "", named("to.as_of"));
+    const project = await this.projects.project(req.projectId, ctx, "full");
+    const from = await this.projects.environment(project, fromId, ctx, "from.environment_id");
+    const to = toId === fromId ? from : await this.projects.environment(project, toId, ctx, "to.environment_id");
+    const fromEvent = await this.sideEvent(project.store, fromMoment, named("from.as_of"));
+    const toEvent = await this.sideEvent(project.store, toMoment, named("to.as_of"));
+    const before = await this.readSide(project, from, fromMoment === undefined ? 0 : fromEvent, ctx);
+    const after = await this.readSide(project, to, toMoment === undefined ? 0 : toEvent, ctx);
+    const side = (environment: EnvironmentRecord, event: number, moment: Moment | undefined): ComparedSide =>
+      create(ComparedSideSchema, {
+        environmentId: environment.id,
+        environmentName: environment.name,
+        eventId: BigInt(event),
+        now: moment === undefined,
+      });
+    const kinds = { added: DiffKind.ADDED, removed: DiffKind.REMOVED, changed: DiffKind.CHANGED } as const;
+    return create(CompareEnvironmentsResponseSchema, {
+      from: side(from, fromEvent, fromMoment),
+      to: side(to, toEvent, toMoment),
+      resources: diffResources(before.files, after.files).map((d) => ({
+        kind: kinds[d.kind],
+        path: d.path,
+        fromMd5: d.fromMd5 ?? "",
+        toMd5: d.toMd5 ?? "",
+      })),
+      references: diffReferences(before.graph, after.graph).map((d) => ({
+        kind: kinds[d.kind],
+        path: d.path,
+        referenceKind: d.referenceKind,
+        target: d.target,
+        missing: d.missing === true,
+        isDefault: d.isDefault === true,
+      })),
+    });
+  }
+
+  /**
+   * The event a moment names in the project's store, checked as an as-of read checks it
+   * (docs/history.md): 400 for one that has not happened, 410 for one before the history horizon.
+   * Event 0 is refused too: the store had nothing then, and 0 stands for "now" in a report.
+   */
+  private async eventOf(store: string, moment: Moment, field: string): Promise<number> {
+    const record = await this.storage.getStore(store);
+    if (!record || record.deleted) throw new NotFoundError(`store ${store} of the project not found`);
+    const atTime = "time" in moment ? await this.storage.eventAt(store, moment.time) : undefined;
+    const event = momentEvent(record, moment, atTime);
+    if (event === 0) {
+      const when = "time" in moment ? new Date(moment.time).toISOString() : "event 0";
+      throw new BadRequestError(`${field}: store ${store} had no event yet at ${when}: there is nothing to read then`);
+    }
+    return event;
+  }
+
+  /** The event a side is read at: its moment's, or for now the store's last event. */
+  private async sideEvent(store: string, moment: Moment | undefined, field: string): Promise<number> {
+    if (moment !== undefined) return this.eventOf(store, moment, field);
+    const record = await this.storage.getStore(store);
+    if (!record || record.deleted) throw new NotFoundError(`store ${store} of the project not found`);
+    return record.lastEventId;
+  }
+
+  /**
+   * One side of a comparison: its files with their MD5s, and its dependency graph, made by the
+   * report builder over the environment at the event (0: now), as a report of it would be.
+   */
+  private async readSide(
+    project: ProjectRecord,
+    environment: EnvironmentRecord,
+    asOfEventId: number,
+    ctx: HandlerContext,
+  ): Promise<{ files: SideFile[]; graph: DependencyGraph }> {
+    const files: SideFile[] = [];
+    const source = environmentSource({
+      storage: this.storage,
+      store: project.store,
+      directory: environment.name,
+      asOfEventId,
+    });
+    const recording: ResourceSource = {
+      async *list() {
+        for await (const resource of source.list()) {
+          files.push({ path: resource.path, md5: resource.md5 ?? "" });
+          yield resource;
+        }
+      },
+    };
+    const document = await buildReport(recording, {
+      creator: "",
+      projectID: project.id,
+      projectName: project.name,
+      environmentID: environment.id,
+      environmentName: environment.name,
+      format: this.format,
+      signal: ctx.signal,
+    });
+    throwIfCallAborted(ctx);
+    return { files, graph: dependencyGraph(document) };
   }
 
   /**
@@ -316,6 +464,11 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     for await (const chunk of this.storage.insights.readReportDocument(report)) chunks.push(chunk);
     return JSON.parse(Buffer.concat(chunks).toString("utf8")) as ReportDocument;
   }
+}
+
+/** An optional moment input: undefined when empty. */
+function momentInput(text: string, field: string): Moment | undefined {
+  return text === "" ? undefined : parseMoment(text, field);
 }
 
 function pathInput(path: string): string {

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
-import { UnavailableError } from "../domain/errors.js";
+import { HistoryPurgedError, UnavailableError } from "../domain/errors.js";
 import { buildReport } from "../insights/report-builder.js";
 import type { AdditionalField } from "../insights/report-document.js";
 import { reportJsonChunks } from "../insights/report-json.js";
@@ -144,6 +144,11 @@ export class ReportWorker {
         const done = await this.update(job, { leaseOwner: "", leaseExpires: this.now(), reason: job.reason });
         return done ? "released" : "lost";
       }
+      // The moment the report describes is gone (docs/insights.md): no later attempt can read it.
+      if (err instanceof HistoryPurgedError) {
+        const done = await this.finish(job, { status: "failed", reason });
+        return done ? "failed" : "lost";
+      }
       if (job.attempts >= this.maxAttempts) {
         const done = await this.finish(job, {
           status: "failed",
@@ -211,7 +216,13 @@ export class ReportWorker {
     const signal = AbortSignal.any([this.stop.signal, lost.signal]);
     let renewed = this.now();
     const document = await buildReport(
-      environmentSource({ storage: this.storage, store: project.store, directory: environment.name, promotions }),
+      environmentSource({
+        storage: this.storage,
+        store: project.store,
+        directory: environment.name,
+        promotions,
+        asOfEventId: job.asOfEventId ?? 0,
+      }),
       {
         creator: job.creator,
         projectID: project.id,

@@ -213,6 +213,12 @@ export interface ReportRecord {
   leaseExpires: number;
   /** The stored report document (JSON), once generated. */
   document: BlobInfo | null;
+  /**
+   * The event of the project's store the report describes (docs/insights.md, "A report as of a
+   * moment"); 0 or absent: the environment as it is when generated. An adapter reads 0 back as
+   * absent, and so a report stored before this field existed.
+   */
+  asOfEventId?: number;
 }
 
 /** Fields a lease holder may change on its job (see `updateReportJob`). */

@@ -79,11 +79,35 @@ describe("Report request (input)", () => {
   it("every problem is named at once; unknown fields too", () => {
     expect(badRequest(() => parseReportRequest({ projectId: PROJECT, additionalFields: [1] }))).toBe(
       [
-        'unknown field "projectId" in the report request; allowed: projectID, environmentID, additionalFields',
+        'unknown field "projectId" in the report request; allowed: projectID, environmentID, additionalFields, asOf',
         "projectID is required",
         "environmentID is required",
         "additionalFields: 1 is not allowed; allowed: lastPromotedDate, lastPromotedBy",
       ].join("; "),
+    );
+  });
+
+  it("asOf (Trove's extension): an event id or an ISO 8601 date-time with a zone; anything else named with the rest", () => {
+    expect(parseReportRequest({ projectID: PROJECT, environmentID: ENVIRONMENT, asOf: "42" }).asOf).toEqual({
+      event: 42,
+    });
+    expect(
+      parseReportRequest({ projectID: PROJECT, environmentID: ENVIRONMENT, asOf: "2026-11-27T15:00:00+01:00" }).asOf,
+    ).toEqual({ time: Date.parse("2026-11-27T14:00:00Z") });
+    expect(parseReportRequest({ projectID: PROJECT, environmentID: ENVIRONMENT, asOf: "" })).not.toHaveProperty("asOf");
+    expect(badRequest(() => parseReportRequest({ projectID: PROJECT, asOf: "yesterday" }))).toBe(
+      [
+        "environmentID is required",
+        'asOf "yesterday" is neither an event id (a whole number) nor an ISO 8601 date-time with a time zone (e.g. 2026-11-27T15:00:00Z)',
+      ].join("; "),
+    );
+    expect(
+      badRequest(() =>
+        parseReportRequest({ projectID: PROJECT, environmentID: ENVIRONMENT, asOf: "2026-11-27T15:00:00" }),
+      ),
+    ).toMatch(/^asOf "2026-11-27T15:00:00" is neither/);
+    expect(badRequest(() => parseReportRequest({ projectID: PROJECT, environmentID: ENVIRONMENT, asOf: 42 }))).toBe(
+      "asOf must be a string (an event id or an ISO 8601 date-time with a time zone), not 42",
     );
   });
 

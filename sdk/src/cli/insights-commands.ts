@@ -1,13 +1,15 @@
 // The content-insights commands of `trove`: project (list, create, environments, promote) and
-// report (create, status, list, download, query). Projects and environments are named by ID
-// or by name.
+// report (create, status, list, download, query, diff). Projects and environments are named by
+// ID or by name.
 
 import {
+  type Comparison,
   createInsightsClient,
   type ReportKey,
   type ReportStatusRecord,
   type TroveInsightsClient,
 } from "../insights.js";
+import { formatMoment } from "../rest/client.js";
 import { type Command, type Context, EXIT, out } from "./command.js";
 import { UsageError } from "./config.js";
 
@@ -41,8 +43,33 @@ async function place(
 
 function statusLine(s: ReportStatusRecord): string {
   const parts = [s.status, s.id[0], s.created[0], s.creator];
+  if (s.asOfEvent !== undefined) parts.push(`as-of ${s.asOfEvent}`);
   if (s.reason) parts.push(s.reason);
   return parts.join("  ");
+}
+
+/** A moment option (--as-of, --to-as-of), checked as the server checks it: a malformed one is a usage mistake. */
+function momentOption(ctx: Context, name: "as-of" | "to-as-of"): string | undefined {
+  const value = ctx.values[name] as string | undefined;
+  if (value === undefined) return undefined;
+  try {
+    return formatMoment(value, `--${name}`);
+  } catch (err) {
+    if (err instanceof RangeError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+const SIGNS = { added: "+", removed: "-", changed: "~" } as const;
+
+/** `+ path`, `- path`, `~ path` per resource, then `+ path -> target  kind` per reference. */
+function comparisonLines(c: Comparison): string {
+  const lines = c.resources.map((r) => `${SIGNS[r.change] ?? "?"} ${r.path}`);
+  for (const r of c.references) {
+    const flags = [r.kind, r.missing ? "missing" : "", r.isDefault ? "default" : ""].filter((f) => f !== "");
+    lines.push(`${SIGNS[r.change] ?? "?"} ${r.path} -> ${r.target}  ${flags.join("  ")}`);
+  }
+  return lines.map((l) => `${l}\n`).join("");
 }
 
 /** Exit code of a final status: a failed report is an error. */
@@ -163,7 +190,7 @@ Options:
 Content-insights reports of one environment of one project. PROJECT and ENVIRONMENT are IDs or
 names; REPORT is the report's ID.
 
-  trove report create PROJECT ENVIRONMENT [--field F ...] [--wait]
+  trove report create PROJECT ENVIRONMENT [--field F ...] [--as-of T] [--wait]
                                        prints the report ID (with --wait, once generated)
   trove report status PROJECT ENVIRONMENT REPORT [--wait]
   trove report list PROJECT ENVIRONMENT
@@ -172,9 +199,21 @@ names; REPORT is the report's ID.
   trove report query PROJECT ENVIRONMENT REPORT QUERY [PATH]
       QUERY: dependencies PATH | dependents PATH | unused | missing | cycles
              | graph [--format dot|mermaid] [--root PATH]
+  trove report diff PROJECT ENVIRONMENT [TO_ENVIRONMENT] [--as-of T] [--to-as-of T]
+                                       what changed from ENVIRONMENT (as of T, default now) to
+                                       TO_ENVIRONMENT (default the same one; as of --to-as-of,
+                                       default now): '+ PATH' added, '- PATH' removed,
+                                       '~ PATH' changed contents, then the references added and
+                                       removed, '+ PATH -> TARGET  KIND'
+
+T is an event id of the project's store or an ISO 8601 date-time with a time zone
+(2026-11-27T15:00:00Z), standing for the store's last event at or before it. A moment older
+than the history the store keeps (its keep-versions) exits 3.
 
 Options:
       --field F        create: an additional field, lastPromotedDate or lastPromotedBy (repeatable)
+      --as-of T        create: the environment as it was at T; diff: the first side's moment
+      --to-as-of T     diff: the second side's moment
       --wait           wait until the report is generated (or failed: exit 1)
       --timeout S      give up waiting after S seconds (exit 1)
       --format F       graph: dot (default) or mermaid
@@ -189,11 +228,15 @@ Options:
       timeout: { type: "string" },
       format: { type: "string" },
       root: { type: "string" },
+      "as-of": { type: "string" },
+      "to-as-of": { type: "string" },
       json: { type: "boolean" },
     },
     async run(ctx) {
       const [action, project, environment, ...args] = ctx.positionals;
-      if (action === undefined) throw new UsageError("missing ACTION: create, status, list, download or query");
+      if (action === undefined) throw new UsageError("missing ACTION: create, status, list, download, query or diff");
+      const asOf = momentOption(ctx, "as-of");
+      const toAsOf = momentOption(ctx, "to-as-of");
       const client = await insights(ctx);
       const timeout = ctx.values.timeout === undefined ? undefined : Number(ctx.values.timeout);
       if (timeout !== undefined && !(timeout > 0)) throw new UsageError("--timeout takes a number of seconds");
@@ -221,6 +264,7 @@ Options:
           const key = await client.createReport({
             ...where,
             ...(fields.length > 0 ? { additionalFields: fields as Array<"lastPromotedDate" | "lastPromotedBy"> } : {}),
+            ...(asOf !== undefined ? { asOf } : {}),
           });
           if (!ctx.values.wait) {
             if (ctx.values.json) json(ctx, { reportID: [key.reportID] });
@@ -264,8 +308,24 @@ Options:
         }
         case "query":
           return query(ctx, client, await keyOf(), args.slice(1));
+        case "diff": {
+          if (args.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(args[1])}`);
+          const where = await place(ctx, client, project, environment);
+          const to = args[0] === undefined ? undefined : await client.findEnvironment(where.projectID, args[0]);
+          const comparison = await client.compareEnvironments({
+            ...where,
+            ...(asOf !== undefined ? { asOf } : {}),
+            ...(to !== undefined ? { toEnvironmentID: to.id } : {}),
+            ...(toAsOf !== undefined ? { toAsOf } : {}),
+          });
+          if (ctx.values.json) json(ctx, comparison);
+          else out(ctx.io, comparisonLines(comparison));
+          return EXIT.ok;
+        }
         default:
-          throw new UsageError(`unknown action ${JSON.stringify(action)}: create, status, list, download or query`);
+          throw new UsageError(
+            `unknown action ${JSON.stringify(action)}: create, status, list, download, query or diff`,
+          );
       }
     },
   },

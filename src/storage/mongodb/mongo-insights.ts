@@ -78,6 +78,8 @@ interface ReportDoc {
   document: DocumentDoc | null;
   /** expiresAt plus a grace period, as a Date: what the TTL index (where there is one) reads. */
   expireAt: Date;
+  /** The event the report describes; 0: now. Absent from reports stored before it existed (read as 0). */
+  asOfEventId?: number;
 }
 
 /**
@@ -137,6 +139,8 @@ function toReport(d: ReportDoc): ReportRecord {
       md5: d.document.md5,
       inline: binaryBytes(d.document.inline),
     },
+    // Absent for now (0), as written by a caller that sets none (port.ts).
+    ...(d.asOfEventId ? { asOfEventId: d.asOfEventId } : {}),
   };
 }
 
@@ -277,6 +281,7 @@ export class MongoInsights implements InsightsStorage {
           ...fields,
           additionalFields: [...report.additionalFields],
           document: documentDoc(document),
+          asOfEventId: report.asOfEventId ?? 0,
           expireAt: expireAt(report.expiresAt),
         }),
       `report ${id} already exists`,

@@ -63,7 +63,8 @@ CREATE TABLE IF NOT EXISTS reports (
   document_blob TEXT,
   document_size INTEGER,
   document_md5 TEXT,
-  document_inline BLOB
+  document_inline BLOB,
+  as_of_event_id INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS reports_jobs ON reports (created, id, lease_expires) WHERE status = 'generating';
 CREATE INDEX IF NOT EXISTS reports_expiry ON reports (expires_at);
@@ -112,6 +113,7 @@ interface ReportRow {
   document_size: number | null;
   document_md5: string | null;
   document_inline: Buffer | null;
+  as_of_event_id: number;
 }
 
 function toEnvironment(r: EnvironmentRow): EnvironmentRecord {
@@ -146,6 +148,8 @@ function toReport(r: ReportRow): ReportRecord {
             md5: r.document_md5 ?? "",
             inline: r.document_inline,
           },
+    // Absent for now (0), as written by a caller that sets none (port.ts).
+    ...(r.as_of_event_id !== 0 ? { asOfEventId: r.as_of_event_id } : {}),
   };
 }
 
@@ -176,6 +180,26 @@ function isUniqueViolation(err: unknown): boolean {
 
 const PAGE = 1000;
 
+/**
+ * The columns added to `reports` since its first version, each with the default an older row
+ * reads as: a data directory made before them gains them at open (ALTER TABLE ADD COLUMN with a
+ * constant default rewrites nothing).
+ */
+const ADDED_REPORT_COLUMNS = { as_of_event_id: "INTEGER NOT NULL DEFAULT 0" } as const;
+
+function addReportColumns(db: Database.Database): void {
+  const present = new Set(db.prepare<[], string>("SELECT name FROM pragma_table_info('reports')").pluck().all());
+  for (const [column, definition] of Object.entries(ADDED_REPORT_COLUMNS)) {
+    if (present.has(column)) continue;
+    try {
+      db.exec(`ALTER TABLE reports ADD COLUMN ${column} ${definition}`);
+    } catch (err) {
+      // Another process on the same data directory (trove serve --workers) added it first.
+      if (!/duplicate column name/i.test((err as Error).message)) throw err;
+    }
+  }
+}
+
 export class SqliteInsights implements InsightsStorage {
   private readonly stmt;
   private readonly claim;
@@ -189,6 +213,7 @@ export class SqliteInsights implements InsightsStorage {
     private readonly logger: StorageLogger,
   ) {
     db.exec(SCHEMA);
+    addReportColumns(db);
     this.stmt = {
       insertProject: db.prepare(
         "INSERT INTO projects (id, account, name, store, created, creator) VALUES (@id, @account, @name, @store, @created, @creator)",
@@ -211,9 +236,11 @@ export class SqliteInsights implements InsightsStorage {
       ),
       insertReport: db.prepare(
         `INSERT INTO reports (id, project_id, environment_id, creator, created, additional_fields, status, finished,
-           expires_at, reason, attempts, lease_owner, lease_expires, document_blob, document_size, document_md5, document_inline)
+           expires_at, reason, attempts, lease_owner, lease_expires, document_blob, document_size, document_md5, document_inline,
+           as_of_event_id)
          VALUES (@id, @projectId, @environmentId, @creator, @created, @additionalFields, @status, @finished,
-           @expiresAt, @reason, @attempts, @leaseOwner, @leaseExpires, @document_blob, @document_size, @document_md5, @document_inline)`,
+           @expiresAt, @reason, @attempts, @leaseOwner, @leaseExpires, @document_blob, @document_size, @document_md5, @document_inline,
+           @asOfEventId)`,
       ),
       getReport: db.prepare<[string], ReportRow>("SELECT * FROM reports WHERE id = ?"),
       listReports: db.prepare<[string, string], ReportRow>(
@@ -309,6 +336,7 @@ export class SqliteInsights implements InsightsStorage {
           ...report,
           additionalFields: JSON.stringify(report.additionalFields),
           ...documentParams(report.document),
+          asOfEventId: report.asOfEventId ?? 0,
         }),
       );
     } catch (err) {

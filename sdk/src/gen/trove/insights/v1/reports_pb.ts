@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trove/insights/v1/reports.proto.
  */
 export const file_trove_insights_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Ch90cm92ZS9pbnNpZ2h0cy92MS9yZXBvcnRzLnByb3RvEhF0cm92ZS5pbnNpZ2h0cy52MSJKCglSZXBvcnRLZXkSEQoJcmVwb3J0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFgoOZW52aXJvbm1lbnRfaWQYAyABKAkiXAoTQ3JlYXRlUmVwb3J0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhYKDmVudmlyb25tZW50X2lkGAIgASgJEhkKEWFkZGl0aW9uYWxfZmllbGRzGAMgAygJIikKFENyZWF0ZVJlcG9ydFJlc3BvbnNlEhEKCXJlcG9ydF9pZBgBIAMoCSKlAQoMUmVwb3J0U3RhdHVzEgoKAmlkGAEgAygJEg8KB2NyZWF0b3IYAiABKAkSKwoHY3JlYXRlZBgDIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoFc3RhdGUYBCABKA4yHi50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0ZRIMCgRocmVmGAUgASgJEg4KBnJlYXNvbhgGIAEoCSI9ChBHZXRSZXBvcnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJEChFHZXRSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiQAoSTGlzdFJlcG9ydHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSFgoOZW52aXJvbm1lbnRfaWQYAiABKAkiRwoTTGlzdFJlcG9ydHNSZXNwb25zZRIwCgdyZXBvcnRzGAEgAygLMh8udHJvdmUuaW5zaWdodHMudjEuUmVwb3J0U3RhdHVzIj8KEldhdGNoUmVwb3J0UmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiRgoTV2F0Y2hSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiRQoYR2V0UmVwb3J0RG9jdW1lbnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSIqChlHZXRSZXBvcnREb2N1bWVudFJlc3BvbnNlEg0KBWNodW5rGAEgASgMIk0KD1JlbGF0ZWRSZXNvdXJjZRIMCgRwYXRoGAEgASgJEgwKBHR5cGUYAiABKAkSDQoFZGVwdGgYAyABKAUSDwoHbWlzc2luZxgEIAEoCCJRChZHZXREZXBlbmRlbmNpZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleRIMCgRwYXRoGAIgASgJIpABChdHZXREZXBlbmRlbmNpZXNSZXNwb25zZRIQCghyZXNvdXJjZRgBIAEoCRIyCgZkaXJlY3QYAiADKAsyIi50cm92ZS5pbnNpZ2h0cy52MS5SZWxhdGVkUmVzb3VyY2USLwoDYWxsGAMgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlIk8KFEdldERlcGVuZGVudHNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleRIMCgRwYXRoGAIgASgJIo4BChVHZXREZXBlbmRlbnRzUmVzcG9uc2USEAoIcmVzb3VyY2UYASABKAkSMgoGZGlyZWN0GAIgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlEi8KA2FsbBgDIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZSJHChpMaXN0VW51c2VkUmVzb3VyY2VzUmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiVAobTGlzdFVudXNlZFJlc291cmNlc1Jlc3BvbnNlEjUKCXJlc291cmNlcxgBIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZSJqChBNaXNzaW5nUmVmZXJlbmNlEgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEhUKDXJlbGF0aXZlX3BhdGgYBCABKAkSFQoNYWJzb2x1dGVfcGF0aBgFIAEoCSJJChxMaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJYCh1MaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXNwb25zZRI3CgpyZWZlcmVuY2VzGAEgAygLMiMudHJvdmUuaW5zaWdodHMudjEuTWlzc2luZ1JlZmVyZW5jZSIyCg5SZWZlcmVuY2VDeWNsZRIRCglyZXNvdXJjZXMYASADKAkSDQoFY3ljbGUYAiADKAkiPgoRTGlzdEN5Y2xlc1JlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5IkcKEkxpc3RDeWNsZXNSZXNwb25zZRIxCgZjeWNsZXMYASADKAsyIS50cm92ZS5pbnNpZ2h0cy52MS5SZWZlcmVuY2VDeWNsZSJ9ChJFeHBvcnRHcmFwaFJlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5Ei4KBmZvcm1hdBgCIAEoDjIeLnRyb3ZlLmluc2lnaHRzLnYxLkdyYXBoRm9ybWF0EgwKBHJvb3QYAyABKAkiIwoTRXhwb3J0R3JhcGhSZXNwb25zZRIMCgR0ZXh0GAEgASgJKn0KC1JlcG9ydFN0YXRlEhwKGFJFUE9SVF9TVEFURV9VTlNQRUNJRklFRBAAEhsKF1JFUE9SVF9TVEFURV9HRU5FUkFUSU5HEAESGgoWUkVQT1JUX1NUQVRFX0dFTkVSQVRFRBACEhcKE1JFUE9SVF9TVEFURV9GQUlMRUQQAypbCgtHcmFwaEZvcm1hdBIcChhHUkFQSF9GT1JNQVRfVU5TUEVDSUZJRUQQABIUChBHUkFQSF9GT1JNQVRfRE9UEAESGAoUR1JBUEhfRk9STUFUX01FUk1BSUQQAjKeCQoNUmVwb3J0U2VydmljZRJfCgxDcmVhdGVSZXBvcnQSJi50cm92ZS5pbnNpZ2h0cy52MS5DcmVhdGVSZXBvcnRSZXF1ZXN0GicudHJvdmUuaW5zaWdodHMudjEuQ3JlYXRlUmVwb3J0UmVzcG9uc2USWwoJR2V0UmVwb3J0EiMudHJvdmUuaW5zaWdodHMudjEuR2V0UmVwb3J0UmVxdWVzdBokLnRyb3ZlLmluc2lnaHRzLnYxLkdldFJlcG9ydFJlc3BvbnNlIgOQAgESYQoLTGlzdFJlcG9ydHMSJS50cm92ZS5pbnNpZ2h0cy52MS5MaXN0UmVwb3J0c1JlcXVlc3QaJi50cm92ZS5pbnNpZ2h0cy52MS5MaXN0UmVwb3J0c1Jlc3BvbnNlIgOQAgESXgoLV2F0Y2hSZXBvcnQSJS50cm92ZS5pbnNpZ2h0cy52MS5XYXRjaFJlcG9ydFJlcXVlc3QaJi50cm92ZS5pbnNpZ2h0cy52MS5XYXRjaFJlcG9ydFJlc3BvbnNlMAESdQoRR2V0UmVwb3J0RG9jdW1lbnQSKy50cm92ZS5pbnNpZ2h0cy52MS5HZXRSZXBvcnREb2N1bWVudFJlcXVlc3QaLC50cm92ZS5pbnNpZ2h0cy52MS5HZXRSZXBvcnREb2N1bWVudFJlc3BvbnNlIgOQAgEwARJtCg9HZXREZXBlbmRlbmNpZXMSKS50cm92ZS5pbnNpZ2h0cy52MS5HZXREZXBlbmRlbmNpZXNSZXF1ZXN0GioudHJvdmUuaW5zaWdodHMudjEuR2V0RGVwZW5kZW5jaWVzUmVzcG9uc2UiA5ACARJnCg1HZXREZXBlbmRlbnRzEicudHJvdmUuaW5zaWdodHMudjEuR2V0RGVwZW5kZW50c1JlcXVlc3QaKC50cm92ZS5pbnNpZ2h0cy52MS5HZXREZXBlbmRlbnRzUmVzcG9uc2UiA5ACARJ5ChNMaXN0VW51c2VkUmVzb3VyY2VzEi0udHJvdmUuaW5zaWdodHMudjEuTGlzdFVudXNlZFJlc291cmNlc1JlcXVlc3QaLi50cm92ZS5pbnNpZ2h0cy52MS5MaXN0VW51c2VkUmVzb3VyY2VzUmVzcG9uc2UiA5ACARJ/ChVMaXN0TWlzc2luZ1JlZmVyZW5jZXMSLy50cm92ZS5pbnNpZ2h0cy52MS5MaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXF1ZXN0GjAudHJvdmUuaW5zaWdodHMudjEuTGlzdE1pc3NpbmdSZWZlcmVuY2VzUmVzcG9uc2UiA5ACARJeCgpMaXN0Q3ljbGVzEiQudHJvdmUuaW5zaWdodHMudjEuTGlzdEN5Y2xlc1JlcXVlc3QaJS50cm92ZS5pbnNpZ2h0cy52MS5MaXN0Q3ljbGVzUmVzcG9uc2UiA5ACARJhCgtFeHBvcnRHcmFwaBIlLnRyb3ZlLmluc2lnaHRzLnYxLkV4cG9ydEdyYXBoUmVxdWVzdBomLnRyb3ZlLmluc2lnaHRzLnYxLkV4cG9ydEdyYXBoUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Ch90cm92ZS9pbnNpZ2h0cy92MS9yZXBvcnRzLnByb3RvEhF0cm92ZS5pbnNpZ2h0cy52MSJKCglSZXBvcnRLZXkSEQoJcmVwb3J0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFgoOZW52aXJvbm1lbnRfaWQYAyABKAkiawoTQ3JlYXRlUmVwb3J0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhYKDmVudmlyb25tZW50X2lkGAIgASgJEhkKEWFkZGl0aW9uYWxfZmllbGRzGAMgAygJEg0KBWFzX29mGAQgASgJIikKFENyZWF0ZVJlcG9ydFJlc3BvbnNlEhEKCXJlcG9ydF9pZBgBIAMoCSK9AQoMUmVwb3J0U3RhdHVzEgoKAmlkGAEgAygJEg8KB2NyZWF0b3IYAiABKAkSKwoHY3JlYXRlZBgDIAMoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoFc3RhdGUYBCABKA4yHi50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0ZRIMCgRocmVmGAUgASgJEg4KBnJlYXNvbhgGIAEoCRIWCg5hc19vZl9ldmVudF9pZBgHIAEoAyI9ChBHZXRSZXBvcnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJEChFHZXRSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiQAoSTGlzdFJlcG9ydHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSFgoOZW52aXJvbm1lbnRfaWQYAiABKAkiRwoTTGlzdFJlcG9ydHNSZXNwb25zZRIwCgdyZXBvcnRzGAEgAygLMh8udHJvdmUuaW5zaWdodHMudjEuUmVwb3J0U3RhdHVzIj8KEldhdGNoUmVwb3J0UmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiRgoTV2F0Y2hSZXBvcnRSZXNwb25zZRIvCgZzdGF0dXMYASABKAsyHy50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRTdGF0dXMiRQoYR2V0UmVwb3J0RG9jdW1lbnRSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSIqChlHZXRSZXBvcnREb2N1bWVudFJlc3BvbnNlEg0KBWNodW5rGAEgASgMIk0KD1JlbGF0ZWRSZXNvdXJjZRIMCgRwYXRoGAEgASgJEgwKBHR5cGUYAiABKAkSDQoFZGVwdGgYAyABKAUSDwoHbWlzc2luZxgEIAEoCCJRChZHZXREZXBlbmRlbmNpZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleRIMCgRwYXRoGAIgASgJIpABChdHZXREZXBlbmRlbmNpZXNSZXNwb25zZRIQCghyZXNvdXJjZRgBIAEoCRIyCgZkaXJlY3QYAiADKAsyIi50cm92ZS5pbnNpZ2h0cy52MS5SZWxhdGVkUmVzb3VyY2USLwoDYWxsGAMgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlIk8KFEdldERlcGVuZGVudHNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleRIMCgRwYXRoGAIgASgJIo4BChVHZXREZXBlbmRlbnRzUmVzcG9uc2USEAoIcmVzb3VyY2UYASABKAkSMgoGZGlyZWN0GAIgAygLMiIudHJvdmUuaW5zaWdodHMudjEuUmVsYXRlZFJlc291cmNlEi8KA2FsbBgDIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZSJHChpMaXN0VW51c2VkUmVzb3VyY2VzUmVxdWVzdBIpCgNrZXkYASABKAsyHC50cm92ZS5pbnNpZ2h0cy52MS5SZXBvcnRLZXkiVAobTGlzdFVudXNlZFJlc291cmNlc1Jlc3BvbnNlEjUKCXJlc291cmNlcxgBIAMoCzIiLnRyb3ZlLmluc2lnaHRzLnYxLlJlbGF0ZWRSZXNvdXJjZSJqChBNaXNzaW5nUmVmZXJlbmNlEgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEhUKDXJlbGF0aXZlX3BhdGgYBCABKAkSFQoNYWJzb2x1dGVfcGF0aBgFIAEoCSJJChxMaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXF1ZXN0EikKA2tleRgBIAEoCzIcLnRyb3ZlLmluc2lnaHRzLnYxLlJlcG9ydEtleSJYCh1MaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXNwb25zZRI3CgpyZWZlcmVuY2VzGAEgAygLMiMudHJvdmUuaW5zaWdodHMudjEuTWlzc2luZ1JlZmVyZW5jZSIyCg5SZWZlcmVuY2VDeWNsZRIRCglyZXNvdXJjZXMYASADKAkSDQoFY3ljbGUYAiADKAkiPgoRTGlzdEN5Y2xlc1JlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5IkcKEkxpc3RDeWNsZXNSZXNwb25zZRIxCgZjeWNsZXMYASADKAsyIS50cm92ZS5pbnNpZ2h0cy52MS5SZWZlcmVuY2VDeWNsZSJ9ChJFeHBvcnRHcmFwaFJlcXVlc3QSKQoDa2V5GAEgASgLMhwudHJvdmUuaW5zaWdodHMudjEuUmVwb3J0S2V5Ei4KBmZvcm1hdBgCIAEoDjIeLnRyb3ZlLmluc2lnaHRzLnYxLkdyYXBoRm9ybWF0EgwKBHJvb3QYAyABKAkiIwoTRXhwb3J0R3JhcGhSZXNwb25zZRIMCgR0ZXh0GAEgASgJIjoKEUVudmlyb25tZW50TW9tZW50EhYKDmVudmlyb25tZW50X2lkGAEgASgJEg0KBWFzX29mGAIgASgJIpYBChpDb21wYXJlRW52aXJvbm1lbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjIKBGZyb20YAiABKAsyJC50cm92ZS5pbnNpZ2h0cy52MS5FbnZpcm9ubWVudE1vbWVudBIwCgJ0bxgDIAEoCzIkLnRyb3ZlLmluc2lnaHRzLnYxLkVudmlyb25tZW50TW9tZW50Il8KDENvbXBhcmVkU2lkZRIWCg5lbnZpcm9ubWVudF9pZBgBIAEoCRIYChBlbnZpcm9ubWVudF9uYW1lGAIgASgJEhAKCGV2ZW50X2lkGAMgASgDEgsKA25vdxgEIAEoCCJpCgxSZXNvdXJjZURpZmYSKQoEa2luZBgBIAEoDjIbLnRyb3ZlLmluc2lnaHRzLnYxLkRpZmZLaW5kEgwKBHBhdGgYAiABKAkSEAoIZnJvbV9tZDUYAyABKAkSDgoGdG9fbWQ1GAQgASgJIpUBCg1SZWZlcmVuY2VEaWZmEikKBGtpbmQYASABKA4yGy50cm92ZS5pbnNpZ2h0cy52MS5EaWZmS2luZBIMCgRwYXRoGAIgASgJEhYKDnJlZmVyZW5jZV9raW5kGAMgASgJEg4KBnRhcmdldBgEIAEoCRIPCgdtaXNzaW5nGAUgASgIEhIKCmlzX2RlZmF1bHQYBiABKAgi4wEKG0NvbXBhcmVFbnZpcm9ubWVudHNSZXNwb25zZRItCgRmcm9tGAEgASgLMh8udHJvdmUuaW5zaWdodHMudjEuQ29tcGFyZWRTaWRlEisKAnRvGAIgASgLMh8udHJvdmUuaW5zaWdodHMudjEuQ29tcGFyZWRTaWRlEjIKCXJlc291cmNlcxgDIAMoCzIfLnRyb3ZlLmluc2lnaHRzLnYxLlJlc291cmNlRGlmZhI0CgpyZWZlcmVuY2VzGAQgAygLMiAudHJvdmUuaW5zaWdodHMudjEuUmVmZXJlbmNlRGlmZip9CgtSZXBvcnRTdGF0ZRIcChhSRVBPUlRfU1RBVEVfVU5TUEVDSUZJRUQQABIbChdSRVBPUlRfU1RBVEVfR0VORVJBVElORxABEhoKFlJFUE9SVF9TVEFURV9HRU5FUkFURUQQAhIXChNSRVBPUlRfU1RBVEVfRkFJTEVEEAMqWwoLR3JhcGhGb3JtYXQSHAoYR1JBUEhfRk9STUFUX1VOU1BFQ0lGSUVEEAASFAoQR1JBUEhfRk9STUFUX0RPVBABEhgKFEdSQVBIX0ZPUk1BVF9NRVJNQUlEEAIqaAoIRGlmZktpbmQSGQoVRElGRl9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPRElGRl9LSU5EX0FEREVEEAESFQoRRElGRl9LSU5EX1JFTU9WRUQQAhIVChFESUZGX0tJTkRfQ0hBTkdFRBADMpkKCg1SZXBvcnRTZXJ2aWNlEl8KDENyZWF0ZVJlcG9ydBImLnRyb3ZlLmluc2lnaHRzLnYxLkNyZWF0ZVJlcG9ydFJlcXVlc3QaJy50cm92ZS5pbnNpZ2h0cy52MS5DcmVhdGVSZXBvcnRSZXNwb25zZRJbCglHZXRSZXBvcnQSIy50cm92ZS5pbnNpZ2h0cy52MS5HZXRSZXBvcnRSZXF1ZXN0GiQudHJvdmUuaW5zaWdodHMudjEuR2V0UmVwb3J0UmVzcG9uc2UiA5ACARJhCgtMaXN0UmVwb3J0cxIlLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RSZXBvcnRzUmVxdWVzdBomLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RSZXBvcnRzUmVzcG9uc2UiA5ACARJeCgtXYXRjaFJlcG9ydBIlLnRyb3ZlLmluc2lnaHRzLnYxLldhdGNoUmVwb3J0UmVxdWVzdBomLnRyb3ZlLmluc2lnaHRzLnYxLldhdGNoUmVwb3J0UmVzcG9uc2UwARJ1ChFHZXRSZXBvcnREb2N1bWVudBIrLnRyb3ZlLmluc2lnaHRzLnYxLkdldFJlcG9ydERvY3VtZW50UmVxdWVzdBosLnRyb3ZlLmluc2lnaHRzLnYxLkdldFJlcG9ydERvY3VtZW50UmVzcG9uc2UiA5ACATABEm0KD0dldERlcGVuZGVuY2llcxIpLnRyb3ZlLmluc2lnaHRzLnYxLkdldERlcGVuZGVuY2llc1JlcXVlc3QaKi50cm92ZS5pbnNpZ2h0cy52MS5HZXREZXBlbmRlbmNpZXNSZXNwb25zZSIDkAIBEmcKDUdldERlcGVuZGVudHMSJy50cm92ZS5pbnNpZ2h0cy52MS5HZXREZXBlbmRlbnRzUmVxdWVzdBooLnRyb3ZlLmluc2lnaHRzLnYxLkdldERlcGVuZGVudHNSZXNwb25zZSIDkAIBEnkKE0xpc3RVbnVzZWRSZXNvdXJjZXMSLS50cm92ZS5pbnNpZ2h0cy52MS5MaXN0VW51c2VkUmVzb3VyY2VzUmVxdWVzdBouLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RVbnVzZWRSZXNvdXJjZXNSZXNwb25zZSIDkAIBEn8KFUxpc3RNaXNzaW5nUmVmZXJlbmNlcxIvLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RNaXNzaW5nUmVmZXJlbmNlc1JlcXVlc3QaMC50cm92ZS5pbnNpZ2h0cy52MS5MaXN0TWlzc2luZ1JlZmVyZW5jZXNSZXNwb25zZSIDkAIBEl4KCkxpc3RDeWNsZXMSJC50cm92ZS5pbnNpZ2h0cy52MS5MaXN0Q3ljbGVzUmVxdWVzdBolLnRyb3ZlLmluc2lnaHRzLnYxLkxpc3RDeWNsZXNSZXNwb25zZSIDkAIBEmEKC0V4cG9ydEdyYXBoEiUudHJvdmUuaW5zaWdodHMudjEuRXhwb3J0R3JhcGhSZXF1ZXN0GiYudHJvdmUuaW5zaWdodHMudjEuRXhwb3J0R3JhcGhSZXNwb25zZSIDkAIBEnkKE0NvbXBhcmVFbnZpcm9ubWVudHMSLS50cm92ZS5pbnNpZ2h0cy52MS5Db21wYXJlRW52aXJvbm1lbnRzUmVxdWVzdBouLnRyb3ZlLmluc2lnaHRzLnYxLkNvbXBhcmVFbnZpcm9ubWVudHNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * The three inputs of "get a report by ID", all UUIDs.
@@ -66,6 +66,14 @@ export type CreateReportRequest = Message<"trove.insights.v1.CreateReportRequest
    * @generated from field: repeated string additional_fields = 3;
    */
   additionalFields: string[];
+
+  /**
+   * Trove's extension (docs/insights.md): the moment the report describes, an event id or an
+   * ISO 8601 date-time with a time zone; empty: now. Resolved to an event id when requested.
+   *
+   * @generated from field: string as_of = 4;
+   */
+  asOf: string;
 };
 
 /**
@@ -135,6 +143,14 @@ export type ReportStatus = Message<"trove.insights.v1.ReportStatus"> & {
    * @generated from field: string reason = 6;
    */
   reason: string;
+
+  /**
+   * Trove's extension: the event of the project's store the report describes; 0: the
+   * environment as it was when generated (no as_of).
+   *
+   * @generated from field: int64 as_of_event_id = 7;
+   */
+  asOfEventId: bigint;
 };
 
 /**
@@ -629,6 +645,232 @@ export const ExportGraphResponseSchema: GenMessage<ExportGraphResponse> = /*@__P
   messageDesc(file_trove_insights_v1_reports, 26);
 
 /**
+ * One side of a comparison: an environment of the project at a moment.
+ *
+ * @generated from message trove.insights.v1.EnvironmentMoment
+ */
+export type EnvironmentMoment = Message<"trove.insights.v1.EnvironmentMoment"> & {
+  /**
+   * @generated from field: string environment_id = 1;
+   */
+  environmentId: string;
+
+  /**
+   * An event id or an ISO 8601 date-time with a time zone; empty: now.
+   *
+   * @generated from field: string as_of = 2;
+   */
+  asOf: string;
+};
+
+/**
+ * Describes the message trove.insights.v1.EnvironmentMoment.
+ * Use `create(EnvironmentMomentSchema)` to create a new message.
+ */
+export const EnvironmentMomentSchema: GenMessage<EnvironmentMoment> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 27);
+
+/**
+ * @generated from message trove.insights.v1.CompareEnvironmentsRequest
+ */
+export type CompareEnvironmentsRequest = Message<"trove.insights.v1.CompareEnvironmentsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * The side compared from (before).
+   *
+   * @generated from field: trove.insights.v1.EnvironmentMoment from = 2;
+   */
+  from?: EnvironmentMoment | undefined;
+
+  /**
+   * The side compared to (after); an empty environment_id is from's environment.
+   *
+   * @generated from field: trove.insights.v1.EnvironmentMoment to = 3;
+   */
+  to?: EnvironmentMoment | undefined;
+};
+
+/**
+ * Describes the message trove.insights.v1.CompareEnvironmentsRequest.
+ * Use `create(CompareEnvironmentsRequestSchema)` to create a new message.
+ */
+export const CompareEnvironmentsRequestSchema: GenMessage<CompareEnvironmentsRequest> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 28);
+
+/**
+ * A side as it was read.
+ *
+ * @generated from message trove.insights.v1.ComparedSide
+ */
+export type ComparedSide = Message<"trove.insights.v1.ComparedSide"> & {
+  /**
+   * @generated from field: string environment_id = 1;
+   */
+  environmentId: string;
+
+  /**
+   * @generated from field: string environment_name = 2;
+   */
+  environmentName: string;
+
+  /**
+   * The event of the project's store the side was read at: its moment, or for now the store's
+   * last event when the comparison began.
+   *
+   * @generated from field: int64 event_id = 3;
+   */
+  eventId: bigint;
+
+  /**
+   * Whether the side is now (no as_of).
+   *
+   * @generated from field: bool now = 4;
+   */
+  now: boolean;
+};
+
+/**
+ * Describes the message trove.insights.v1.ComparedSide.
+ * Use `create(ComparedSideSchema)` to create a new message.
+ */
+export const ComparedSideSchema: GenMessage<ComparedSide> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 29);
+
+/**
+ * A file of the environment that one side has and the other not, or with other contents.
+ *
+ * @generated from message trove.insights.v1.ResourceDiff
+ */
+export type ResourceDiff = Message<"trove.insights.v1.ResourceDiff"> & {
+  /**
+   * @generated from field: trove.insights.v1.DiffKind kind = 1;
+   */
+  kind: DiffKind;
+
+  /**
+   * Path within the environment, starting with "/".
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Base64 MD5 of the contents on each side; empty where the resource is absent.
+   *
+   * @generated from field: string from_md5 = 3;
+   */
+  fromMd5: string;
+
+  /**
+   * @generated from field: string to_md5 = 4;
+   */
+  toMd5: string;
+};
+
+/**
+ * Describes the message trove.insights.v1.ResourceDiff.
+ * Use `create(ResourceDiffSchema)` to create a new message.
+ */
+export const ResourceDiffSchema: GenMessage<ResourceDiff> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 30);
+
+/**
+ * A reference (an edge of the dependency graph) that one side has and the other not.
+ *
+ * @generated from message trove.insights.v1.ReferenceDiff
+ */
+export type ReferenceDiff = Message<"trove.insights.v1.ReferenceDiff"> & {
+  /**
+   * ADDED or REMOVED.
+   *
+   * @generated from field: trove.insights.v1.DiffKind kind = 1;
+   */
+  kind: DiffKind;
+
+  /**
+   * The referring resource.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * pluggableObject, contentBlock, datamodel or theme.
+   *
+   * @generated from field: string reference_kind = 3;
+   */
+  referenceKind: string;
+
+  /**
+   * The referenced path within the environment.
+   *
+   * @generated from field: string target = 4;
+   */
+  target: string;
+
+  /**
+   * No design resource at the target on the side that has the reference.
+   *
+   * @generated from field: bool missing = 5;
+   */
+  missing: boolean;
+
+  /**
+   * A theme reference that is the template's default theme.
+   *
+   * @generated from field: bool is_default = 6;
+   */
+  isDefault: boolean;
+};
+
+/**
+ * Describes the message trove.insights.v1.ReferenceDiff.
+ * Use `create(ReferenceDiffSchema)` to create a new message.
+ */
+export const ReferenceDiffSchema: GenMessage<ReferenceDiff> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 31);
+
+/**
+ * @generated from message trove.insights.v1.CompareEnvironmentsResponse
+ */
+export type CompareEnvironmentsResponse = Message<"trove.insights.v1.CompareEnvironmentsResponse"> & {
+  /**
+   * @generated from field: trove.insights.v1.ComparedSide from = 1;
+   */
+  from?: ComparedSide | undefined;
+
+  /**
+   * @generated from field: trove.insights.v1.ComparedSide to = 2;
+   */
+  to?: ComparedSide | undefined;
+
+  /**
+   * In path order.
+   *
+   * @generated from field: repeated trove.insights.v1.ResourceDiff resources = 3;
+   */
+  resources: ResourceDiff[];
+
+  /**
+   * By referring path, then target, then kind; removed before added.
+   *
+   * @generated from field: repeated trove.insights.v1.ReferenceDiff references = 4;
+   */
+  references: ReferenceDiff[];
+};
+
+/**
+ * Describes the message trove.insights.v1.CompareEnvironmentsResponse.
+ * Use `create(CompareEnvironmentsResponseSchema)` to create a new message.
+ */
+export const CompareEnvironmentsResponseSchema: GenMessage<CompareEnvironmentsResponse> = /*@__PURE__*/
+  messageDesc(file_trove_insights_v1_reports, 32);
+
+/**
  * @generated from enum trove.insights.v1.ReportState
  */
 export enum ReportState {
@@ -684,6 +926,37 @@ export enum GraphFormat {
  */
 export const GraphFormatSchema: GenEnum<GraphFormat> = /*@__PURE__*/
   enumDesc(file_trove_insights_v1_reports, 1);
+
+/**
+ * @generated from enum trove.insights.v1.DiffKind
+ */
+export enum DiffKind {
+  /**
+   * @generated from enum value: DIFF_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: DIFF_KIND_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * @generated from enum value: DIFF_KIND_REMOVED = 2;
+   */
+  REMOVED = 2,
+
+  /**
+   * @generated from enum value: DIFF_KIND_CHANGED = 3;
+   */
+  CHANGED = 3,
+}
+
+/**
+ * Describes the enum trove.insights.v1.DiffKind.
+ */
+export const DiffKindSchema: GenEnum<DiffKind> = /*@__PURE__*/
+  enumDesc(file_trove_insights_v1_reports, 2);
 
 /**
  * @generated from service trove.insights.v1.ReportService
@@ -782,6 +1055,17 @@ export const ReportService: GenService<{
     methodKind: "unary";
     input: typeof ExportGraphRequestSchema;
     output: typeof ExportGraphResponseSchema;
+  },
+  /**
+   * Compares two sides, each an environment of the project at a moment (now by default): two
+   * environments, or two moments of one. Trove's extension (docs/insights.md, Comparing).
+   *
+   * @generated from rpc trove.insights.v1.ReportService.CompareEnvironments
+   */
+  compareEnvironments: {
+    methodKind: "unary";
+    input: typeof CompareEnvironmentsRequestSchema;
+    output: typeof CompareEnvironmentsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_trove_insights_v1_reports, 0);
