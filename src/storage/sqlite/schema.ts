@@ -183,17 +183,32 @@ export interface Statements {
 }
 
 /**
+ * A key in a statement that orders or limits its rows: the bound parameter compared with an
+ * indexed column goes through a scalar subquery, and the limit through an expression. SQLite 3.54
+ * marks a parameter compared by equality with an indexed column of such a statement (and a bound
+ * LIMIT) as one whose value may change the plan, and prepares the statement again on every
+ * execution: 8-20 µs more per execution, 10 times an empty poll of the feed (docs/runtime.md,
+ * "The re-prepared join"). A range bound (`path > ?`, `event_id <= ?`) is not marked.
+ */
+const KEY = "(SELECT ?)";
+const LIMIT = "LIMIT ? + 0";
+/** KEY of a named parameter. */
+function key(name: string): string {
+  return `(SELECT @${name})`;
+}
+
+/**
  * The states of a listing as of an event (named: store, dir or after/high, event, limit): the
  * nodes made at or before it, and the kept states whose life holds it, merged in path order. A
  * version whose event is its node's (MongoDB's crash window; never written here) is ignored.
  */
 function statesAsOf(where: string): string {
-  return `SELECT ${CURRENT_RAW} FROM nodes n WHERE n.store = @store AND ${where} AND n.event_id <= @event
+  return `SELECT ${CURRENT_RAW} FROM nodes n WHERE n.store = ${key("store")} AND ${where} AND n.event_id <= @event
     UNION ALL
-    SELECT ${VERSION_RAW} FROM versions n WHERE n.store = @store AND ${where}
+    SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ${key("store")} AND ${where}
       AND n.event_id <= @event AND n.ended_event_id > @event
       AND NOT EXISTS (SELECT 1 FROM nodes c WHERE c.store = n.store AND c.path = n.path AND c.event_id = n.event_id)
-    ORDER BY 1 LIMIT @limit`;
+    ORDER BY 1 LIMIT @limit + 0`;
 }
 
 const NODE_ROW =
@@ -268,18 +283,18 @@ export function prepareStatements(db: Database.Database): Statements {
     // Listings: raw rows of the path then rawNode's columns, without the contents.
     children: db
       .prepare<[string, string, string, number], unknown[]>(
-        `SELECT ${LISTED_RAW} FROM nodes n WHERE n.store = ? AND n.parent = ? AND n.path > ? ORDER BY n.path LIMIT ?`,
+        `SELECT ${LISTED_RAW} FROM nodes n WHERE n.store = ${KEY} AND n.parent = ${KEY} AND n.path > ? ORDER BY n.path ${LIMIT}`,
       )
       .raw(true),
     descendants: db
       .prepare<[string, string, string, number], unknown[]>(
-        `SELECT ${LISTED_RAW} FROM nodes n WHERE n.store = ? AND n.path > ? AND n.path < ? ORDER BY n.path LIMIT ?`,
+        `SELECT ${LISTED_RAW} FROM nodes n WHERE n.store = ${KEY} AND n.path > ? AND n.path < ? ORDER BY n.path ${LIMIT}`,
       )
       .raw(true),
     // Below the root: every path but "". No upper bound: descendantRange's U+10FFFF would leave out names starting with it.
     belowRoot: db
       .prepare<[string, string, number], unknown[]>(
-        `SELECT ${LISTED_RAW} FROM nodes n WHERE n.store = ? AND n.path > ? ORDER BY n.path LIMIT ?`,
+        `SELECT ${LISTED_RAW} FROM nodes n WHERE n.store = ${KEY} AND n.path > ? ORDER BY n.path ${LIMIT}`,
       )
       .raw(true),
     liveSubtree: db.prepare<[string, string, string, string], NodeRow>(
@@ -289,18 +304,18 @@ export function prepareStatements(db: Database.Database): Statements {
       "DELETE FROM nodes WHERE store = ? RETURNING blob, inline",
     ),
     expiredTombstones: db.prepare<[string, number], { path: string; event_id: number }>(
-      "SELECT path, event_id FROM nodes WHERE deleted = 1 AND store = ? AND modified <= ? ORDER BY modified LIMIT 1000",
+      `SELECT path, event_id FROM nodes WHERE deleted = 1 AND store = ${KEY} AND modified <= ? ORDER BY modified LIMIT 1000`,
     ),
     deleteNode: db.prepare("DELETE FROM nodes WHERE store = ? AND path = ? AND deleted = 1 AND event_id = ?"),
     raisePurged: db.prepare("UPDATE stores SET purged_event_id = MAX(purged_event_id, ?) WHERE name = ?"),
     changesSince: db.prepare<[string, number, number], NodeRow>(
       `SELECT store, path, directory, deleted, tag, prev_tag, type, size, md5, blob, NULL AS inline, created, modified, event_id, user
-         FROM nodes WHERE store = ? AND event_id > ? ORDER BY event_id LIMIT ?`,
+         FROM nodes WHERE store = ${KEY} AND event_id > ? ORDER BY event_id ${LIMIT}`,
     ),
     // A blob file is live while a node or a version points at it (a restore shares it).
     blobInUse: db
       .prepare<[string, string], number>(
-        `SELECT 1 FROM nodes WHERE blob = ? AND ${BLOB_FILE} UNION ALL SELECT 1 FROM versions WHERE blob = ? AND ${BLOB_FILE} LIMIT 1`,
+        `SELECT 1 FROM nodes WHERE blob = ${KEY} AND ${BLOB_FILE} UNION ALL SELECT 1 FROM versions WHERE blob = ${KEY} AND ${BLOB_FILE} LIMIT 1`,
       )
       .pluck(),
     blobFiles: db
@@ -313,22 +328,22 @@ export function prepareStatements(db: Database.Database): Statements {
     ),
     versionsBefore: db
       .prepare<[string, string, number, number], unknown[]>(
-        `SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ? AND n.path = ? AND n.event_id < ? ORDER BY n.event_id DESC LIMIT ?`,
+        `SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ${KEY} AND n.path = ${KEY} AND n.event_id < ? ORDER BY n.event_id DESC ${LIMIT}`,
       )
       .raw(true),
     versionByTag: db.prepare<[string, string, string], VersionRow>(
-      "SELECT * FROM versions WHERE store = ? AND path = ? AND tag = ? ORDER BY event_id DESC LIMIT 1",
+      `SELECT * FROM versions WHERE store = ${KEY} AND path = ${KEY} AND tag = ${KEY} ORDER BY event_id DESC LIMIT 1`,
     ),
     versionAtOrBefore: db.prepare<[string, string, number], VersionRow>(
-      "SELECT * FROM versions WHERE store = ? AND path = ? AND event_id <= ? ORDER BY event_id DESC LIMIT 1",
+      `SELECT * FROM versions WHERE store = ${KEY} AND path = ${KEY} AND event_id <= ? ORDER BY event_id DESC LIMIT 1`,
     ),
     versionInlineOf: db
       .prepare<[string, string, string], unknown[]>(
-        "SELECT inline FROM versions WHERE store = ? AND path = ? AND blob = ? AND inline IS NOT NULL LIMIT 1",
+        `SELECT inline FROM versions WHERE store = ${KEY} AND path = ${KEY} AND blob = ${KEY} AND inline IS NOT NULL LIMIT 1`,
       )
       .raw(true),
     childrenAsOf: db
-      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.parent = @dir AND n.path > @after"))
+      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf(`n.parent = ${key("dir")} AND n.path > @after`))
       .raw(true),
     descendantsAsOf: db
       .prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.path > @after AND n.path < @high"))
@@ -337,29 +352,29 @@ export function prepareStatements(db: Database.Database): Statements {
     // The last event at or before a time: the time order of each index, ties to the larger event.
     nodeEventAt: db
       .prepare<[string, number], number>(
-        `SELECT event_id FROM nodes WHERE store = ? AND modified <= ? AND ${NOT_RETAG} ORDER BY modified DESC, event_id DESC LIMIT 1`,
+        `SELECT event_id FROM nodes WHERE store = ${KEY} AND modified <= ? AND ${NOT_RETAG} ORDER BY modified DESC, event_id DESC LIMIT 1`,
       )
       .pluck(),
     versionEventAt: db
       .prepare<[string, number], number>(
-        `SELECT event_id FROM versions WHERE store = ? AND modified <= ? AND ${NOT_RETAG} ORDER BY modified DESC, event_id DESC LIMIT 1`,
+        `SELECT event_id FROM versions WHERE store = ${KEY} AND modified <= ? AND ${NOT_RETAG} ORDER BY modified DESC, event_id DESC LIMIT 1`,
       )
       .pluck(),
     endedEventAt: db
       .prepare<[string, number], number>(
-        "SELECT ended_event_id FROM versions WHERE store = ? AND ended <= ? ORDER BY ended DESC, ended_event_id DESC LIMIT 1",
+        `SELECT ended_event_id FROM versions WHERE store = ${KEY} AND ended <= ? ORDER BY ended DESC, ended_event_id DESC LIMIT 1`,
       )
       .pluck(),
     eventsAfter: db
       .prepare<[string, number, number], unknown[]>(
-        `SELECT event_id, NOT ${NOT_RETAG} FROM nodes WHERE store = ? AND event_id > ? ORDER BY event_id LIMIT ?`,
+        `SELECT event_id, NOT ${NOT_RETAG} FROM nodes WHERE store = ${KEY} AND event_id > ? ORDER BY event_id ${LIMIT}`,
       )
       .raw(true),
     deleteStoreVersions: db.prepare<[string], { blob: string; inlined: number }>(
       "DELETE FROM versions WHERE store = ? RETURNING blob, inline IS NOT NULL AS inlined",
     ),
     purgeVersions: db.prepare<[string, number], { blob: string; inlined: number; ended_event_id: number }>(
-      `DELETE FROM versions WHERE rowid IN (SELECT rowid FROM versions WHERE store = ? AND ended <= ? ORDER BY ended LIMIT 1000)
+      `DELETE FROM versions WHERE rowid IN (SELECT rowid FROM versions WHERE store = ${KEY} AND ended <= ? ORDER BY ended LIMIT 1000)
          RETURNING blob, inline IS NOT NULL AS inlined, ended_event_id`,
     ),
   };
