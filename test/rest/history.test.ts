@@ -135,6 +135,7 @@ describe("GET {resource}?version={tag}", () => {
 
 describe("GET ...?as-of={event or time}", () => {
   test("a resource and a listing as they were at an event and at a time, deleted and later paths as they were then", async () => {
+    await putDirectory(client, "docs/");
     const t1 = await putResource(client, "docs/a.txt", "a1");
     await putResource(client, "docs/b.txt", "b1");
     const then = await lastEvent();
@@ -205,6 +206,7 @@ describe("PUT {resource}?restore={tag}", () => {
   });
 
   test("refusals change nothing: unknown tag 404, a body 400, restore on a directory 400, a missing parent 404", async () => {
+    await putDirectory(client, "d/");
     const t1 = await putResource(client, "d/a.txt", "x");
     expect((await client.fetch("DELETE", `${DATA}/home/d/`)).status).toBe(200);
     const before = await storeState(client);
@@ -222,6 +224,8 @@ describe("PUT {resource}?restore={tag}", () => {
 
 describe("PUT {directory}/?restore-as-of={moment} (undo a recursive delete)", () => {
   test("brings back deleted files, deletes files created since, gives changed ones their old bytes; dry-run first changes nothing; a second run has nothing to do", async () => {
+    await putDirectory(client, "templates/");
+    await putDirectory(client, "templates/sub/");
     const files: Record<string, string> = {};
     for (let i = 0; i < 12; i++) {
       files[`templates/t${i}.json`] = `{"n":${i}}`;

@@ -65,6 +65,8 @@ describe("history and grants", () => {
   let editor: string;
   let reader: string;
   beforeEach(async () => {
+    await put("home/docs/", "");
+    await put("home/secret/", "");
     docsTag = await put("home/docs/a.txt", "docs v1");
     await put("home/secret/s.txt", "secret v1");
     good = await lastEvent();
