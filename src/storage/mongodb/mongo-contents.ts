@@ -1,0 +1,122 @@
+// Contents: received and hashed as they flow, kept inline when small (returned with the
+// metadata), streamed to GridFS otherwise (the blob UUID is the GridFS _id); read back, and
+// removed once nothing refers to them.
+
+import { createHash, randomUUID } from "node:crypto";
+import type { GridFSBucket } from "mongodb";
+import { NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
+import { INLINE_MAX } from "../local/blob-files.js";
+import type { BlobInfo, NodeRecord, StorageLogger, WriteBlobOptions } from "../port.js";
+import { type MongoCollections, nodeKey } from "./mongo-collections.js";
+import { binaryBytes, domainError, guard, readGridFS, removeGridFS } from "./mongo-driver.js";
+
+export class MongoContents {
+  constructor(
+    private readonly c: MongoCollections,
+    private readonly log: StorageLogger,
+  ) {}
+
+  async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
+    const blob = randomUUID();
+    const hash = createHash("md5");
+    let size = 0;
+    let held: Buffer[] = [];
+    let upload: ReturnType<GridFSBucket["openUploadStreamWithId"]> | undefined;
+    const write = (chunk: Uint8Array) =>
+      new Promise<void>((resolve, reject) => {
+        (upload as NonNullable<typeof upload>).write(chunk, (err) => (err ? reject(err) : resolve()));
+      });
+    try {
+      for await (const chunk of source) {
+        size += chunk.byteLength;
+        if (size > options.maxSize)
+          throw new TooLargeError(`contents larger than the limit of ${options.maxSize} bytes`);
+        hash.update(chunk);
+        if (upload) {
+          await write(chunk);
+        } else {
+          held.push(Buffer.from(chunk));
+          if (size > INLINE_MAX) {
+            upload = this.c.bucket.openUploadStreamWithId(blob as never, blob);
+            // Failures come through write's and end's callbacks; an unheard 'error' event would
+            // end the process.
+            upload.on("error", () => {});
+            await write(Buffer.concat(held));
+            held = [];
+          }
+        }
+      }
+      const md5 = hash.digest("base64");
+      if (!upload) return { blob, size, md5, inline: Buffer.concat(held) };
+      const stream = upload;
+      await guard(
+        () =>
+          new Promise<void>((resolve, reject) => {
+            stream.once("error", reject);
+            // end's callback is also how a failure of the last chunk or of the files document
+            // is told: ignoring its error would acknowledge contents that were never stored.
+            stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
+          }),
+      );
+      // The files document is written last, and recorded on the stream only once it is: the
+      // proof that every chunk is there (the stream reports only the first of several errors).
+      if (!stream.gridFSFile)
+        throw new UnavailableError(`MongoDB unavailable: the contents of blob ${blob} were not all stored`);
+      return { blob, size, md5, inline: null };
+    } catch (err) {
+      if (upload) await upload.abort().catch(() => {});
+      throw domainError(err);
+    }
+  }
+
+  async *readBlob(node: NodeRecord): AsyncIterable<Uint8Array> {
+    if (node.inline) {
+      yield node.inline;
+      return;
+    }
+    if (node.size === 0) return;
+    if (node.size <= INLINE_MAX && !node.directory) {
+      // Read without its contents (getStoreNode): they are inline. The blob UUID names this
+      // version of the contents; a node that changed since has other contents, or none.
+      const doc = await this.c.nodes.findOne(
+        { _id: nodeKey(node.store, node.path) },
+        { projection: { inline: 1, blob: 1 } },
+      );
+      const inline = doc?.blob === node.blob ? binaryBytes(doc.inline) : null;
+      if (!inline) throw new NotFoundError(`blob ${node.blob} not found`);
+      yield inline;
+      return;
+    }
+    yield* readGridFS(this.c.bucket, node.blob);
+  }
+
+  async discardBlob(blob: BlobInfo): Promise<void> {
+    if (blob.inline) return;
+    try {
+      await removeGridFS(this.c.bucket, blob.blob);
+    } catch (err) {
+      this.log.warn(
+        { blob: blob.blob, err: (err as Error).message },
+        "could not remove an unused blob: the orphan sweep will",
+      );
+    }
+  }
+
+  /**
+   * Removes the contents a committed write replaced or deleted. The write stands whatever
+   * happens here: a blob that cannot be removed now is logged and left to the orphan sweep.
+   */
+  async removeReplaced(blobs: readonly string[], what: string): Promise<void> {
+    for (const blob of blobs) {
+      try {
+        await removeGridFS(this.c.bucket, blob);
+      } catch (err) {
+        this.log.warn(
+          { blob, err: (err as Error).message },
+          `could not remove the replaced contents of ${what}: the orphan sweep will`,
+        );
+        return;
+      }
+    }
+  }
+}
