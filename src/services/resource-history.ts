@@ -2,6 +2,7 @@
 // earlier moment's contents, an earlier listing, and restores. ResourceCore's RPCs call it; the
 // rules are domain/history.ts's, the states the storage port's (HistoryStorage).
 
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { accessOf, type Caller, callerKey } from "../auth/caller.js";
@@ -45,6 +46,8 @@ export interface ResourceHistoryOptions {
 
 /** Versions of a resource per message of ListVersions. */
 const VERSIONS_PER_MESSAGE = 500;
+/** A subtree restore compares this many paths between turns of the event loop. */
+const PATHS_PER_TURN = 500;
 
 export class ResourceHistory {
   constructor(private readonly options: ResourceHistoryOptions) {}
@@ -224,6 +227,10 @@ export class ResourceHistory {
       for (const action of plan) {
         throwIfCallAborted(ctx);
         await this.apply(store, action, caller.subject);
+        // SQLite's writes settle without I/O: without a turn of the event loop between changes, a
+        // restore of 1,000 resources held the process for its whole length (1.2 s), answering no
+        // other request, health probe or long poll, whose followers saw its changes only at the end.
+        await nextTurn();
       }
     }
     return create(RestoreResponseSchema, {
@@ -265,7 +272,10 @@ export class ResourceHistory {
     const nowPages = this.storage
       .listNodes(store, path, { recursive: true, includeDeleted: false })
       [Symbol.asyncIterator]();
+    let compared = 0;
     for await (const [then, now] of mergeByPath(thenPages, nowPages)) {
+      // As for the changes (restore): the listings' pages are read without I/O on SQLite.
+      if (++compared % PATHS_PER_TURN === 0) await nextTurn();
       throwIfCallAborted(ctx);
       for (const action of restoreActions(
         (then ?? now)?.path ?? "",
