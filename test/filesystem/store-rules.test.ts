@@ -27,7 +27,12 @@ describe("store type filesystem", () => {
     expect(config).toEqual({
       name: "team",
       type: "filesystem",
-      settings: { "keep-deleted": "7d", "filesystem-location": "/srv/team", "filesystem-temp": "/var/tmp/up" },
+      settings: {
+        "keep-deleted": "7d",
+        "keep-versions": "0",
+        "filesystem-location": "/srv/team",
+        "filesystem-temp": "/var/tmp/up",
+      },
     });
   });
 
@@ -53,7 +58,7 @@ describe("store type filesystem", () => {
       current,
       REPORTED,
     );
-    expect(same.settings).toEqual({ "keep-deleted": "1h", "filesystem-location": "/srv/team" });
+    expect(same.settings).toEqual({ "keep-deleted": "1h", "keep-versions": "0", "filesystem-location": "/srv/team" });
     const moved = resolveStoreConfig(input({ "filesystem-temp": "/var/up" }, ""), current, REPORTED);
     expect(moved.settings["filesystem-temp"]).toBe("/var/up");
   });
@@ -74,6 +79,7 @@ describe("store type filesystem", () => {
       resolveStoreConfig(input({ "filesystem-location": "/data/blobs" }, "recursive"), undefined, REPORTED).settings,
     ).toEqual({
       "keep-deleted": "7d",
+      "keep-versions": "30d",
     });
     expect(() =>
       resolveStoreConfig(input({ "filesystem-location": "/srv" }, "recursive"), undefined, REPORTED),

@@ -47,6 +47,12 @@ let served: Served | undefined;
 async function serve(options: SqliteStorageOptions): Promise<Served> {
   const storage = await SqliteStorage.open(options);
   await ensureHomeStore(storage, Date.now());
+  // Without history: a delete on a store that keeps versions frees nothing until the purge
+  // (docs/storage.md, "Room for deletes"), and these cases are about the deletes that free space.
+  await storage.updateStore(
+    { name: "home", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "0" } },
+    Date.now(),
+  );
   const server = createTroveServer({ logger: pino({ level: "silent" }), auth: "anonymous", storage });
   const { port } = await server.listen(0, "127.0.0.1");
   const url = `http://127.0.0.1:${port}`;

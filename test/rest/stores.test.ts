@@ -121,10 +121,16 @@ describe("store listing", () => {
       directory: "true",
       databaseSettings: "",
       features: ["sync", "sync-recursive"],
-      settings: expect.objectContaining({ "keep-deleted": "7d", "database-driver": reported["database-driver"] }),
+      settings: expect.objectContaining({
+        "keep-deleted": "7d",
+        "keep-versions": "30d",
+        "database-driver": reported["database-driver"],
+      }),
     });
     expect(["better-sqlite3", "mongodb"]).toContain(home.settings["database-driver"]);
-    expect(Object.keys(home.settings).sort()).toEqual(["keep-deleted", ...Object.keys(reported)].sort());
+    expect(Object.keys(home.settings).sort()).toEqual(
+      ["keep-deleted", "keep-versions", ...Object.keys(reported)].sort(),
+    );
     expect(Object.keys(reported)).toEqual(expect.arrayContaining(REPORTED.filter((k) => k !== "filesystem-temp")));
   });
 
