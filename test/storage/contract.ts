@@ -2016,6 +2016,17 @@ export function storageContract(
           expect(await storage.eventAt("s", T0 + 4 * SECOND)).toBe(afterDelete);
           expect(await storage.eventAt("s", T0 + DAY)).toBe(afterDelete);
         });
+
+        it("eventAt of a store without history gives its last event for a time after its last change, re-tags included", async () => {
+          await storage.createStore(config("s"), T0);
+          await mkdir("s", "d", T0 + SECOND);
+          await put("s", "d/a.txt", "a", { now: T0 + 2 * SECOND });
+          const last = (await store("s")).lastEventId;
+          expect((await node("s", "")).eventId).toBe(last);
+          expect(await storage.eventAt("s", T0 + 2 * SECOND)).toBe(last);
+          expect(await storage.eventAt("s", T0 + DAY)).toBe(last);
+          expect(await storage.eventAt("s", T0 + 2 * SECOND - 1)).toBeLessThan((await node("s", "d/a.txt")).eventId);
+        });
       });
 
       describe("restoreVersion", () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { NodeRecord, ReportRecord, StoragePort } from "../../src/storage/port.js";
+import type { NodeRecord, ReportRecord, StoragePort, VersionRecord } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { asServed } from "./as-served.js";
 import { type AdapterUnderTest, storageContract } from "./contract.js";
@@ -268,5 +268,80 @@ describe("SqliteStorage", () => {
     );
     const node = await storage.getNode("s", "a.bin");
     expect((await readAll(storage, node as NodeRecord)).byteLength).toBe(100 * 1024);
+  });
+});
+
+describe("SqliteStorage history", () => {
+  const T0 = 1_700_000_000_000;
+  let dataDir: string;
+  let storage: SqliteStorage | undefined;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "trove-sqlite-"));
+  });
+
+  afterEach(async () => {
+    await storage?.close();
+    storage = undefined;
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("opens a data directory made before history: gains the columns and tables, each store's history starts at its last event", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    const settings = { "keep-deleted": "7d", "keep-versions": "30d" };
+    await storage.createStore({ name: "s", type: "snapshot", settings }, T0);
+    const blob = await storage.writeBlob(once(Buffer.from("one")), { maxSize: 1_000_000 });
+    const { node: first } = await storage.putFile("s", "a.txt", blob, "text/plain", {}, T0);
+    await storage.close();
+    storage = undefined;
+    // What the previous version left: no versions table, no user, no history horizon.
+    const db = new Database(join(dataDir, "trove.db"));
+    db.exec(`DROP TABLE versions; DROP INDEX nodes_times; DROP INDEX nodes_blobs;
+      ALTER TABLE nodes DROP COLUMN user; ALTER TABLE stores DROP COLUMN history_from;`);
+    db.close();
+
+    storage = await SqliteStorage.open({ dataDir });
+    const store = await storage.getStore("s");
+    expect(store?.historyFrom).toBe(store?.lastEventId);
+    const { user: _, ...before } = first;
+    expect(await storage.getNode("s", "a.txt")).toEqual({ ...before, user: "" });
+    const again = await storage.writeBlob(once(Buffer.from("two")), { maxSize: 1_000_000 });
+    await storage.putFile("s", "a.txt", again, "text/plain", {}, T0 + 1000, "ann");
+    const versions: VersionRecord[] = [];
+    for await (const batch of storage.listVersions("s", "a.txt", {})) versions.push(...batch);
+    expect(versions.map((v) => [v.tag, v.user])).toEqual([
+      [(await storage.getNode("s", "a.txt"))?.tag, "ann"],
+      [first.tag, ""],
+    ]);
+    // A second open changes nothing more.
+    await storage.close();
+    storage = await SqliteStorage.open({ dataDir });
+    expect((await storage.getStore("s"))?.historyFrom).toBe(store?.historyFrom);
+  });
+
+  it("a version and the change that replaced it commit together: a refused write keeps no version", async () => {
+    storage = await SqliteStorage.open({ dataDir });
+    await storage.createStore(
+      { name: "s", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "30d" } },
+      T0,
+    );
+    await storage.makeDirectory("s", "d", {}, T0);
+    const blob = await storage.writeBlob(once(Buffer.from("one")), { maxSize: 1_000_000 });
+    await storage.putFile("s", "d/a.txt", blob, "text/plain", {}, T0);
+    const count = () =>
+      Promise.all(
+        ["", "d", "d/a.txt"].map(async (p) => {
+          let n = 0;
+          for await (const batch of (storage as SqliteStorage).listVersions("s", p, {})) n += batch.length;
+          return n;
+        }),
+      );
+    const before = await count();
+    const stale = await storage.writeBlob(once(Buffer.from("two")), { maxSize: 1_000_000 });
+    await expect(
+      storage.putFile("s", "d/a.txt", stale, "text/plain", { ifMatch: ["stale"] }, T0 + 1000),
+    ).rejects.toThrow();
+    await expect(storage.deleteTree("s", "d", { ifMatch: ["stale"] }, T0 + 1000)).rejects.toThrow();
+    expect(await count()).toEqual(before);
   });
 });
