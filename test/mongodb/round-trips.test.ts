@@ -19,19 +19,23 @@ import { describeWithMongoDbOrFerretDb } from "../support/mongodb.js";
 const HOUR = 3_600_000;
 /**
  * What PUT and a poll may cost, so that the test fails when they grow. A PUT of 4 KiB, new or
- * replacing (issue 14's target: four): the lease's ticket; its announcement, which reserves the
- * event ids, with the reads of the node and its parent; the node's write; the release. No check
- * before a small upload (docs/benchmarks.md, "MongoDB round trips").
+ * replacing, to a store that keeps no history (issue 14's target: four): the lease's ticket; its
+ * announcement, which reserves the event ids, with the reads of the node and its parent; the
+ * node's write; the release. No check before a small upload (docs/benchmarks.md, "MongoDB round
+ * trips"). With history on (issue 27; `home` and every new store keep versions 30 days), one more:
+ * the versions of the states the PUT replaces (the file's, and the root's, which it re-tags) are
+ * written before the node (docs/history.md, "MongoDB").
  */
 const LIMITS = {
-  putReplacing: { trips: 4, commands: 6 },
-  putNew: { trips: 4, commands: 6 },
+  putReplacing: { trips: 5, commands: 7 },
+  putNew: { trips: 5, commands: 7 },
   putRefused: { trips: 3, commands: 5 },
+  putWithoutHistory: { trips: 4, commands: 6 },
   // The lease last held by another instance, released: the ticket after this instance's own last
   // release, taken already (a duplicate _id), with the store's lease fields (read together since
   // the other took it the time before too); the next ticket; then the announcement with the
-  // reads (over the release it saw), the write, the release.
-  putAfterOther: { trips: 5, commands: 8 },
+  // reads (over the release it saw), the versions, the write, the release.
+  putAfterOther: { trips: 6, commands: 9 },
   // Armed: the store (with its root's tag), then the watermark and the events after it; the same
   // again when it wakes.
   pollTimingOut: { trips: 6, commands: 8 },
@@ -190,7 +194,7 @@ describeWithMongoDbOrFerretDb("MongoDB round trips (issue 14)", (shared) => {
       }
     }, 60_000);
 
-    it("PUT of 4 KiB, new and replacing: at most four round trips in the steady state (issue 14)", async () => {
+    it("PUT of 4 KiB, new and replacing, history on: at most five round trips in the steady state (issues 14, 27)", async () => {
       const a = await instance();
       // The steady state: the store's lease was taken and released by this instance before.
       for (let i = 0; i < 2; i++) await fetch(`${a.url}${DATA}/warm.bin`, { method: "PUT", body: body4k() });
@@ -227,6 +231,61 @@ describeWithMongoDbOrFerretDb("MongoDB round trips (issue 14)", (shared) => {
       expect(mostCommands("PUT 4 KiB, replacing")).toBeLessThanOrEqual(LIMITS.putReplacing.commands);
       expect(fewestTrips("PUT 4 KiB, new")).toBeLessThanOrEqual(LIMITS.putNew.trips);
       expect(mostCommands("PUT 4 KiB, new")).toBeLessThanOrEqual(LIMITS.putNew.commands);
+    }, 60_000);
+
+    it("PUT of 4 KiB replacing a file with history on: five round trips, the replaced state kept (issue 27)", async () => {
+      const a = await instance();
+      for (let i = 0; i < 2; i++) await fetch(`${a.url}${DATA}/kept.bin`, { method: "PUT", body: body4k() });
+      for (let i = 0; i < 3; i++) {
+        const before = (await fetch(`${a.url}${DATA}/kept.bin`, { method: "HEAD" })).headers.get("ETag") as string;
+        let res: Response | undefined;
+        const replacing = await count(a, async () => {
+          res = await fetch(`${a.url}${DATA}/kept.bin`, { method: "PUT", body: body4k() });
+        });
+        expect(res?.status).toBe(200);
+        // The versions first (the file's state and the root's), in one insert, before the node.
+        expect(replacing.commands.indexOf("insert versions")).toBeGreaterThan(-1);
+        expect(replacing.commands.indexOf("insert versions")).toBeLessThan(replacing.commands.indexOf("update nodes"));
+        const kept = await a.storage.getVersion("home", "kept.bin", before.slice(1, -1));
+        expect(kept).toMatchObject({ path: "kept.bin", size: 4096, deleted: false });
+        expect(kept?.endedEventId).toBeGreaterThan(0);
+        record("PUT 4 KiB, replacing, history on", replacing);
+      }
+      expect(fewestTrips("PUT 4 KiB, replacing, history on")).toBeLessThanOrEqual(LIMITS.putReplacing.trips);
+      expect(mostCommands("PUT 4 KiB, replacing, history on")).toBeLessThanOrEqual(LIMITS.putReplacing.commands);
+    }, 60_000);
+
+    it("PUT of 4 KiB to a store that keeps no history: four round trips, as before history (issues 14, 27)", async () => {
+      const a = await instance();
+      await a.storage.createStore(
+        { name: "plain", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "0" } },
+        Date.now(),
+      );
+      const plain = "/resources/v2/data/plain";
+      for (let i = 0; i < 2; i++) await fetch(`${a.url}${plain}/warm.bin`, { method: "PUT", body: body4k() });
+      for (let i = 0; i < 3; i++) {
+        let res: Response | undefined;
+        const replacing = await count(a, async () => {
+          res = await fetch(`${a.url}${plain}/warm.bin`, { method: "PUT", body: body4k() });
+        });
+        expect(res?.status).toBe(200);
+        const created = await count(a, async () => {
+          res = await fetch(`${a.url}${plain}/new-${randomBytes(4).toString("hex")}.bin`, {
+            method: "PUT",
+            body: body4k(),
+          });
+        });
+        expect(res?.status).toBe(201);
+        expect([...replacing.commands, ...created.commands]).not.toContain("insert versions");
+        record("PUT 4 KiB, replacing, history off", replacing);
+        record("PUT 4 KiB, new, history off", created);
+      }
+      // Gone again: the poll below lists every store.
+      await a.storage.deleteStore("plain", Date.now());
+      for (const operation of ["PUT 4 KiB, replacing, history off", "PUT 4 KiB, new, history off"]) {
+        expect(fewestTrips(operation), operation).toBeLessThanOrEqual(LIMITS.putWithoutHistory.trips);
+        expect(mostCommands(operation), operation).toBeLessThanOrEqual(LIMITS.putWithoutHistory.commands);
+      }
     }, 60_000);
 
     it("PUT of 4 KiB after another instance's write: the lease changes instance (issue 14)", async () => {

@@ -4,7 +4,7 @@
 import { type Collection, type Db, GridFSBucket, MongoError } from "mongodb";
 import type { StoreType } from "../../domain/store.js";
 import { INLINE_MAX } from "../local/blob-files.js";
-import type { NodeRecord } from "../port.js";
+import type { NodeRecord, VersionRecord } from "../port.js";
 import { binaryBytes } from "./mongo-driver.js";
 import type { LeaseFields } from "./mongo-store-lease.js";
 
@@ -18,6 +18,11 @@ export interface StoreDoc extends LeaseFields {
   settings: Record<string, string>;
   deleted: boolean;
   purgedEventId: number;
+  /**
+   * The history horizon (docs/history.md): set when keep-versions turns history on, raised by the
+   * purge of versions. Absent in stores made before history: 0.
+   */
+  historyFrom?: number;
   created: number;
   modified: number;
 }
@@ -47,8 +52,54 @@ export interface NodeDoc {
   created: number;
   modified: number;
   eventId: number;
+  /** The subject of the token whose change made this state; absent in nodes made before history. */
+  user?: string;
   /** Tombstones only: when the TTL index may remove the document (a backstop behind the purge). */
   expireAt?: Date;
+}
+
+/**
+ * An earlier state of a node (docs/history.md): the node's fields as they were, with the event that
+ * ended it and when. Its _id is derived from the store, the path and the state's own event id, so
+ * that writing it again (after a crash between it and the node's write) finds it there.
+ */
+export interface VersionDoc extends Omit<NodeDoc, "_id" | "user" | "expireAt"> {
+  _id: string;
+  user: string;
+  /** The event of the state that replaced this one. */
+  endedEventId: number;
+  /** When it was replaced, Unix ms. */
+  ended: number;
+}
+
+/** A version's _id: "{store}/{path}#{eventId}" (the event id has no "#": the last one splits). */
+export function versionKey(store: string, path: string, eventId: number): string {
+  return `${store}/${path}#${eventId}`;
+}
+
+/** The version of a node's state, ended by `endedEventId` at `ended` (its contents as `d` holds them). */
+export function versionOf(d: NodeDoc, endedEventId: number, ended: number): VersionDoc {
+  return {
+    _id: versionKey(d.store, d.path, d.eventId),
+    store: d.store,
+    path: d.path,
+    parent: d.parent,
+    directory: d.directory,
+    deleted: d.deleted,
+    tag: d.tag,
+    prevTag: d.prevTag,
+    type: d.type,
+    size: d.size,
+    md5: d.md5,
+    blob: d.blob,
+    inline: d.inline ?? null,
+    created: d.created,
+    modified: d.modified,
+    eventId: d.eventId,
+    user: d.user ?? "",
+    endedEventId,
+    ended,
+  };
 }
 
 /** The collections and the GridFS bucket every part of the adapter works on. */
@@ -56,6 +107,8 @@ export interface MongoCollections {
   readonly db: Db;
   readonly stores: Collection<StoreDoc>;
   readonly nodes: Collection<NodeDoc>;
+  /** Earlier states of nodes (docs/history.md). */
+  readonly versions: Collection<VersionDoc>;
   /** GridFS: contents over INLINE_MAX, `_id` = the blob UUID. */
   readonly bucket: GridFSBucket;
 }
@@ -65,6 +118,7 @@ export function openCollections(db: Db): MongoCollections {
     db,
     stores: db.collection<StoreDoc>("stores"),
     nodes: db.collection<NodeDoc>("nodes"),
+    versions: db.collection<VersionDoc>("versions"),
     bucket: new GridFSBucket(db, { bucketName: "blobs" }),
   };
 }
@@ -96,7 +150,17 @@ export function toNode(d: NodeDoc): NodeRecord {
     created: d.created,
     modified: d.modified,
     eventId: d.eventId,
+    user: d.user ?? "",
   };
+}
+
+/** The current node as a state of its path: not ended. */
+export function currentState(d: NodeDoc): VersionRecord {
+  return { ...toNode(d), user: d.user ?? "", endedEventId: 0, ended: 0 };
+}
+
+export function toVersion(d: VersionDoc): VersionRecord {
+  return { ...toNode(d), user: d.user, endedEventId: d.endedEventId, ended: d.ended };
 }
 
 /** A store document's configuration. */
@@ -125,6 +189,23 @@ export async function ensureNodeIndexes(c: MongoCollections): Promise<{ ttlIndex
   // GridFS. FerretDB has no partial indexes (nor uses secondary indexes in queries): none there.
   const partial = await createPartialIndex(c.nodes, { blob: 1 }, "blob", IN_GRIDFS);
   return { ttlIndex, partial };
+}
+
+/**
+ * Creates the indexes of the versions collection; idempotent. `partial`: whether the deployment
+ * has partial indexes (the blob index covers only contents in GridFS, as the nodes' one does).
+ */
+export async function ensureVersionIndexes(c: MongoCollections, partial: boolean): Promise<void> {
+  // A path's states newest first (listVersions, getVersion, getNodeAsOf), descendants as of an
+  // event (a range of paths), and a store's versions (deleteStore).
+  await c.versions.createIndex({ store: 1, path: 1, eventId: -1 }, { name: "store_path_event" });
+  // Children as of an event.
+  await c.versions.createIndex({ store: 1, parent: 1, path: 1 }, { name: "children" });
+  // The purge (ended + keep-versions <= now, per store) and eventAt's ends of states.
+  await c.versions.createIndex({ store: 1, ended: 1, endedEventId: 1 }, { name: "ended" });
+  // eventAt's latest state made by a time.
+  await c.versions.createIndex({ store: 1, eventId: 1 }, { name: "events" });
+  if (partial) await createPartialIndex(c.versions, { blob: 1 }, "blob", IN_GRIDFS);
 }
 
 /** Creates a partial index; false where the server has none (FerretDB). */

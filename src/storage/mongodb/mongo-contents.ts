@@ -1,13 +1,13 @@
 // Contents: received and hashed as they flow, kept inline when small (returned with the
 // metadata), streamed to GridFS otherwise (the blob UUID is the GridFS _id); read back, and
-// removed once nothing refers to them.
+// removed once nothing refers to them (a node or a version: a restore shares a version's blob).
 
 import { createHash, randomUUID } from "node:crypto";
 import type { GridFSBucket } from "mongodb";
 import { NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
 import { INLINE_MAX } from "../local/blob-files.js";
 import type { BlobInfo, NodeRecord, StorageLogger, WriteBlobOptions } from "../port.js";
-import { type MongoCollections, nodeKey } from "./mongo-collections.js";
+import { IN_GRIDFS, type MongoCollections, nodeKey } from "./mongo-collections.js";
 import { binaryBytes, domainError, guard, readGridFS, removeGridFS } from "./mongo-driver.js";
 
 export class MongoContents {
@@ -82,7 +82,16 @@ export class MongoContents {
         { _id: nodeKey(node.store, node.path) },
         { projection: { inline: 1, blob: 1 } },
       );
-      const inline = doc?.blob === node.blob ? binaryBytes(doc.inline) : null;
+      let inline = doc?.blob === node.blob ? binaryBytes(doc.inline) : null;
+      if (!inline) {
+        // An earlier state read without its contents (a listing as of an event, listVersions):
+        // they are inline in its version.
+        const version = await this.c.versions.findOne(
+          { store: node.store, path: node.path, blob: node.blob },
+          { projection: { inline: 1 } },
+        );
+        inline = binaryBytes(version?.inline);
+      }
       if (!inline) throw new NotFoundError(`blob ${node.blob} not found`);
       yield inline;
       return;
@@ -100,6 +109,40 @@ export class MongoContents {
         "could not remove an unused blob: the orphan sweep will",
       );
     }
+  }
+
+  /**
+   * Removes, of the GridFS contents a committed write replaced or deleted, those that no node and
+   * no version refers to (a restore shares a version's blob with the node it makes). As
+   * removeReplaced: the write stands whatever happens here.
+   */
+  async removeUnreferenced(blobs: readonly string[], what: string): Promise<void> {
+    const candidates = [...new Set(blobs)];
+    if (candidates.length === 0) return;
+    let referenced: Set<string>;
+    try {
+      referenced = await this.referenced(candidates);
+    } catch (err) {
+      this.log.warn(
+        { blobs: candidates, err: (err as Error).message },
+        `could not tell whether the replaced contents of ${what} are still referenced: the orphan sweep will`,
+      );
+      return;
+    }
+    await this.removeReplaced(
+      candidates.filter((b) => !referenced.has(b)),
+      what,
+    );
+  }
+
+  /** The blob UUIDs among `ids` (GridFS contents) that a node or a version refers to. */
+  async referenced(ids: readonly string[]): Promise<Set<string>> {
+    const filter = { blob: { $in: [...ids] }, ...IN_GRIDFS };
+    const [nodes, versions] = await Promise.all([
+      this.c.nodes.find(filter, { projection: { blob: 1 } }).toArray(),
+      this.c.versions.find(filter, { projection: { blob: 1 } }).toArray(),
+    ]);
+    return new Set([...nodes, ...versions].map((d) => d.blob));
   }
 
   /**

@@ -100,7 +100,7 @@ export class MongoReads {
       created: d.created,
       modified: d.modified,
       rootTag: root?.tag ?? "",
-      historyFrom: 0,
+      historyFrom: d.historyFrom ?? 0,
     };
   }
 }

@@ -4,8 +4,9 @@
 // order, and publish a committed watermark that readers of the feed respect.
 // Several stateless Trove instances can share one database (docs/mongodb.md).
 // This class wires the parts, one job each: collections and indexes (mongo-collections.ts),
-// reads (mongo-reads.ts), writes (mongo-writes.ts), stores (mongo-stores.ts), contents
-// (mongo-contents.ts), the purge and sweep (mongo-purge.ts), the store lock (mongo-write-lock.ts).
+// reads (mongo-reads.ts), writes (mongo-writes.ts), history (mongo-history.ts), stores
+// (mongo-stores.ts), contents (mongo-contents.ts), the purge and sweep (mongo-purge.ts), the
+// store lock (mongo-write-lock.ts).
 
 import type { Db, MongoClient } from "mongodb";
 import { UnavailableError } from "../../domain/errors.js";
@@ -28,10 +29,16 @@ import type {
 } from "../port.js";
 import { PING_TIMEOUT_MS, silentStorageLogger } from "../port.js";
 import { connectionUser, redactConnectionUrl } from "./connection-url.js";
-import { ensureNodeIndexes, type MongoCollections, openCollections } from "./mongo-collections.js";
+import {
+  ensureNodeIndexes,
+  ensureVersionIndexes,
+  type MongoCollections,
+  openCollections,
+} from "./mongo-collections.js";
 import { type MongoConnection, openMongoConnection } from "./mongo-connection.js";
 import { MongoContents } from "./mongo-contents.js";
 import { guard, guardMethods } from "./mongo-driver.js";
+import { MongoHistory } from "./mongo-history.js";
 import { MongoInsights } from "./mongo-insights.js";
 import { MongoPurge } from "./mongo-purge.js";
 import { MongoReads } from "./mongo-reads.js";
@@ -90,6 +97,7 @@ export class MongoStorage implements StoragePort {
   private readonly writes: MongoWrites;
   private readonly storeWrites: MongoStores;
   private readonly contents: MongoContents;
+  private readonly history: MongoHistory;
   private readonly purge: MongoPurge;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly seen = new Map<string, number>();
@@ -118,7 +126,8 @@ export class MongoStorage implements StoragePort {
     this.contents = new MongoContents(this.c, this.log);
     this.writes = new MongoWrites(this.c, lock, this.contents, committed);
     this.storeWrites = new MongoStores(this.c, lock, this.contents, this.log, committed);
-    this.purge = new MongoPurge(this.c, lock, this.leases, this.insights);
+    this.history = new MongoHistory(this.c, lock, this.writes, this.contents, committed);
+    this.purge = new MongoPurge(this.c, lock, this.leases, this.insights, this.contents);
     guardMethods(this);
   }
 
@@ -151,6 +160,7 @@ export class MongoStorage implements StoragePort {
     await guard(async () => {
       const { ttlIndex, partial } = await ensureNodeIndexes(this.c);
       this.ttlIndex = ttlIndex;
+      await ensureVersionIndexes(this.c, partial);
       await this.insights.ensureIndexes(this.ttlIndex, partial);
       await this.leases.ensureIndexes();
       await this.purge.ensureIndexes();
@@ -217,16 +227,17 @@ export class MongoStorage implements StoragePort {
     type: string,
     pre: Preconditions,
     now: number,
+    user?: string,
   ): Promise<WriteResult> {
-    return this.writes.putFile(store, path, blob, type, pre, now);
+    return this.writes.putFile(store, path, blob, type, pre, now, user);
   }
 
-  makeDirectory(store: string, path: string, pre: Preconditions, now: number): Promise<WriteResult> {
-    return this.writes.makeDirectory(store, path, pre, now);
+  makeDirectory(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<WriteResult> {
+    return this.writes.makeDirectory(store, path, pre, now, user);
   }
 
-  deleteTree(store: string, path: string, pre: Preconditions, now: number): Promise<DeleteResult> {
-    return this.writes.deleteTree(store, path, pre, now);
+  deleteTree(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<DeleteResult> {
+    return this.writes.deleteTree(store, path, pre, now, user);
   }
 
   // Contents (mongo-contents.ts).
@@ -254,31 +265,37 @@ export class MongoStorage implements StoragePort {
     return () => this.listeners.delete(listener);
   }
 
-  // History (docs/history.md, storage/port.ts HistoryStorage): being built (issue 27).
-  listVersions(_store: string, _path: string, _options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
-    throw new Error("history is not implemented yet by this adapter");
+  // History (mongo-history.ts; docs/history.md).
+
+  listVersions(store: string, path: string, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.history.listVersions(store, path, options);
   }
-  async getVersion(_store: string, _path: string, _tag: string): Promise<VersionRecord | undefined> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  getVersion(store: string, path: string, tag: string): Promise<VersionRecord | undefined> {
+    return this.history.getVersion(store, path, tag);
   }
-  async getNodeAsOf(_store: string, _path: string, _eventId: number): Promise<VersionRecord | undefined> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  getNodeAsOf(store: string, path: string, eventId: number): Promise<VersionRecord | undefined> {
+    return this.history.getNodeAsOf(store, path, eventId);
   }
-  listNodesAsOf(_store: string, _dir: string, _eventId: number, _options: ListOptions): AsyncIterable<VersionRecord[]> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]> {
+    return this.history.listNodesAsOf(store, dir, eventId, options);
   }
-  async eventAt(_store: string, _time: number): Promise<number> {
-    throw new Error("history is not implemented yet by this adapter");
+
+  eventAt(store: string, time: number): Promise<number> {
+    return this.history.eventAt(store, time);
   }
-  async restoreVersion(
-    _store: string,
-    _path: string,
-    _tag: string,
-    _pre: Preconditions,
-    _now: number,
-    _user?: string,
+
+  restoreVersion(
+    store: string,
+    path: string,
+    tag: string,
+    pre: Preconditions,
+    now: number,
+    user?: string,
   ): Promise<WriteResult> {
-    throw new Error("history is not implemented yet by this adapter");
+    return this.history.restoreVersion(store, path, tag, pre, now, user);
   }
 
   // The purge (mongo-purge.ts).

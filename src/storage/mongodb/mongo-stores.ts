@@ -1,11 +1,12 @@
 // Stores: created (or created again under a deleted one's name, continuing its event ids),
-// reconfigured, and deleted (the store marked first, then its nodes removed under its lease).
+// reconfigured (turning history on sets the history horizon), and deleted (the store marked
+// first, then its nodes and versions removed under its lease).
 // Store operations answer with a record built from what they wrote, not read back after the
 // commit: a read that failed there would turn a committed change into an error.
 
 import { MongoError } from "mongodb";
 import { AlreadyExistsError, NotFoundError } from "../../domain/errors.js";
-import type { StoreConfig, StoreType } from "../../domain/store.js";
+import { keepsVersions, type StoreConfig, type StoreType } from "../../domain/store.js";
 import type { StorageLogger, StoreRecord } from "../port.js";
 import { inGridFS, type MongoCollections, nodeKey } from "./mongo-collections.js";
 import type { MongoContents } from "./mongo-contents.js";
@@ -14,8 +15,18 @@ import type { StoreLease } from "./mongo-store-lease.js";
 import type { StoreWriteLock } from "./mongo-write-lock.js";
 import { directoryDoc, liveConfig } from "./mongo-writes.js";
 
-/** Nodes removed per deleteMany when a store goes: the lease is renewed between batches. */
+/** Nodes (or versions) removed per deleteMany when a store goes: the lease is renewed between batches. */
 const REMOVE_BATCH = 5000;
+
+/** The fields of a node or a version that removing a store's looks at. */
+interface StateFields {
+  _id: string;
+  store: string;
+  blob: string;
+  size: number;
+  directory: boolean;
+  deleted: boolean;
+}
 
 export class MongoStores {
   constructor(
@@ -47,6 +58,8 @@ export class MongoStores {
             lastEventId: eventId,
             committedEventId: eventId,
             purgedEventId: 0,
+            // Nothing of it was before: every moment from its first event on is whole.
+            historyFrom: 0,
             created: now,
             modified: now,
           });
@@ -77,13 +90,23 @@ export class MongoStores {
     const { blobs, record } = await this.lock.run(config.name, async (s, lease) => {
       if (!s.deleted) throw new AlreadyExistsError(`store ${config.name} already exists`);
       // Leftovers of a deletion that died half-way must not come back with the new store.
-      const leftovers = await this.removeStoreNodes(config.name, lease);
+      const leftovers = await this.removeStoreData(config.name, lease);
       const eventId = await lease.allocate(1);
       const root = directoryDoc(config.name, "", now, eventId);
       await this.c.nodes.replaceOne({ _id: nodeKey(config.name, "") }, root, { upsert: true });
+      // The deleted store's states are gone: its history starts with this store.
       const revived = await this.c.stores.updateOne(
         { ...lease.fence, deleted: true },
-        { $set: { type: config.type, settings: config.settings, deleted: false, created: now, modified: now } },
+        {
+          $set: {
+            type: config.type,
+            settings: config.settings,
+            deleted: false,
+            historyFrom: eventId,
+            created: now,
+            modified: now,
+          },
+        },
       );
       if (revived.matchedCount === 0) throw lease.lost();
       const record: StoreRecord = {
@@ -94,7 +117,7 @@ export class MongoStores {
         created: now,
         modified: now,
         rootTag: root.tag,
-        historyFrom: 0,
+        historyFrom: eventId,
       };
       return { blobs: leftovers, record };
     });
@@ -104,10 +127,12 @@ export class MongoStores {
 
   async updateStore(config: StoreConfig, now: number): Promise<StoreRecord> {
     const record = await this.lock.run(config.name, async (s, lease) => {
-      liveConfig(s);
+      const before = liveConfig(s);
       const root = await this.c.nodes.findOne({ _id: nodeKey(config.name, "") }, { projection: { tag: 1 } });
+      // Turning history on: every state from the last committed event on is kept from now.
+      const historyFrom = !keepsVersions(before) && keepsVersions(config) ? s.committedEventId : (s.historyFrom ?? 0);
       const res = await this.c.stores.updateOne(lease.fence, {
-        $set: { type: config.type, settings: config.settings, modified: now },
+        $set: { type: config.type, settings: config.settings, historyFrom, modified: now },
       });
       if (res.matchedCount === 0) throw lease.lost();
       this.lock.rememberType(config.name, config.type);
@@ -119,7 +144,7 @@ export class MongoStores {
         created: s.created,
         modified: now,
         rootTag: root?.tag ?? "",
-        historyFrom: 0,
+        historyFrom,
       };
       return updated;
     });
@@ -134,7 +159,7 @@ export class MongoStores {
       // The store is marked first: from then on nothing of it is visible, even if the rest never
       // happens. That is the commit; nodes left behind are removed when the name is used again.
       const res = await this.c.stores.updateOne(lease.fence, {
-        $set: { deleted: true, modified: now, purgedEventId: eventId },
+        $set: { deleted: true, modified: now, purgedEventId: eventId, historyFrom: eventId },
       });
       if (res.matchedCount === 0) throw lease.lost();
       const deleted: StoreRecord = {
@@ -145,12 +170,12 @@ export class MongoStores {
         created: store.created,
         modified: now,
         rootTag: "",
-        historyFrom: 0,
+        historyFrom: eventId,
       };
-      const removed = await this.removeStoreNodes(name, lease).catch((err: unknown) => {
+      const removed = await this.removeStoreData(name, lease).catch((err: unknown) => {
         this.log.warn(
           { store: name, err: (err as Error).message },
-          "store deleted; some of its nodes remain until the name is used again",
+          "store deleted; some of its nodes or versions remain until the name is used again",
         );
         return [];
       });
@@ -161,15 +186,24 @@ export class MongoStores {
     return record;
   }
 
-  /** Removes every node of a store, under its lease; returns the GridFS blobs to remove once it is released. */
-  private async removeStoreNodes(store: string, lease: StoreLease): Promise<string[]> {
-    const docs = await this.c.nodes
-      .find({ store }, { projection: { _id: 1, blob: 1, size: 1, directory: 1, deleted: 1 } })
-      .toArray();
-    for (let i = 0; i < docs.length; i += REMOVE_BATCH) {
-      await lease.keep();
-      await this.c.nodes.deleteMany({ _id: { $in: docs.slice(i, i + REMOVE_BATCH).map((d) => d._id as string) } });
+  /**
+   * Removes every node and version of a store, under its lease; returns the GridFS blobs to
+   * remove once it is released (no other store's node or version can share them).
+   */
+  private async removeStoreData(store: string, lease: StoreLease): Promise<string[]> {
+    const blobs: string[] = [];
+    for (const name of ["nodes", "versions"]) {
+      // What this needs of either collection's documents.
+      const collection = this.c.db.collection<StateFields>(name);
+      const docs = await collection
+        .find({ store }, { projection: { _id: 1, blob: 1, size: 1, directory: 1, deleted: 1 } })
+        .toArray();
+      for (let i = 0; i < docs.length; i += REMOVE_BATCH) {
+        await lease.keep();
+        await collection.deleteMany({ _id: { $in: docs.slice(i, i + REMOVE_BATCH).map((d) => d._id) } });
+      }
+      blobs.push(...docs.filter(inGridFS).map((d) => d.blob));
     }
-    return docs.filter(inGridFS).map((d) => d.blob);
+    return [...new Set(blobs)];
   }
 }
