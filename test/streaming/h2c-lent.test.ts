@@ -374,7 +374,10 @@ describe("a stream the server destroys mid-body (issue 14, REST on h2c, src/rest
       const closed = new Promise<void>((resolve) => req.once("close", () => resolve()));
       await until(() => answering.length === 1, "the server to answer");
       const res = answering[0] as http2.Http2ServerResponse;
-      // The server has sent what the window allows and the socket can take.
+      // The server has sent what the window allows and the socket can take: the client's socket
+      // has taken its half MiB and stopped reading (on a loaded machine that can take longer than
+      // any fixed wait), then a moment for the server's writes to back up behind it.
+      await until(() => rawReceived > MiB / 2, "the client to receive its first half MiB");
       await new Promise((r) => setTimeout(r, 200));
       res.destroy();
       await churnPool();
