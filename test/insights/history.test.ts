@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DiffKind, ReportService, ReportState } from "../../src/gen/trove/insights/v1/reports_pb.js";
 import { DAY_MS } from "../../src/insights/index.js";
 import { ReportNotifier } from "../../src/services/report-notifier.js";
@@ -26,6 +26,10 @@ import { ensureSdkBuilt } from "../sdk/build.js";
 import { runTrove } from "../sdk/support.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { type Answer, call, EXAMPLE, type ExampleProject, uploadExample } from "./api-support.js";
+
+// A comparison reads both sides' resources, as two reports would: on FerretDB the promotion case
+// (an upload, four comparisons, a promotion) takes longer than vitest's default allows.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 const REPORTS = "/insights/v1/reports";
 const COMPARISON = "/insights/v1/comparison";
