@@ -224,6 +224,10 @@ export const REST_FIELD_NAMES: FieldNames = {
   content_type: "Content-Type",
   content_md5: "Content-MD5",
   content_length: "Content-Length",
+  // History's fields (docs/history.md): query parameters of the resources' REST face.
+  version: "restore",
+  as_of: "restore-as-of",
+  dry_run: "dry-run",
   project_id: "projectID",
   environment_id: "environmentID",
   report_id: "reportID",

@@ -100,7 +100,8 @@ export class ResourceHistory {
   private version(state: VersionRecord, current: boolean): Version {
     return {
       $typeName: "trove.resources.v2.Version",
-      resource: this.options.toResource(state),
+      // A deletion has no contents: its size, MD5 and blob are those of nothing (docs/history.md).
+      resource: this.options.toResource(state.deleted ? { ...state, size: 0, md5: "", blob: "" } : state),
       user: state.user,
       operation: state.deleted ? "delete" : "modify",
       current,
@@ -203,11 +204,17 @@ export class ResourceHistory {
 
   async restore(req: RestoreRequest, store: string, path: string, ctx: HandlerContext): Promise<RestoreResponse> {
     if ((req.version === "") === (req.asOf === "")) {
-      throw new BadRequestError("a restore names either a version (of a resource) or an as_of moment (of a subtree)");
+      throw new BadRequestError({
+        field: "version",
+        reason: (name) =>
+          `a restore names either a version of a resource (${name}) or a moment of a subtree (${name === "version" ? "as_of" : "restore-as-of"})`,
+      });
     }
     const caller = ctx.values.get(callerKey);
     if (req.version !== "") {
-      if (req.dryRun) throw new BadRequestError("dry_run is for a subtree restore (as_of)");
+      if (req.dryRun) {
+        throw new BadRequestError({ field: "dry_run", reason: (name) => `${name} is for the restore of a subtree` });
+      }
       requireOperation(caller, "write", { store, path });
       const pre = req.ifMatch.length > 0 ? { ifMatch: req.ifMatch } : {};
       const { node, created } = await this.storage.restoreVersion(
@@ -220,7 +227,9 @@ export class ResourceHistory {
       );
       return create(RestoreResponseSchema, { resource: this.options.toResource(node), created });
     }
-    if (req.ifMatch.length > 0) throw new BadRequestError("if_match is for the restore of one version");
+    if (req.ifMatch.length > 0) {
+      throw new BadRequestError({ field: "if_match", reason: (name) => `${name} is for the restore of one version` });
+    }
     const { event } = await this.eventOf(store, req.asOf);
     const plan = await this.planSubtree(caller, store, path, event, ctx);
     if (!req.dryRun) {

@@ -25,7 +25,7 @@ describeWithChromium("console stores (Chromium)", (chromium) => {
     await page.locator("#store-type").fill("snapshot");
     await page.locator("#setting-value-0").fill("3d");
     // History's setting is offered with its default (docs/history.md).
-    expect(await page.$eval("#setting-name-1", (e) => (e as HTMLInputElement).value)).toBe("keep-versions");
+    expect(await page.$eval("#setting-name-1", (e) => (e as unknown as { value: string }).value)).toBe("keep-versions");
     await page.locator("#setting-value-1").fill("90d");
     await page.locator("dialog button::-p-text(Create)").click();
     await page.waitForSelector("[role=status]::-p-text(Store brand created.)");

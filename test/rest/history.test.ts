@@ -82,6 +82,8 @@ describe("GET {resource}?versions=true (docs/history.md)", () => {
     const list = await versions("a.txt");
     expect(list.map((v) => v.operation)).toEqual(["delete", "modify", "modify"]);
     expect(list[0]?.current).toBe("true");
+    // A deletion has no contents (docs/history.md).
+    expect(list[0]).toMatchObject({ size: "0", md5: "" });
     expect(list.slice(1).every((v) => v.current === undefined)).toBe(true);
     expect(list[1]).toMatchObject({ size: "4", md5: md5("two!"), type: "text/plain", user: "anonymous" });
     expect(list[2]).toMatchObject({ size: "3", md5: md5("one"), tag: unquote(t1), user: "anonymous" });
@@ -283,6 +285,11 @@ describe("PUT {directory}/?restore-as-of={moment} (undo a recursive delete)", ()
     expectError(await client.fetch("PUT", `${DATA}/flat/?restore-as-of=${early}`), 410, /keeps no history/);
     expectError(await client.fetch("PUT", `${DATA}/flat/?restore-as-of=soon`), 400, /neither an event id/);
     expectError(await client.fetch("PUT", `${DATA}/flat/?dry-run=true`), 400, /goes with restore-as-of/);
+    expectError(
+      await client.fetch("PUT", `${DATA}/flat/?restore-as-of=${early}`, { headers: { "If-Match": '"x"' } }),
+      400,
+      /^If-Match is for the restore of one version\n$/,
+    );
     expect(await storeState(client, "flat")).toEqual(before);
   });
 });
