@@ -99,7 +99,7 @@ describeWithMongoDb("history on MongoDB", () => {
       const state = (await db.collection("nodes").findOne({ _id: "s/a.txt" as never })) as Record<string, unknown>;
       const left = {
         ...state,
-        _id: `s/a.txt#${one.eventId}`,
+        _id: `s/a.txt#${one.tag}`,
         user: "",
         endedEventId: one.eventId + 5,
         ended: T0 + 500,

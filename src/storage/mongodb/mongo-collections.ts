@@ -60,8 +60,10 @@ export interface NodeDoc {
 
 /**
  * An earlier state of a node (docs/history.md): the node's fields as they were, with the event that
- * ended it and when. Its _id is derived from the store, the path and the state's own event id, so
- * that writing it again (after a crash between it and the node's write) finds it there.
+ * ended it and when. Its _id is derived from the store, the path and the state's tag, which names
+ * one state of a path as its event id does: writing it again (after a crash between it and the
+ * node's write) finds it there, and a state asked for by its tag (a version's contents, a restore)
+ * is found by _id, the one lookup FerretDB answers without scanning the collection.
  */
 export interface VersionDoc extends Omit<NodeDoc, "_id" | "user" | "expireAt"> {
   _id: string;
@@ -72,15 +74,15 @@ export interface VersionDoc extends Omit<NodeDoc, "_id" | "user" | "expireAt"> {
   ended: number;
 }
 
-/** A version's _id: "{store}/{path}#{eventId}" (the event id has no "#": the last one splits). */
-export function versionKey(store: string, path: string, eventId: number): string {
-  return `${store}/${path}#${eventId}`;
+/** A version's _id: "{store}/{path}#{tag}" (a tag is base64url, without "#": the last one splits). */
+export function versionKey(store: string, path: string, tag: string): string {
+  return `${store}/${path}#${tag}`;
 }
 
 /** The version of a node's state, ended by `endedEventId` at `ended` (its contents as `d` holds them). */
 export function versionOf(d: NodeDoc, endedEventId: number, ended: number): VersionDoc {
   return {
-    _id: versionKey(d.store, d.path, d.eventId),
+    _id: versionKey(d.store, d.path, d.tag),
     store: d.store,
     path: d.path,
     parent: d.parent,

@@ -7,7 +7,7 @@ import type { GridFSBucket } from "mongodb";
 import { NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
 import { INLINE_MAX } from "../local/blob-files.js";
 import type { BlobInfo, NodeRecord, StorageLogger, WriteBlobOptions } from "../port.js";
-import { IN_GRIDFS, type MongoCollections, nodeKey } from "./mongo-collections.js";
+import { IN_GRIDFS, type MongoCollections, nodeKey, versionKey } from "./mongo-collections.js";
 import { binaryBytes, domainError, guard, readGridFS, removeGridFS } from "./mongo-driver.js";
 
 export class MongoContents {
@@ -87,10 +87,10 @@ export class MongoContents {
         // An earlier state read without its contents (a listing as of an event, listVersions):
         // they are inline in its version.
         const version = await this.c.versions.findOne(
-          { store: node.store, path: node.path, blob: node.blob },
-          { projection: { inline: 1 } },
+          { _id: versionKey(node.store, node.path, node.tag) },
+          { projection: { inline: 1, blob: 1 } },
         );
-        inline = binaryBytes(version?.inline);
+        inline = version?.blob === node.blob ? binaryBytes(version.inline) : null;
       }
       if (!inline) throw new NotFoundError(`blob ${node.blob} not found`);
       yield inline;

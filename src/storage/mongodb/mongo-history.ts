@@ -20,6 +20,7 @@ import {
   toNode,
   toVersion,
   type VersionDoc,
+  versionKey,
 } from "./mongo-collections.js";
 import type { MongoContents } from "./mongo-contents.js";
 import { guard } from "./mongo-driver.js";
@@ -84,14 +85,14 @@ export class MongoHistory {
     return guard(async () => {
       const [node, version] = await Promise.all([
         this.c.nodes.findOne({ _id: nodeKey(store, path) }),
-        this.c.versions.findOne({ store, path, tag }),
+        this.c.versions.findOne({ _id: versionKey(store, path, tag) }),
       ]);
       if (node?.tag === tag) return currentState(node);
       if (version) return version.eventId !== node?.eventId ? toVersion(version) : undefined;
       // Read together, the version may have been looked for just before a write recorded it and
       // the node read just after: only then is a second look needed.
       if (!node) return undefined;
-      const again = await this.c.versions.findOne({ store, path, tag });
+      const again = await this.c.versions.findOne({ _id: versionKey(store, path, tag) });
       return again && again.eventId < node.eventId ? toVersion(again) : undefined;
     });
   }
@@ -297,6 +298,6 @@ export class MongoHistory {
 
   /** The kept state of a path with that tag, with its contents. */
   private versionByTag(store: string, path: string, tag: string): Promise<VersionDoc | null> {
-    return this.c.versions.findOne({ store, path, tag });
+    return this.c.versions.findOne({ _id: versionKey(store, path, tag) });
   }
 }
