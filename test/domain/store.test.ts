@@ -65,7 +65,7 @@ describe("resolveStoreConfig", () => {
     expect(resolveStoreConfig({ name: "s" }, undefined, REPORTED)).toEqual({
       name: "s",
       type: "recursive",
-      settings: { "keep-deleted": "7d" },
+      settings: { "keep-deleted": "7d", "keep-versions": "30d" },
     });
   });
 
@@ -75,7 +75,7 @@ describe("resolveStoreConfig", () => {
       undefined,
       REPORTED,
     );
-    expect(config).toEqual({ name: "s", type: "snapshot", settings: { "keep-deleted": "2h" } });
+    expect(config).toEqual({ name: "s", type: "snapshot", settings: { "keep-deleted": "2h", "keep-versions": "30d" } });
   });
 
   it("keeps the current type and settings of an update that gives none", () => {

@@ -208,7 +208,11 @@ describe("a store configuration the server writes parses back to itself", () => 
           undefined,
           Object.fromEntries(reported),
         );
-        expect(resolved).toEqual({ name, type, settings: { "keep-deleted": settings[0]?.value } });
+        expect(resolved).toEqual({
+          name,
+          type,
+          settings: { "keep-deleted": settings[0]?.value, "keep-versions": "30d" },
+        });
       }),
       { seed: SEED, numRuns: 500 },
     );
