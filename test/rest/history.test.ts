@@ -299,7 +299,7 @@ describe("the keep-versions setting", () => {
     await createStore(client, "fresh", "recursive");
     const reply = await client.fetch("GET", STORES);
     expect(reply.text).toMatch(
-      /<store name="fresh"[^]*?<setting><name>keep-versions<\/name><value>30d<\/value><\/setting>/,
+      /<store name="fresh"[\s\S]*?<setting><name>keep-versions<\/name><value>30d<\/value><\/setting>/,
     );
     const bad = await client.fetch("POST", STORES, {
       headers: { "Content-Type": "application/json" },
