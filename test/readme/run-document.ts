@@ -33,7 +33,10 @@ export interface DocumentOptions extends ParseOptions {
 
 /** The checkout's `git status --porcelain`, ignored files included (a stray .trove-data is one). */
 async function checkoutStatus(): Promise<Set<string>> {
-  const { stdout } = await exec("git", ["status", "--porcelain", "--untracked-files=all", "--ignored"], { cwd: ROOT });
+  const { stdout } = await exec("git", ["status", "--porcelain", "--untracked-files=all", "--ignored"], {
+    cwd: ROOT,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return new Set(stdout.split("\n").filter((l) => l !== ""));
 }
 
