@@ -132,6 +132,51 @@ describeWithMongoDb("history on MongoDB", () => {
     });
   });
 
+  describe("a path's state as of an event, by links (FerretDB) or by query (MongoDB's indexes)", () => {
+    /** Both ways of MongoHistory.getNodeAsOf, whichever server this is. */
+    function readingBy(storage: MongoStorage, scans: boolean): void {
+      (storage as unknown as { history: { scansQueries: boolean } }).history.scansQueries = scans;
+    }
+
+    for (const scans of [true, false]) {
+      const way = scans ? "following links by _id" : "by query";
+      it(`${way}: 20 states back, past a purged tombstone, and a node made before history`, async () => {
+        const { storage, db } = await open();
+        readingBy(storage, scans);
+        await storage.createStore(
+          { name: "s", type: "recursive", settings: { "keep-deleted": "1s", "keep-versions": "30d" } },
+          T0,
+        );
+        const states: NodeRecord[] = [];
+        for (let i = 0; i < 20; i++) states.push((await put(storage, "s", "a.txt", `v${i}`, T0 + i)).node);
+        for (const [i, state] of states.entries()) {
+          const then = await storage.getNodeAsOf("s", "a.txt", state.eventId);
+          expect(then, `state ${i}`).toMatchObject({ tag: state.tag, eventId: state.eventId });
+          expect((await readAll(storage, then as VersionRecord)).toString()).toBe(`v${i}`);
+        }
+        // Deleted, its tombstone purged, made again: nothing links the new node to its earlier states.
+        const { node: gone } = await storage.deleteTree("s", "a.txt", {}, T0 + SECOND);
+        expect(await storage.purgeExpired(T0 + 10 * SECOND)).toBe(1);
+        const { node: again } = await put(storage, "s", "a.txt", "again", T0 + 11 * SECOND);
+        expect(await storage.getNodeAsOf("s", "a.txt", (states[3] as NodeRecord).eventId)).toMatchObject({
+          tag: states[3]?.tag,
+        });
+        expect(await storage.getNodeAsOf("s", "a.txt", gone.eventId)).toBeUndefined();
+        expect(await storage.getNodeAsOf("s", "a.txt", again.eventId)).toMatchObject({ tag: again.tag });
+        // The root, re-tagged by every change: its first state, far back.
+        const root = await storage.getNodeAsOf("s", "", (states[0] as NodeRecord).eventId);
+        expect(root).toMatchObject({ directory: true, eventId: 1 });
+        // A node made before history links to nothing: its earlier state is still found.
+        const { node: before } = await put(storage, "s", "b.txt", "before", T0 + 12 * SECOND);
+        const { node: after } = await put(storage, "s", "b.txt", "after", T0 + 13 * SECOND);
+        await db.collection("nodes").updateOne({ _id: "s/b.txt" as never }, { $unset: { replacedTag: "" } });
+        expect(await storage.getNodeAsOf("s", "b.txt", before.eventId)).toMatchObject({ tag: before.tag });
+        expect(await storage.getNodeAsOf("s", "b.txt", after.eventId)).toMatchObject({ tag: after.tag });
+        expect(await storage.getNodeAsOf("s", "c.txt", after.eventId)).toBeUndefined();
+      });
+    }
+  });
+
   it("a deletion of a directory larger than one write batch keeps every file's contents", async () => {
     const { storage } = await open();
     await storage.createStore(keeping("s"), T0);

@@ -54,6 +54,11 @@ export interface NodeDoc {
   eventId: number;
   /** The subject of the token whose change made this state; absent in nodes made before history. */
   user?: string;
+  /**
+   * The tag of the state this one replaced (a tombstone's too), "" when it replaced none: the link
+   * to its version, by _id (docs/history.md, "MongoDB"). Absent in nodes made before history.
+   */
+  replacedTag?: string;
   /** Tombstones only: when the TTL index may remove the document (a backstop behind the purge). */
   expireAt?: Date;
 }
@@ -99,6 +104,7 @@ export function versionOf(d: NodeDoc, endedEventId: number, ended: number): Vers
     modified: d.modified,
     eventId: d.eventId,
     user: d.user ?? "",
+    ...(d.replacedTag === undefined ? {} : { replacedTag: d.replacedTag }),
     endedEventId,
     ended,
   };

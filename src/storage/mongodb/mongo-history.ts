@@ -29,6 +29,8 @@ import { liveConfig, type MongoWrites, type NodeReads } from "./mongo-writes.js"
 
 /** How many of the nodes' events after a candidate eventAt reads at a time, looking for its re-tags. */
 const EVENTS_AFTER = 64;
+/** How many states back getNodeAsOf follows `replacedTag` by _id before it queries instead. */
+const WALK_MAX = 16;
 
 /** Paths in the order MongoDB sorts them (binary UTF-8, which is code-point order), not UTF-16's. */
 function byPath(a: { path: string }, b: { path: string }): number {
@@ -42,6 +44,12 @@ function byPath(a: { path: string }, b: { path: string }): number {
 const MADE_AT_MODIFIED = { $or: [{ directory: false }, { deleted: true }, { prevTag: "" }] };
 
 export class MongoHistory {
+  /**
+   * Whether the server answers a filter on anything but _id by reading the whole collection
+   * (FerretDB v1): then getNodeAsOf follows the states' links by _id rather than query.
+   */
+  scansQueries = false;
+
   constructor(
     private readonly c: MongoCollections,
     private readonly lock: StoreWriteLock,
@@ -101,6 +109,8 @@ export class MongoHistory {
   async getNodeAsOf(store: string, path: string, eventId: number): Promise<VersionRecord | undefined> {
     return guard(async () => {
       const holding = { store, path, eventId: { $lte: eventId }, endedEventId: { $gt: eventId } };
+      if (this.scansQueries) return this.walkBackTo(store, path, eventId, holding);
+      // One round trip where the query is answered from the index (store, path, eventId).
       const [node, version] = await Promise.all([
         this.c.nodes.findOne({ _id: nodeKey(store, path) }),
         this.c.versions.findOne(holding),
@@ -114,6 +124,35 @@ export class MongoHistory {
       const again = await this.c.versions.findOne(holding);
       return again ? toVersion(again) : undefined;
     });
+  }
+
+  /**
+   * getNodeAsOf where a query reads the whole collection: the node, then back from state to state
+   * by _id along `replacedTag` (written with each state, so no write is missed: the versions are
+   * immutable and older than the node read), at most WALK_MAX; the query only when the links end
+   * before the event (a path made again after its tombstone was purged has earlier states nothing
+   * links to; a node made before history has no link) or go on too long.
+   */
+  private async walkBackTo(
+    store: string,
+    path: string,
+    eventId: number,
+    holding: Record<string, unknown>,
+  ): Promise<VersionRecord | undefined> {
+    const node = await this.c.nodes.findOne({ _id: nodeKey(store, path) });
+    if (node && node.eventId <= eventId) return currentState(node);
+    let link = node?.replacedTag;
+    for (let hop = 0; link && hop < WALK_MAX; hop++) {
+      const state = await this.c.versions.findOne({ _id: versionKey(store, path, link) });
+      if (!state) break;
+      if (state.eventId <= eventId) {
+        if (state.endedEventId > eventId) return toVersion(state);
+        break;
+      }
+      link = state.replacedTag;
+    }
+    const version = await this.c.versions.findOne(holding);
+    return version ? toVersion(version) : undefined;
   }
 
   /**
@@ -262,6 +301,7 @@ export class MongoHistory {
           modified: now,
           eventId,
           user,
+          replacedTag: existing?.tag ?? "",
         };
         kept = keepsVersions(config);
         await this.writes.writeInOrder(

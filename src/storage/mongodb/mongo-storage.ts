@@ -81,6 +81,15 @@ export interface MongoStorageOptions {
 }
 
 /**
+ * Whether the server answers a filter on anything but _id by reading the whole collection:
+ * FerretDB v1 (its SQLite backend pushes down only _id), which says so in buildInfo.
+ */
+async function scansQueries(db: Db): Promise<boolean> {
+  const info = await db.command({ buildInfo: 1 }).catch(() => ({}));
+  return typeof (info as { ferretdbVersion?: unknown }).ferretdbVersion === "string";
+}
+
+/**
  * A store's write lease, in ms: how long the other instances wait for a holder that died. Held
  * only while one write runs (and renewed every third of it by long ones), so it can be short.
  */
@@ -161,6 +170,7 @@ export class MongoStorage implements StoragePort {
       const { ttlIndex, partial } = await ensureNodeIndexes(this.c);
       this.ttlIndex = ttlIndex;
       await ensureVersionIndexes(this.c, partial);
+      this.history.scansQueries = await scansQueries(this.db);
       await this.insights.ensureIndexes(this.ttlIndex, partial);
       await this.leases.ensureIndexes();
       await this.purge.ensureIndexes();

@@ -52,8 +52,15 @@ export interface NodeWrite {
   eventId: number;
 }
 
-/** A directory's node as created now. */
-export function directoryDoc(store: string, path: string, now: number, eventId: number, user = ""): NodeDoc {
+/** A directory's node as created now, over the state with tag `replacedTag` (a tombstone) or none. */
+export function directoryDoc(
+  store: string,
+  path: string,
+  now: number,
+  eventId: number,
+  user = "",
+  replacedTag = "",
+): NodeDoc {
   return {
     store,
     path,
@@ -71,6 +78,7 @@ export function directoryDoc(store: string, path: string, now: number, eventId: 
     modified: now,
     eventId,
     user,
+    replacedTag,
   };
 }
 
@@ -153,6 +161,7 @@ export class MongoWrites {
           modified: now,
           eventId,
           user,
+          replacedTag: read.get(path)?.tag ?? "",
         };
         // The ancestors first, in the same ordered bulk write: the node's write is the commit, and
         // nothing that can fail follows it.
@@ -204,7 +213,7 @@ export class MongoWrites {
         const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
         if (!created) return { node: toNode(target as NodeDoc), created };
         const eventId = await lease.allocate(1 + ancestors.length);
-        const doc = directoryDoc(store, path, now, eventId, user);
+        const doc = directoryDoc(store, path, now, eventId, user, read.get(path)?.tag ?? "");
         // The ancestors first, the directory last (the commit), in one ordered bulk write. What it
         // replaces is a tombstone, or nothing.
         await this.writeInOrder(
@@ -258,6 +267,7 @@ export class MongoWrites {
             deleted: true,
             tag: newTag(),
             prevTag: n.tag,
+            replacedTag: n.tag,
             blob: "",
             inline: null,
             modified: now,
@@ -364,7 +374,15 @@ export class MongoWrites {
       op: {
         updateOne: {
           filter: { _id: nodeKey(store, path) },
-          update: { $set: { prevTag: read.get(path)?.tag ?? "", tag: newTag(), eventId: firstEventId + i, user } },
+          update: {
+            $set: {
+              prevTag: read.get(path)?.tag ?? "",
+              replacedTag: read.get(path)?.tag ?? "",
+              tag: newTag(),
+              eventId: firstEventId + i,
+              user,
+            },
+          },
         },
       },
       replaces: read.get(path),
