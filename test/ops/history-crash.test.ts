@@ -19,7 +19,7 @@ import { describeWithMongoDb } from "../support/mongodb.js";
 // Generous bounds for "eventually": a loaded machine writes 1,000 resources slowly (the SQLite case
 // took 11 to 50 s at load averages 13 to 22), FerretDB v1.24 far more so: its queries slow down as
 // the collections grow (1,000 PUTs 29 s, a restore of 1,003 changes 83 s on a quiet machine), and
-// the MongoDB case took 49 minutes at load averages 6 to 14.
+// the MongoDB case with 1,000 resources took 49 minutes at load averages 6 to 14 (it runs 200).
 vi.setConfig({ hookTimeout: 120_000 });
 
 const DATA = "/resources/v2/data/home";
@@ -309,8 +309,8 @@ describeWithMongoDb("a subtree restore cut by SIGKILL, on MongoDB", (url) => {
     () => {
       database ||= `trove_test_${randomBytes(6).toString("hex")}`;
       return ["--mongodb-url", url, "--mongodb-database", database];
-      // 200 resources: FerretDB (SQLite behind the wire protocol) took 15 to 20 minutes for 1,000 at
-      // load 13-20, most of CI's time; the crash and the re-run are the same, the SQLite case keeps 1,000.
+      // 200 resources: FerretDB (SQLite behind the wire protocol) took 49 minutes for 1,000 at load
+      // 6-14, most of CI's time; the crash and the re-run are the same, the SQLite case keeps 1,000.
     },
     1_200_000,
     200,
