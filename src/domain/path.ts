@@ -77,3 +77,23 @@ export function descendantRange(dir: string): { low: string; high: string } {
   // "/" is U+002F and "0" is U+0030: every path below `dir/` sorts in [dir/, dir0).
   return dir === "" ? { low: "", high: "\u{10FFFF}" } : { low: `${dir}/`, high: `${dir}0` };
 }
+
+/**
+ * Paths in the order the databases sort them: binary UTF-8, which is code-point order. JavaScript's
+ * `<` compares UTF-16 units, which puts a character above U+FFFF (a surrogate pair) before
+ * U+E000-U+FFFF; the two are swapped here, without encoding.
+ */
+export function comparePaths(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return x >= 0xd800 && y >= 0xd800 ? codePointRank(x) - codePointRank(y) : x - y;
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 unit from U+D800 up, ranked so that surrogates come after U+E000-U+FFFF. */
+function codePointRank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}

@@ -34,14 +34,13 @@ import {
 import type { NodeRecord, StoragePort, StoreRecord, VersionRecord } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
+import { fileMessages } from "./read-contents.js";
 
 export interface ResourceHistoryOptions {
   storage: StoragePort;
   now: () => number;
   /** The resource core's own conversion of a node into its message. */
   toResource: (node: NodeRecord, access?: ReturnType<typeof accessOf>) => NonNullable<ReadResponse["resource"]>;
-  /** The resource core's own chunked read of a node's contents (its READ_MESSAGE_CHUNK bound). */
-  contents: (node: NodeRecord, ctx: HandlerContext) => AsyncIterable<Uint8Array>;
 }
 
 /** Versions of a resource per message of ListVersions. */
@@ -158,21 +157,7 @@ export class ResourceHistory {
     ifNoneMatch: readonly string[],
     ctx: HandlerContext,
   ): AsyncIterable<ReadResponse> {
-    const resource = this.options.toResource(state);
-    if (ifNoneMatch.length > 0 && tagMatches(ifNoneMatch, state.tag)) {
-      yield create(ReadResponseSchema, { resource, notModified: true });
-      return;
-    }
-    if (state.inline) {
-      yield create(ReadResponseSchema, { resource, chunk: state.inline });
-      return;
-    }
-    let first = true;
-    for await (const chunk of this.options.contents(state, ctx)) {
-      yield first ? create(ReadResponseSchema, { resource, chunk }) : create(ReadResponseSchema, { chunk });
-      first = false;
-    }
-    if (first) yield create(ReadResponseSchema, { resource, chunk: new Uint8Array(0) });
+    yield* fileMessages(this.storage, state, this.options.toResource(state), ifNoneMatch, ctx);
   }
 
   /** A listing as it was at a moment (List with as_of). */

@@ -47,13 +47,11 @@ import type { DeleteResult, NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
+import { fileMessages } from "./read-contents.js";
 import { ResourceHistory } from "./resource-history.js";
 
-/**
- * Largest chunk of a Read message: storage may read in larger pieces, a message stays well below
- * the 4 MiB that gRPC clients accept by default (grpc-go, grpc-java), whatever the storage.
- */
-export const READ_MESSAGE_CHUNK = 1024 * 1024;
+/** Largest chunk of a Read message (read-contents.ts). */
+export { READ_MESSAGE_CHUNK } from "./read-contents.js";
 
 /**
  * Uploads announced at up to this many bytes skip the check before the upload: storing the
@@ -116,7 +114,6 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
       storage: this.storage,
       now: this.now,
       toResource,
-      contents: (node) => boundedChunks(this.storage.readBlob(node)),
     });
   }
 
@@ -153,37 +150,8 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
         yield create(ReadResponseSchema, { resource });
         return;
       }
-      if (conditional && tagMatches(tags(req.ifNoneMatch), node.tag)) {
-        yield create(ReadResponseSchema, { resource, notModified: true });
-        return;
-      }
-      if (node.inline) {
-        yield create(ReadResponseSchema, { resource, chunk: node.inline });
-        return;
-      }
-      const chunks = boundedChunks(this.storage.readBlob(node))[Symbol.asyncIterator]();
-      let first: IteratorResult<Uint8Array>;
-      try {
-        first = await chunks.next();
-      } catch (err) {
-        // The blob was replaced between reading the metadata and opening it: read again.
-        if (err instanceof NotFoundError && attempt < 2) continue;
-        throw err;
-      }
-      // Between messages the call may have run out of time or been cancelled: stop reading then,
-      // and close the blob's stream whichever way the read ends.
-      try {
-        yield create(ReadResponseSchema, { resource, chunk: first.done ? new Uint8Array(0) : first.value });
-        if (first.done) return;
-        for (;;) {
-          throwIfCallAborted(ctx);
-          const next = await chunks.next();
-          if (next.done) return;
-          yield create(ReadResponseSchema, { chunk: next.value });
-        }
-      } finally {
-        await chunks.return?.();
-      }
+      // A blob replaced between reading the metadata and opening it: read the node again.
+      if (yield* fileMessages(this.storage, node, resource, tags(req.ifNoneMatch), ctx, attempt < 2)) return;
     }
   }
 
@@ -451,17 +419,6 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 /** Entity tags as clients send them (quoted, unquoted, W/, "*", or comma-separated lists) in stored form. */
 function tags(list: readonly string[]): string[] {
   return list.flatMap(parseTagList);
-}
-
-/** The contents in chunks of at most READ_MESSAGE_CHUNK bytes: views of what storage read, no copies. */
-async function* boundedChunks(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-  for await (const chunk of chunks) {
-    if (chunk.byteLength <= READ_MESSAGE_CHUNK) yield chunk;
-    else
-      for (let at = 0; at < chunk.byteLength; at += READ_MESSAGE_CHUNK) {
-        yield chunk.subarray(at, at + READ_MESSAGE_CHUNK);
-      }
-  }
 }
 
 async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<Uint8Array> {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { BadRequestError } from "../../src/domain/errors.js";
 import {
   ancestorsOf,
+  comparePaths,
   descendantRange,
   joinPath,
   MAX_NAME_BYTES,
@@ -151,5 +152,16 @@ describe("descendantRange", () => {
     const range = descendantRange("");
     expect(range.low).toBe("");
     for (const path of ["a", "a/b", "~", "é", "\uFFFD", "\u{1F600}/x"]) expect(inRange(path, range)).toBe(true);
+  });
+});
+
+describe("comparePaths", () => {
+  it("orders paths as SQLite and MongoDB do: by UTF-8 bytes, so a character above U+FFFF after U+E000-U+FFFF", () => {
+    const paths = ["a/b", "a", "a/\u{1F600}", "a/\uFFFD", "a/\uE000", "a/z", "a0", "", "a/é"];
+    const byBytes = [...paths].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    expect([...paths].sort(comparePaths)).toEqual(byBytes);
+    expect(byBytes.indexOf("a/\u{1F600}")).toBeGreaterThan(byBytes.indexOf("a/\uFFFD"));
+    expect(comparePaths("a/b", "a/b")).toBe(0);
+    expect(Math.sign(comparePaths("a", "a/b"))).toBe(-1);
   });
 });

@@ -1994,6 +1994,50 @@ export function storageContract(
           expect(await listAsOf("s", "d/new", event, { recursive: true, includeDeleted: true })).toEqual([]);
         });
 
+        it("listNodesAsOf in pages of any size: directories re-tagged by many writes below, a path that was a file, then a directory, then a file", async () => {
+          await storage.createStore(keeping("s", "recursive"), T0);
+          const moments: Array<{ event: number; all: NodeRecord[]; children: NodeRecord[] }> = [];
+          const moment = async () => {
+            moments.push({
+              event: (await store("s")).lastEventId,
+              all: await listAll(storage, "s", "", { recursive: true, includeDeleted: true }),
+              children: await listAll(storage, "s", "", { recursive: false, includeDeleted: true }),
+            });
+          };
+          for (const d of ["a", "b", "c"]) await mkdir("s", d);
+          await put("s", "b/y.txt", "y");
+          for (let i = 0; i < 20; i++) await put("s", "a/x.txt", `x${i}`);
+          await moment();
+          await put("s", "f", "a file");
+          await mkdir("s", "c/deep");
+          await put("s", "c/deep/z.txt", "z");
+          await moment();
+          await remove("s", "f");
+          await mkdir("s", "f");
+          await put("s", "f/z.txt", "z");
+          await moment();
+          await remove("s", "f");
+          await put("s", "f", "a file again");
+          await moment();
+          for (let i = 0; i < 5; i++) await put("s", "c/deep/z.txt", `z${i}`);
+          await remove("s", "a");
+          await mkdir("s", "b/later");
+
+          for (const { event, all, children } of moments) {
+            for (const batchSize of [1, 2, 3, 1000]) {
+              const asOf = await listAsOf("s", "", event, { recursive: true, includeDeleted: true, batchSize });
+              expect(asOf.map(shown), `event ${event}, pages of ${batchSize}`).toEqual(all.map(shown));
+              const top = await listAsOf("s", "", event, { recursive: false, includeDeleted: true, batchSize });
+              expect(top.map(shown), `children, event ${event}, pages of ${batchSize}`).toEqual(children.map(shown));
+            }
+            const below = (dir: string) => all.filter((n) => n.path.startsWith(`${dir}/`)).map(shown);
+            for (const dir of ["a", "c", "f"]) {
+              const asOf = await listAsOf("s", dir, event, { recursive: true, includeDeleted: true, batchSize: 1 });
+              expect(asOf.map(shown), `below ${dir}, event ${event}`).toEqual(below(dir));
+            }
+          }
+        });
+
         it("eventAt gives the store's last event made at or before a time, 0 before its first", async () => {
           await storage.createStore(keeping("s", "recursive"), T0);
           const created = (await store("s")).lastEventId;

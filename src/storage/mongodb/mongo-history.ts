@@ -6,7 +6,7 @@
 
 import { ForbiddenError, NotFoundError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
-import { descendantRange, parentOf } from "../../domain/path.js";
+import { comparePaths, descendantRange, parentOf } from "../../domain/path.js";
 import { planPutFile } from "../../domain/rules.js";
 import { keepsVersions } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
@@ -34,7 +34,7 @@ const WALK_MAX = 16;
 
 /** Paths in the order MongoDB sorts them (binary UTF-8, which is code-point order), not UTF-16's. */
 function byPath(a: { path: string }, b: { path: string }): number {
-  return Buffer.compare(Buffer.from(a.path), Buffer.from(b.path));
+  return comparePaths(a.path, b.path);
 }
 
 /**

@@ -3,7 +3,7 @@
 // as of an event, the event of a time; and which kept state a restore may bring back.
 
 import { NotFoundError } from "../../domain/errors.js";
-import { descendantRange } from "../../domain/path.js";
+import { comparePaths, descendantRange } from "../../domain/path.js";
 import { keepsVersions, type StoreConfig } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
 import type { ListOptions, VersionRecord } from "../port.js";
@@ -66,16 +66,31 @@ export class SqliteHistory {
     return row && row.ended_event_id > eventId ? toVersion(row) : undefined;
   }
 
-  /** listNodes as of an event, in keyset pages of the states then (statesAsOf in schema.ts). */
+  /**
+   * listNodes as of an event, in keyset pages of the states then: the nodes and kept file states
+   * (statesAsOf in schema.ts) merged with the kept directory states (dirStatesAsOf), which are
+   * read up to the last path of the first (or `limit` of them when that is the end).
+   */
   listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]> {
     const { low, high } = descendantRange(dir);
-    const page = (after: string, limit: number) =>
-      (!options.recursive
-        ? this.stmt.childrenAsOf.all({ store, dir, after, event: eventId, limit })
-        : dir === ""
-          ? this.stmt.belowRootAsOf.all({ store, after, event: eventId, limit })
-          : this.stmt.descendantsAsOf.all({ store, after, high, event: eventId, limit })
-      ).map((r) => rawVersion(store, r[0] as string, r, 1));
+    const [states, dirStates] = !options.recursive
+      ? [this.stmt.childrenAsOf, this.stmt.childDirsAsOf]
+      : dir === ""
+        ? [this.stmt.belowRootAsOf, this.stmt.dirsBelowRootAsOf]
+        : [this.stmt.descendantsAsOf, this.stmt.descendantDirsAsOf];
+    const page = (after: string, limit: number) => {
+      const params = { store, dir, after, high, event: eventId, limit };
+      const found = states.all(params).map((r) => rawVersion(store, r[0] as string, r, 1));
+      const until = found.length === limit ? found.at(-1)?.path : undefined;
+      const dirs: VersionRecord[] = [];
+      for (let from = after; dirs.length < limit; ) {
+        const visited = dirStates.all({ ...params, after: from });
+        for (const r of visited) if (r[1] !== null) dirs.push(rawVersion(store, r[1] as string, r, 2));
+        from = visited.at(-1)?.[0] as string;
+        if (visited.length < limit || (until !== undefined && comparePaths(from, until) > 0)) break;
+      }
+      return dirs.length === 0 ? found : mergeByPath(found, dirs).slice(0, limit);
+    };
     // keysetPages hands back the records page gives it: states, typed as nodes there.
     return keysetPages(page, options.recursive ? low : "", options) as AsyncIterable<VersionRecord[]>;
   }
@@ -117,4 +132,21 @@ export class SqliteHistory {
     }
     return state;
   }
+}
+
+/** Two lists of states in path order, with no path in both, as one. */
+function mergeByPath(a: VersionRecord[], b: VersionRecord[]): VersionRecord[] {
+  const merged: VersionRecord[] = [];
+  let i = 0;
+  let j = 0;
+  for (let x = a[0], y = b[0]; x && y; x = a[i], y = b[j]) {
+    if (comparePaths(x.path, y.path) < 0) {
+      merged.push(x);
+      i++;
+    } else {
+      merged.push(y);
+      j++;
+    }
+  }
+  return merged.concat(a.slice(i), b.slice(j));
 }

@@ -102,7 +102,11 @@ const ADDED_COLUMNS: ReadonlyArray<{ table: string; column: string; definition: 
  */
 const INDEXES = `
 CREATE UNIQUE INDEX IF NOT EXISTS versions_states ON versions (store, path, event_id DESC);
-CREATE INDEX IF NOT EXISTS versions_children ON versions (store, parent, path);
+DROP INDEX IF EXISTS versions_children;
+CREATE INDEX IF NOT EXISTS versions_file_paths ON versions (store, path) WHERE directory = 0;
+CREATE INDEX IF NOT EXISTS versions_file_children ON versions (store, parent, path) WHERE directory = 0;
+CREATE INDEX IF NOT EXISTS versions_dir_paths ON versions (store, path) WHERE directory = 1;
+CREATE INDEX IF NOT EXISTS versions_dir_children ON versions (store, parent, path) WHERE directory = 1;
 CREATE INDEX IF NOT EXISTS versions_ended ON versions (store, ended, ended_event_id);
 CREATE INDEX IF NOT EXISTS versions_times ON versions (store, modified, event_id) WHERE ${NOT_RETAG};
 CREATE INDEX IF NOT EXISTS versions_blobs ON versions (blob) WHERE ${BLOB_FILE};
@@ -172,6 +176,9 @@ export interface Statements {
   childrenAsOf: Named<unknown[]>;
   descendantsAsOf: Named<unknown[]>;
   belowRootAsOf: Named<unknown[]>;
+  childDirsAsOf: Named<unknown[]>;
+  descendantDirsAsOf: Named<unknown[]>;
+  dirsBelowRootAsOf: Named<unknown[]>;
   nodeEventAt: Stmt<[string, number], number>;
   versionEventAt: Stmt<[string, number], number>;
   endedEventAt: Stmt<[string, number], number>;
@@ -199,17 +206,48 @@ function key(name: string): string {
 
 /**
  * The states of a listing as of an event (named: store, dir or after/high, event, limit): the
- * nodes made at or before it, and the kept states whose life holds it, merged in path order. A
- * version whose event is its node's (MongoDB's crash window; never written here) is ignored.
+ * nodes made at or before it, and the kept file states (tombstones included) whose life holds
+ * it, merged in path order; directories' kept states are dirStatesAsOf's. SQLite never holds a
+ * version whose event is its node's (MongoDB's crash window): the write and the versions it keeps
+ * commit together, so this does not look for one (a third of its cost).
  */
-function statesAsOf(where: string): string {
-  return `SELECT ${CURRENT_RAW} FROM nodes n WHERE n.store = ${key("store")} AND ${where} AND n.event_id <= @event
+function statesAsOf(where: (alias: string, after: string) => string): string {
+  return `SELECT ${CURRENT_RAW} FROM nodes n WHERE n.store = ${key("store")} AND ${where("n", "@after")} AND n.event_id <= @event
     UNION ALL
-    SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ${key("store")} AND ${where}
+    SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ${key("store")} AND n.directory = 0 AND ${where("n", "@after")}
       AND n.event_id <= @event AND n.ended_event_id > @event
-      AND NOT EXISTS (SELECT 1 FROM nodes c WHERE c.store = n.store AND c.path = n.path AND c.event_id = n.event_id)
     ORDER BY 1 LIMIT @limit + 0`;
 }
+
+/**
+ * The kept directory states of a listing as of an event (named: store, dir or after/high, event,
+ * limit). A directory keeps a state per change below it, so walking them all would cost a listing
+ * the store's writes rather than its tree: this visits each directory path once (the next path
+ * after the last, one seek in `versions_dir_*`) and seeks its latest state made by the event,
+ * which is the one whose life may hold it (lives do not overlap). One row per path visited, up to
+ * `limit`: its path, then VERSION_RAW, NULL when no kept state of it holds the event (its node
+ * does, or it did not exist then); the caller goes on from the last path visited.
+ */
+function dirStatesAsOf(where: (alias: string, after: string) => string): string {
+  const next = (after: string) =>
+    `(SELECT d.path FROM versions d WHERE d.store = ${key("store")} AND d.directory = 1 AND ${where("d", after)} ORDER BY d.path LIMIT 1)`;
+  return `WITH RECURSIVE dirs(path) AS (
+      SELECT ${next("@after")}
+      UNION ALL
+      SELECT ${next("dirs.path")} FROM dirs WHERE dirs.path IS NOT NULL
+      LIMIT @limit + 0
+    )
+    SELECT dirs.path, ${VERSION_RAW} FROM dirs LEFT JOIN versions n ON n.rowid = (
+      SELECT s.rowid FROM versions s WHERE s.store = ${key("store")} AND s.path = dirs.path AND s.directory = 1
+        AND s.event_id <= @event ORDER BY s.event_id DESC LIMIT 1
+    ) AND n.ended_event_id > @event
+    WHERE dirs.path IS NOT NULL`;
+}
+
+/** The three ranges of a listing as of an event: a directory's children, below a directory, below the root. */
+const CHILDREN = (a: string, after: string) => `${a}.parent = ${key("dir")} AND ${a}.path > ${after}`;
+const DESCENDANTS = (a: string, after: string) => `${a}.path > ${after} AND ${a}.path < @high`;
+const BELOW_ROOT = (a: string, after: string) => `${a}.path > ${after}`;
 
 const NODE_ROW =
   "store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id, user";
@@ -342,13 +380,12 @@ export function prepareStatements(db: Database.Database): Statements {
         `SELECT inline FROM versions WHERE store = ${KEY} AND path = ${KEY} AND blob = ${KEY} AND inline IS NOT NULL LIMIT 1`,
       )
       .raw(true),
-    childrenAsOf: db
-      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf(`n.parent = ${key("dir")} AND n.path > @after`))
-      .raw(true),
-    descendantsAsOf: db
-      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.path > @after AND n.path < @high"))
-      .raw(true),
-    belowRootAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf("n.path > @after")).raw(true),
+    childrenAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(CHILDREN)).raw(true),
+    descendantsAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(DESCENDANTS)).raw(true),
+    belowRootAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(BELOW_ROOT)).raw(true),
+    childDirsAsOf: db.prepare<[Record<string, unknown>], unknown[]>(dirStatesAsOf(CHILDREN)).raw(true),
+    descendantDirsAsOf: db.prepare<[Record<string, unknown>], unknown[]>(dirStatesAsOf(DESCENDANTS)).raw(true),
+    dirsBelowRootAsOf: db.prepare<[Record<string, unknown>], unknown[]>(dirStatesAsOf(BELOW_ROOT)).raw(true),
     // The last event at or before a time: the time order of each index, ties to the larger event.
     nodeEventAt: db
       .prepare<[string, number], number>(

@@ -1,0 +1,71 @@
+// The Read messages of one file state, one implementation for the current read and the reads of
+// history (a version, a moment): "not modified" when a tag matches, else its inline contents or
+// its blob in chunks of at most READ_MESSAGE_CHUNK bytes, the resource on the first message.
+
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { NotFoundError } from "../domain/errors.js";
+import { tagMatches } from "../domain/etag.js";
+import { type ReadResponse, ReadResponseSchema } from "../gen/trove/resources/v2/resources_pb.js";
+import type { NodeRecord, StoragePort } from "../storage/port.js";
+import { throwIfCallAborted } from "./call-end.js";
+
+/**
+ * Largest chunk of a Read message: storage may read in larger pieces, a message stays well below
+ * the 4 MiB that gRPC clients accept by default (grpc-go, grpc-java), whatever the storage.
+ */
+export const READ_MESSAGE_CHUNK = 1024 * 1024;
+
+/**
+ * The messages of a file state. With `retryable`, a blob gone before its first chunk (replaced
+ * since the node was read) yields nothing and returns false, for the caller to read the node
+ * again; otherwise its NotFoundError is thrown. Between messages the call may have run out of time
+ * or been cancelled: reading stops then, and the blob's stream is closed whichever way it ends.
+ */
+export async function* fileMessages(
+  storage: Pick<StoragePort, "readBlob">,
+  node: NodeRecord,
+  resource: NonNullable<ReadResponse["resource"]>,
+  ifNoneMatch: readonly string[],
+  ctx: HandlerContext,
+  retryable = false,
+): AsyncGenerator<ReadResponse, boolean> {
+  if (ifNoneMatch.length > 0 && tagMatches(ifNoneMatch, node.tag)) {
+    yield create(ReadResponseSchema, { resource, notModified: true });
+    return true;
+  }
+  if (node.inline) {
+    yield create(ReadResponseSchema, { resource, chunk: node.inline });
+    return true;
+  }
+  const chunks = boundedChunks(storage.readBlob(node))[Symbol.asyncIterator]();
+  let first: IteratorResult<Uint8Array>;
+  try {
+    first = await chunks.next();
+  } catch (err) {
+    if (retryable && err instanceof NotFoundError) return false;
+    throw err;
+  }
+  try {
+    yield create(ReadResponseSchema, { resource, chunk: first.done ? new Uint8Array(0) : first.value });
+    for (let next = first; !next.done; ) {
+      throwIfCallAborted(ctx);
+      next = await chunks.next();
+      if (!next.done) yield create(ReadResponseSchema, { chunk: next.value });
+    }
+    return true;
+  } finally {
+    await chunks.return?.();
+  }
+}
+
+/** The contents in chunks of at most READ_MESSAGE_CHUNK bytes: views of what storage read, no copies. */
+async function* boundedChunks(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of chunks) {
+    if (chunk.byteLength <= READ_MESSAGE_CHUNK) yield chunk;
+    else
+      for (let at = 0; at < chunk.byteLength; at += READ_MESSAGE_CHUNK) {
+        yield chunk.subarray(at, at + READ_MESSAGE_CHUNK);
+      }
+  }
+}
