@@ -224,10 +224,9 @@ export const REST_FIELD_NAMES: FieldNames = {
   content_type: "Content-Type",
   content_md5: "Content-MD5",
   content_length: "Content-Length",
-  // History's fields (docs/history.md): query parameters of the resources' REST face.
-  version: "restore",
-  as_of: "restore-as-of",
-  dry_run: "dry-run",
+  // History's fields on a read (docs/history.md): query parameters of the resources' REST face.
+  version: "version",
+  as_of: "as-of",
   project_id: "projectID",
   environment_id: "environmentID",
   report_id: "reportID",
@@ -236,6 +235,14 @@ export const REST_FIELD_NAMES: FieldNames = {
   additional_fields: "additionalFields",
   // A promoted resource's precondition is a field of the promotion body, not a header.
   "resources.if_match": "ifMatch",
+};
+
+/** A restore's names: the same proto fields are other query parameters there (docs/history.md). */
+export const RESTORE_FIELD_NAMES: FieldNames = {
+  ...REST_FIELD_NAMES,
+  version: "restore",
+  as_of: "restore-as-of",
+  dry_run: "dry-run",
 };
 
 /** Context values of a REST call; the caller is filled by authentication. */

@@ -22,11 +22,13 @@ import {
   type WriteRequest,
   WriteRequestSchema,
 } from "../gen/trove/resources/v2/resources_pb.js";
+import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
 import type { ResourceCore } from "../services/resource-service.js";
 import { isLent } from "../storage/chunk-pool.js";
 import {
   header,
   httpDate,
+  RESTORE_FIELD_NAMES,
   type RequestUrl,
   type RestRequest,
   type RestResponse,
@@ -274,8 +276,11 @@ export class ResourceRoutes {
     req: RestRequest,
     res: RestResponse,
     method: (typeof ResourceService.method)[keyof typeof ResourceService.method],
+    fieldNames?: FieldNames,
   ): HandlerContext {
-    return new RestCallContext(ResourceService, method, req, res);
+    const context = new RestCallContext(ResourceService, method, req, res);
+    if (fieldNames) context.values.set(fieldNamesKey, fieldNames);
+    return context;
   }
 
   private async get(req: RestRequest, res: RestResponse, url: RequestUrl, t: Target): Promise<void> {
@@ -468,7 +473,7 @@ export class ResourceRoutes {
         ifMatch: tagList(req, "if-match"),
         dryRun: q.dryRun,
       }),
-      this.context(req, res, ResourceService.method.restore),
+      this.context(req, res, ResourceService.method.restore, RESTORE_FIELD_NAMES),
     );
     if (q.restore !== undefined) {
       const r = out.resource as Resource;

@@ -34,6 +34,7 @@ import {
 import type { NodeRecord, StoragePort, StoreRecord, VersionRecord } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
+import { fieldName } from "./field-names.js";
 import { fileMessages } from "./read-contents.js";
 
 export interface ResourceHistoryOptions {
@@ -63,8 +64,9 @@ export class ResourceHistory {
   }
 
   /** The event a moment names in a store, checked (400 not yet happened, 410 before the horizon). */
-  async eventOf(store: string, text: string, what = "as-of"): Promise<{ record: StoreRecord; event: number }> {
-    const moment: Moment = parseMoment(text, what);
+  /** The event of a moment (`as_of`, named as the calling face names it) in a live store. */
+  async eventOf(store: string, text: string, ctx: HandlerContext): Promise<{ record: StoreRecord; event: number }> {
+    const moment: Moment = parseMoment(text, fieldName(ctx, "as_of"));
     const record = await this.liveStore(store);
     const atTime = "time" in moment ? await this.storage.eventAt(store, moment.time) : undefined;
     return { record, event: momentEvent(record, moment, atTime) };
@@ -140,7 +142,7 @@ export class ResourceHistory {
   ): AsyncIterable<ReadResponse> {
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const { event } = await this.eventOf(store, at);
+    const { event } = await this.eventOf(store, at, ctx);
     const state = await this.storage.getNodeAsOf(store, path, event);
     if (!state) throw new NotFoundError(`/${path} did not exist in store ${store} at event ${event}`);
     if (state.deleted) throw new DeletedError(`/${path} was deleted at event ${event}`, state.tag);
@@ -164,7 +166,7 @@ export class ResourceHistory {
   async *listAsOf(req: ListRequest, store: string, path: string, ctx: HandlerContext): AsyncIterable<ListResponse> {
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const { event } = await this.eventOf(store, req.asOf);
+    const { event } = await this.eventOf(store, req.asOf, ctx);
     const dir = await this.storage.getNodeAsOf(store, path, event);
     if (!dir || dir.deleted)
       throw new NotFoundError(`/${path} was not a directory of store ${store} at event ${event}`);
@@ -215,7 +217,7 @@ export class ResourceHistory {
     if (req.ifMatch.length > 0) {
       throw new BadRequestError({ field: "if_match", reason: (name) => `${name} is for the restore of one version` });
     }
-    const { event } = await this.eventOf(store, req.asOf);
+    const { event } = await this.eventOf(store, req.asOf, ctx);
     const plan = await this.planSubtree(caller, store, path, event, ctx);
     if (!req.dryRun) {
       for (const action of plan) {

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   createRestClient,
@@ -435,6 +436,29 @@ describe("bad input changes nothing", () => {
       stdout: "",
       stderr: `trove ls: 400 event ${last + 1000} has not happened in store home: its last event is ${last}\n`,
     });
+  });
+
+  it("a malformed moment over Connect: INVALID_ARGUMENT naming the proto field as_of (REST names its query parameter)", async () => {
+    const connect = createTroveClient({
+      baseUrl: server.url,
+      auth: await devIssuer({ baseUrl: server.url, dataDir: server.dataDir }),
+    });
+    try {
+      const before = await lastEvent("home");
+      const read = async () => {
+        for await (const _ of connect.resources.read({ store: "home", path: "site", asOf: "yesterday" })) {
+          // the first message is the error
+        }
+      };
+      const err = await rejection(read());
+      expect(err).toMatchObject({ code: Code.InvalidArgument });
+      expect((err as Error).message).toMatch(/as_of "yesterday" is neither an event id/);
+      const restore = await rejection(connect.resources.restore({ store: "home", path: "site", asOf: "soon" }));
+      expect((restore as Error).message).toMatch(/as_of "soon" is neither an event id/);
+      expect(await lastEvent("home")).toBe(before);
+    } finally {
+      connect.close();
+    }
   });
 
   it("trove help restore is trove restore --help; both describe --as-of, --dry-run and --version", async () => {
