@@ -167,7 +167,11 @@ describe("GET ...?as-of={event or time}", () => {
   test("malformed moment -> 400; an event that has not happened -> 400; nothing changes", async () => {
     await putResource(client, "a.txt", "x");
     const before = await storeState(client);
-    expectError(await client.fetch("GET", `${DATA}/home/a.txt?as-of=yesterday`), 400, /^as-of "yesterday" is neither an event id/);
+    expectError(
+      await client.fetch("GET", `${DATA}/home/a.txt?as-of=yesterday`),
+      400,
+      /^as-of "yesterday" is neither an event id/,
+    );
     expectError(await client.fetch("GET", `${DATA}/home/a.txt?as-of=2026-11-27T10:00:00`), 400, /time zone/);
     expectError(await client.fetch("GET", `${DATA}/home/?as-of=999999`), 400, /has not happened/);
     expect(await storeState(client)).toEqual(before);
@@ -283,7 +287,11 @@ describe("PUT {directory}/?restore-as-of={moment} (undo a recursive delete)", ()
     const before = await storeState(client, "flat");
     expectError(await client.fetch("PUT", `${DATA}/flat/a.txt?restore-as-of=${early}`), 400, /end its path with \//);
     expectError(await client.fetch("PUT", `${DATA}/flat/?restore-as-of=${early}`), 410, /keeps no history/);
-    expectError(await client.fetch("PUT", `${DATA}/flat/?restore-as-of=soon`), 400, /^restore-as-of "soon" is neither an event id/);
+    expectError(
+      await client.fetch("PUT", `${DATA}/flat/?restore-as-of=soon`),
+      400,
+      /^restore-as-of "soon" is neither an event id/,
+    );
     expectError(await client.fetch("PUT", `${DATA}/flat/?dry-run=true`), 400, /goes with restore-as-of/);
     expectError(
       await client.fetch("PUT", `${DATA}/flat/?restore-as-of=${early}`, { headers: { "If-Match": '"x"' } }),
