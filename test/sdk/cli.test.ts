@@ -101,7 +101,7 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(report).toMatchObject({
       code: 2,
       stdout: "",
-      stderr: "trove report: missing ACTION: create, status, list, download or query\n",
+      stderr: "trove report: missing ACTION: create, status, list, download, query or diff\n",
     });
   });
 

@@ -234,8 +234,7 @@ Options:
     },
     async run(ctx) {
       const [action, project, environment, ...args] = ctx.positionals;
-      // (diff is not named here: test/sdk/cli.test.ts expects this text; `trove report --help` lists every action.)
-      if (action === undefined) throw new UsageError("missing ACTION: create, status, list, download or query");
+      if (action === undefined) throw new UsageError("missing ACTION: create, status, list, download, query or diff");
       const asOf = momentOption(ctx, "as-of");
       const toAsOf = momentOption(ctx, "to-as-of");
       const client = await insights(ctx);
