@@ -352,6 +352,41 @@ export interface HistoryStorage {
   ): Promise<WriteResult>;
 }
 
+/**
+ * A backup's hold on a live store (docs/backup.md, "Consistency"): from the moment it is taken,
+ * every write to the store keeps the states it replaces as versions whatever the store's
+ * keep-versions, and the purge leaves the store's versions and tombstones alone, so the store's
+ * states at `eventId` stay readable (getNodeAsOf, listNodesAsOf) and their blobs stay stored
+ * until the hold ends. It is recorded in the database, so that every process and instance writing
+ * the store sees it; it lapses by itself `HOLD_MS` after it was taken or last renewed (a backup
+ * that died), and with it the versions it kept go at the next purge. Its times are the adapter's
+clock (Date.now()), as the MongoDB leases'.
+ */
+export interface SnapshotHold {
+  store: string;
+  /** The store's last committed event when the hold began: the snapshot's event id. */
+  eventId: number;
+  /** Pushes the lapse back to HOLD_MS from now. */
+  renew(): Promise<void>;
+  /** Ends the hold (unless another backup has renewed it since); never throws. */
+  release(): Promise<void>;
+}
+
+/** How long a snapshot hold lasts without a renewal. */
+export const HOLD_MS = 30 * 60 * 1000;
+
+/** What a backup reads besides the history part: a store held at an event, and its ended versions. */
+export interface BackupStorage {
+  /** Holds a live store for a snapshot (SnapshotHold); undefined when the store is not live. */
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined>;
+  /**
+   * The kept versions of a store that ended at or before `upTo` (its history before a snapshot at
+   * `upTo`), in path order and, within a path, by ascending eventId; in batches of at most
+   * `batchSize`.
+   */
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]>;
+}
+
 /** The content-insights part of the port: projects, environments, promotion records, reports and their jobs. */
 export interface InsightsStorage {
   /** Throws AlreadyExistsError when the account already has a project of that name. */
@@ -418,7 +453,7 @@ export interface WriteTurns {
   release(): void;
 }
 
-export interface StoragePort extends ResourceStorage, HistoryStorage {
+export interface StoragePort extends ResourceStorage, HistoryStorage, BackupStorage {
   /** Projects, environments, promotions and reports, kept by the same backend. */
   readonly insights: InsightsStorage;
   /** Settings that describe the deployment, reported in every store listing. */

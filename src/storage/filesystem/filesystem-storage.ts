@@ -21,6 +21,7 @@ import {
   type ListOptions,
   type NodeRecord,
   type Preconditions,
+  type SnapshotHold,
   type StorageLogger,
   type StoragePort,
   type StoreNode,
@@ -704,6 +705,12 @@ export class FilesystemStorage implements StoragePort {
     user?: string,
   ): Promise<WriteResult> {
     return this.inner.restoreVersion(store, path, tag, pre, now, user);
+  }
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
+    return this.inner.holdSnapshot(store);
+  }
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.inner.listEndedVersions(store, upTo, options);
   }
 
   async close(): Promise<void> {

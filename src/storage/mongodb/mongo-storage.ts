@@ -19,6 +19,7 @@ import type {
   NodeRecord,
   PeerChannel,
   Preconditions,
+  SnapshotHold,
   StorageLogger,
   StoragePort,
   StoreNode,
@@ -43,6 +44,7 @@ import { MongoInsights } from "./mongo-insights.js";
 import { MongoPurge } from "./mongo-purge.js";
 import { MongoReads } from "./mongo-reads.js";
 import { MongoScanLease } from "./mongo-scan-lease.js";
+import { MongoSnapshots } from "./mongo-snapshot.js";
 import { StoreLeases } from "./mongo-store-lease.js";
 import { MongoStores } from "./mongo-stores.js";
 import { StoreWriteLock } from "./mongo-write-lock.js";
@@ -108,6 +110,7 @@ export class MongoStorage implements StoragePort {
   private readonly contents: MongoContents;
   private readonly history: MongoHistory;
   private readonly purge: MongoPurge;
+  private readonly snapshots: MongoSnapshots;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly seen = new Map<string, number>();
   private watchTimer: NodeJS.Timeout | undefined;
@@ -137,6 +140,7 @@ export class MongoStorage implements StoragePort {
     this.storeWrites = new MongoStores(this.c, lock, this.contents, this.log, committed);
     this.history = new MongoHistory(this.c, lock, this.writes, this.contents, committed);
     this.purge = new MongoPurge(this.c, lock, this.leases, this.insights, this.contents);
+    this.snapshots = new MongoSnapshots(this.c, lock);
     guardMethods(this);
   }
 
@@ -295,6 +299,15 @@ export class MongoStorage implements StoragePort {
 
   eventAt(store: string, time: number): Promise<number> {
     return this.history.eventAt(store, time);
+  }
+
+  // Backups (docs/backup.md): mongo-snapshot.ts.
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
+    return this.snapshots.hold(store);
+  }
+
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.snapshots.listEnded(store, upTo, options.batchSize);
   }
 
   restoreVersion(

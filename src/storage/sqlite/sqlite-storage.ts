@@ -18,6 +18,7 @@ import {
   type NodeRecord,
   type PeerChannel,
   type Preconditions,
+  type SnapshotHold,
   type StorageLogger,
   type StoragePort,
   type StoreNode,
@@ -33,6 +34,7 @@ import { SqliteHistory } from "./history.js";
 import { SqlitePurge } from "./purge.js";
 import { SqliteReads } from "./reads.js";
 import { applySchema, prepareStatements } from "./schema.js";
+import { SqliteSnapshots } from "./snapshot.js";
 import { SqliteInsights } from "./sqlite-insights.js";
 import { SqliteWriteTurns } from "./write-turns.js";
 import { SqliteNodeWrites } from "./writes.js";
@@ -94,6 +96,7 @@ export class SqliteStorage implements StoragePort {
   private readonly contents: SqliteContents;
   private readonly history: SqliteHistory;
   private readonly purge: SqlitePurge;
+  private readonly snapshots: SqliteSnapshots;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly peers: { channel: PeerChannel; turns: WriteTurns; slot: number } | undefined;
   /** Stops listening to the peers' commits (close). */
@@ -173,8 +176,10 @@ export class SqliteStorage implements StoragePort {
       reserve: this.reserve,
       changed: (store) => this.changed(store),
     });
+    this.snapshots = new SqliteSnapshots(this.db, turns);
     this.purge = new SqlitePurge({
       db: this.db,
+      snapshots: this.snapshots,
       stmt,
       reads: this.reads,
       turns,
@@ -334,6 +339,15 @@ export class SqliteStorage implements StoragePort {
     user?: string,
   ): Promise<WriteResult> {
     return this.writes.restoreVersion(store, path, tag, pre, now, user);
+  }
+
+  // Backups (docs/backup.md): snapshot.ts.
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
+    return this.snapshots.hold(store);
+  }
+
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.snapshots.listEnded(store, upTo, options.batchSize);
   }
 
   purgeExpired(now: number): Promise<number> {
