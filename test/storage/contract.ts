@@ -2253,7 +2253,10 @@ export function storageContract(
           await put("s", "d/b.txt", "b one");
           await put("s", "gone.txt", "x");
           await remove("s", "gone.txt");
-          const before = await listAsOf("s", "", (await store("s")).lastEventId, { recursive: true, includeDeleted: true });
+          const before = await listAsOf("s", "", (await store("s")).lastEventId, {
+            recursive: true,
+            includeDeleted: true,
+          });
 
           const hold = await storage.holdSnapshot("s");
           expect(hold?.eventId).toBe((await store("s")).lastEventId);
