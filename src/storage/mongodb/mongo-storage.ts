@@ -19,6 +19,8 @@ import type {
   NodeRecord,
   PeerChannel,
   Preconditions,
+  ReportRecord,
+  RestoreTarget,
   SnapshotHold,
   StorageLogger,
   StoragePort,
@@ -43,6 +45,7 @@ import { MongoHistory } from "./mongo-history.js";
 import { MongoInsights } from "./mongo-insights.js";
 import { MongoPurge } from "./mongo-purge.js";
 import { MongoReads } from "./mongo-reads.js";
+import { MongoRestore } from "./mongo-restore.js";
 import { MongoScanLease } from "./mongo-scan-lease.js";
 import { MongoSnapshots } from "./mongo-snapshot.js";
 import { StoreLeases } from "./mongo-store-lease.js";
@@ -111,6 +114,7 @@ export class MongoStorage implements StoragePort {
   private readonly history: MongoHistory;
   private readonly purge: MongoPurge;
   private readonly snapshots: MongoSnapshots;
+  private readonly restores: MongoRestore;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly seen = new Map<string, number>();
   private watchTimer: NodeJS.Timeout | undefined;
@@ -141,6 +145,7 @@ export class MongoStorage implements StoragePort {
     this.history = new MongoHistory(this.c, lock, this.writes, this.contents, committed);
     this.purge = new MongoPurge(this.c, lock, this.leases, this.insights, this.contents);
     this.snapshots = new MongoSnapshots(this.c, lock);
+    this.restores = new MongoRestore(this.c);
     guardMethods(this);
   }
 
@@ -308,6 +313,35 @@ export class MongoStorage implements StoragePort {
 
   listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
     return this.snapshots.listEnded(store, upTo, options.batchSize);
+  }
+
+  // Restores (docs/backup.md): mongo-restore.ts.
+  restoreTarget(): Promise<RestoreTarget> {
+    return this.restores.target();
+  }
+
+  beginRestore(archive: string): Promise<void> {
+    return this.restores.begin(archive);
+  }
+
+  finishRestore(): Promise<void> {
+    return this.restores.finish();
+  }
+
+  importStore(store: StoreRecord): Promise<void> {
+    return this.restores.store(store);
+  }
+
+  importNodes(store: string, nodes: readonly NodeRecord[]): Promise<void> {
+    return this.restores.nodes(store, nodes);
+  }
+
+  importVersions(store: string, versions: readonly VersionRecord[]): Promise<void> {
+    return this.restores.versions(store, versions);
+  }
+
+  importReport(report: ReportRecord): Promise<void> {
+    return this.insights.importReport(report);
   }
 
   restoreVersion(

@@ -213,7 +213,8 @@ function statesAsOf(where: string): string {
     ORDER BY 1 LIMIT @limit + 0`;
 }
 
-const NODE_ROW =
+/** A node row's columns in order (upsertParams), also the first columns of a version row. */
+export const NODE_ROW =
   "store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id, user";
 
 export function prepareStatements(db: Database.Database): Statements {
