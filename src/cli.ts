@@ -3,6 +3,7 @@
 // table (EXIT, docs/cli.md) for both.
 
 import { type CliIo, EXIT, type HostCommand, run, SDK_VERSION, UsageError } from "@trove/sdk/cli";
+import { BACKUP, RESTORE } from "./backup/commands.js";
 import { UnavailableError } from "./domain/errors.js";
 import { parseServeArgs, SERVE_HELP, type ServeConfig } from "./server/config.js";
 import { isDataDirError } from "./server/data-dir.js";
@@ -57,7 +58,7 @@ const SERVE: HostCommand = {
 };
 
 run(process.argv.slice(2), undefined, {
-  commands: { serve: SERVE },
+  commands: { serve: SERVE, backup: BACKUP, restore: RESTORE },
   // The server's version and the client commands' (@trove/sdk).
   version: async () => `trove ${TROVE_VERSION}\n@trove/sdk ${SDK_VERSION} (client commands)\n`,
 }).then(

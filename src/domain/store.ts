@@ -102,6 +102,18 @@ export function keepsVersions(config: StoreConfig): boolean {
   return keepVersionsMillis(config) > 0;
 }
 
+/**
+ * The configuration a write sees while a backup holds the store (docs/backup.md, "Consistency"):
+ * the same, but keeping the states it replaces, so the snapshot's states stay readable.
+ */
+export function heldForSnapshot(config: StoreConfig): StoreConfig {
+  if (keepsVersions(config)) return config;
+  return { ...config, settings: { ...config.settings, "keep-versions": SNAPSHOT_KEEP_VERSIONS } };
+}
+
+/** keep-versions while held: any value above 0 (the purge, which reads the stored one, skips held stores). */
+const SNAPSHOT_KEEP_VERSIONS = "1d";
+
 export interface StoreInput {
   name: string;
   type?: string;

@@ -4,7 +4,7 @@ import cluster from "node:cluster";
 import { type Logger, pino } from "pino";
 import { type DevIssuer, openDevIssuer } from "../auth/dev-issuer.js";
 import { type Authenticator, checkIssuer, createJwtAuthenticator } from "../auth/verifier.js";
-import { AlreadyExistsError } from "../domain/errors.js";
+import { AlreadyExistsError, UnavailableError } from "../domain/errors.js";
 import { DEFAULT_KEEP_DELETED, DEFAULT_KEEP_VERSIONS } from "../domain/store.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
@@ -54,6 +54,14 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
         synchronous: config.sqliteSynchronous,
         peers: link && { channel: link.peers, turns: link.turns, slot: link.slot },
       });
+  const restoring = await storage.restoreTarget();
+  if (restoring.state === "restoring") {
+    // A restore cut short: serving it would present half a backup as the data (docs/backup.md).
+    await storage.close();
+    throw new UnavailableError(
+      `the storage is being restored from a backup (archive ${restoring.archive}) and the restore has not finished: run the same trove restore again to finish it`,
+    );
+  }
   await ensureHomeStore(storage, Date.now());
   let auth: Authenticator;
   let devIssuer: DevIssuer | undefined;

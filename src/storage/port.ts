@@ -150,6 +150,11 @@ export interface WriteBlobOptions {
    * filesystem-temp, on the same file system as its folder (docs/filesystem-stores.md).
    */
   store?: string;
+  /**
+   * The UUID to store the contents under instead of a new one: a restore keeps the archive's
+   * (docs/backup.md). Contents already stored under it are replaced.
+   */
+  blob?: string;
 }
 
 /** A content-insights project: its environments are top-level directories of its store. */
@@ -352,6 +357,68 @@ export interface HistoryStorage {
   ): Promise<WriteResult>;
 }
 
+/**
+ * A backup's hold on a live store (docs/backup.md, "Consistency"): from the moment it is taken,
+ * every write to the store keeps the states it replaces as versions whatever the store's
+ * keep-versions, and the purge leaves the store's versions and tombstones alone, so the store's
+ * states at `eventId` stay readable (getNodeAsOf, listNodesAsOf) and their blobs stay stored
+ * until the hold ends. It is recorded in the database, so that every process and instance writing
+ * the store sees it; it lapses by itself `HOLD_MS` after it was taken or last renewed (a backup
+ * that died), and with it the versions it kept go at the next purge. Its times are the adapter's
+clock (Date.now()), as the MongoDB leases'.
+ */
+export interface SnapshotHold {
+  store: string;
+  /** The store's last committed event when the hold began: the snapshot's event id. */
+  eventId: number;
+  /** Pushes the lapse back to HOLD_MS from now. */
+  renew(): Promise<void>;
+  /** Ends the hold (unless another backup has renewed it since); never throws. */
+  release(): Promise<void>;
+}
+
+/** How long a snapshot hold lasts without a renewal. */
+export const HOLD_MS = 30 * 60 * 1000;
+
+/** What a backup reads besides the history part: a store held at an event, and its ended versions. */
+export interface BackupStorage {
+  /** Holds a live store for a snapshot (SnapshotHold); undefined when the store is not live. */
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined>;
+  /**
+   * The kept versions of a store that ended at or before `upTo` (its history before a snapshot at
+   * `upTo`), in path order and, within a path, by ascending eventId; in batches of at most
+   * `batchSize`.
+   */
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]>;
+}
+
+/** Where a restore stands on a backend (RestoreStorage.restoreTarget). */
+export type RestoreTarget =
+  | { state: "empty" }
+  | { state: "restoring"; archive: string }
+  | { state: "used"; reason: string };
+
+/**
+ * What a restore writes (docs/backup.md, "Restore"): the archive's records as they are, names,
+ * ids, tags, blob UUIDs and event ids kept. Each write is idempotent (an upsert by the record's
+ * key), so a restore cut short is finished by running it again. Contents come first, through
+ * writeBlob with the archive's `blob` UUID (inline ones travel in the records).
+ */
+export interface RestoreStorage {
+  /** Whether the backend is empty, being restored (from the archive named), or holds data (and what). */
+  restoreTarget(): Promise<RestoreTarget>;
+  /** Marks the backend as being restored from `archive`: a server refuses to start on it until finishRestore. */
+  beginRestore(archive: string): Promise<void>;
+  finishRestore(): Promise<void>;
+  /** A live store with its event counters (lastEventId: the snapshot's); its nodes come with importNodes. */
+  importStore(store: StoreRecord): Promise<void>;
+  /** Nodes as they are (tombstones included), each with its inline contents or a blob already written. */
+  importNodes(store: string, nodes: readonly NodeRecord[]): Promise<void>;
+  importVersions(store: string, versions: readonly VersionRecord[]): Promise<void>;
+  /** A report as it is, its document's contents inline or written already. */
+  importReport(report: ReportRecord): Promise<void>;
+}
+
 /** The content-insights part of the port: projects, environments, promotion records, reports and their jobs. */
 export interface InsightsStorage {
   /** Throws AlreadyExistsError when the account already has a project of that name. */
@@ -418,7 +485,7 @@ export interface WriteTurns {
   release(): void;
 }
 
-export interface StoragePort extends ResourceStorage, HistoryStorage {
+export interface StoragePort extends ResourceStorage, HistoryStorage, BackupStorage, RestoreStorage {
   /** Projects, environments, promotions and reports, kept by the same backend. */
   readonly insights: InsightsStorage;
   /** Settings that describe the deployment, reported in every store listing. */

@@ -2278,6 +2278,88 @@ export function storageContract(
           expect(await storage.getNodeAsOf("s", "a.txt", updated.historyFrom)).toMatchObject(shown(two));
         });
       });
+
+      describe("backup snapshots (docs/backup.md, Consistency)", () => {
+        async function endedVersions(store: string, upTo: number, batchSize?: number): Promise<VersionRecord[]> {
+          const out: VersionRecord[] = [];
+          for await (const batch of storage.listEndedVersions(store, upTo, { batchSize })) {
+            expect(batch.length).toBeLessThanOrEqual(batchSize ?? Number.POSITIVE_INFINITY);
+            out.push(...batch);
+          }
+          return out;
+        }
+
+        it("issue 28: a hold on a store without history keeps its states at the snapshot's event readable, contents and tombstones included, while writes go on and the purge runs; released, the purge lets them go", async () => {
+          await storage.createStore(config("s", "snapshot", "1s"), T0);
+          const big = randomBytes(inlineLimit * 2);
+          await put("s", "a.bin", big);
+          await mkdir("s", "d");
+          await put("s", "d/b.txt", "b one");
+          await put("s", "gone.txt", "x");
+          await remove("s", "gone.txt");
+          const before = await listAsOf("s", "", (await store("s")).lastEventId, {
+            recursive: true,
+            includeDeleted: true,
+          });
+
+          const hold = await storage.holdSnapshot("s");
+          expect(hold?.eventId).toBe((await store("s")).lastEventId);
+          const eventId = hold?.eventId as number;
+          // Acknowledged after the hold: not in the snapshot.
+          await put("s", "a.bin", "replaced", { now: T0 + SECOND });
+          await remove("s", "d", { now: T0 + SECOND });
+          await put("s", "new.txt", "later", { now: T0 + SECOND });
+          expect(await storage.purgeExpired(T0 + DAY)).toBe(0);
+
+          const atSnapshot = await listAsOf("s", "", eventId, { recursive: true, includeDeleted: true });
+          expect(atSnapshot.map(shown)).toEqual(before.map(shown));
+          const a = atSnapshot.find((n) => n.path === "a.bin") as VersionRecord;
+          expect((await readAll(storage, a)).equals(big)).toBe(true);
+          const b = atSnapshot.find((n) => n.path === "d/b.txt") as VersionRecord;
+          expect((await readAll(storage, b)).toString()).toBe("b one");
+          expect(atSnapshot.find((n) => n.path === "gone.txt")?.deleted).toBe(true);
+          expect((await storage.getNodeAsOf("s", "", eventId))?.eventId).toBeLessThanOrEqual(eventId);
+
+          await hold?.renew();
+          await hold?.release();
+          await storage.purgeExpired(T0 + DAY);
+          expect(await endedVersions("s", Number.MAX_SAFE_INTEGER)).toEqual([]);
+          expect(await storage.getNodeAsOf("s", "a.bin", eventId)).toBeUndefined();
+          const blobs = await blobsNow();
+          if (blobs) expect(blobs).toEqual([]);
+        });
+
+        it("issue 28: a hold of a store that does not exist, or was deleted, is undefined", async () => {
+          expect(await storage.holdSnapshot("nope")).toBeUndefined();
+          await storage.createStore(config("s"), T0);
+          await storage.deleteStore("s", T0);
+          expect(await storage.holdSnapshot("s")).toBeUndefined();
+        });
+
+        it("issue 28: listEndedVersions gives the versions ended by an event, in path then event order, in batches", async () => {
+          await storage.createStore(keeping("s"), T0);
+          const { node: b1 } = await put("s", "b.txt", "b1");
+          const { node: a1 } = await put("s", "a.txt", "a1");
+          const { node: a2 } = await put("s", "a.txt", "a2");
+          const { node: b2 } = await put("s", "b.txt", "b2");
+          const upTo = (await store("s")).lastEventId;
+          await put("s", "a.txt", "a3");
+          await put("s", "b.txt", "b3");
+          const ended = await endedVersions("s", upTo, 1);
+          expect(ended.map((v) => [v.path, v.tag, v.endedEventId])).toEqual([
+            ["a.txt", a1.tag, a2.eventId],
+            ["b.txt", b1.tag, b2.eventId],
+          ]);
+          expect(ended.every((v) => v.inline === null)).toBe(true);
+          expect((await readAll(storage, ended[0] as VersionRecord)).toString()).toBe("a1");
+          expect((await endedVersions("s", Number.MAX_SAFE_INTEGER)).map((v) => v.tag)).toEqual([
+            a1.tag,
+            a2.tag,
+            b1.tag,
+            b2.tag,
+          ]);
+        });
+      });
     });
   });
 }

@@ -345,3 +345,68 @@ describe("SqliteStorage history", () => {
     expect(await count()).toEqual(before);
   });
 });
+
+describe("SQLite restore of an archive's records (docs/backup.md; docs/history.md, Recording)", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "trove-sqlite-import-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("drops a version that is its node's state (MongoDB's crash window), in either order of import: the path lists once", async () => {
+    const source = await SqliteStorage.open({ dataDir: join(dir, "source") });
+    const states: { nodes: NodeRecord[]; versions: VersionRecord[] } = { nodes: [], versions: [] };
+    try {
+      await source.createStore({ name: "s", type: "recursive", settings: { "keep-versions": "30d" } }, 1000);
+      for (const text of ["one", "two"]) {
+        const blob = await source.writeBlob(once(Buffer.from(text)), { maxSize: 1000 });
+        await source.putFile("s", "a.txt", blob, "text/plain", {}, 2000);
+      }
+      for await (const batch of source.listNodes("s", "", { recursive: true, includeDeleted: true })) {
+        states.nodes.push(...batch);
+      }
+      for await (const batch of source.listEndedVersions("s", Number.MAX_SAFE_INTEGER, {})) {
+        states.versions.push(...batch);
+      }
+      const store = await source.getStore("s");
+      const node = states.nodes.find((n) => n.path === "a.txt") as NodeRecord;
+      // What a MongoDB write that died before its node's write leaves: a version of the current state.
+      const crashWindow: VersionRecord = { ...node, user: "", endedEventId: node.eventId + 1, ended: 3000 };
+      for (const order of ["nodes first", "versions first"]) {
+        const target = await SqliteStorage.open({ dataDir: join(dir, order.replace(" ", "-")) });
+        try {
+          await target.importStore(store as NonNullable<typeof store>);
+          const versions = [...states.versions, crashWindow];
+          if (order === "nodes first") {
+            await target.importNodes("s", states.nodes);
+            await target.importVersions("s", versions);
+          } else {
+            await target.importVersions("s", versions);
+            await target.importNodes("s", states.nodes);
+          }
+          const tags: string[] = [];
+          for await (const batch of target.listVersions("s", "a.txt", {})) tags.push(...batch.map((v) => v.tag));
+          expect(tags, order).toEqual([
+            node.tag,
+            ...states.versions.filter((v) => v.path === "a.txt").map((v) => v.tag),
+          ]);
+          expect(tags).toHaveLength(2);
+          const listed: string[] = [];
+          for await (const batch of target.listNodesAsOf("s", "", node.eventId, {
+            recursive: true,
+            includeDeleted: false,
+          })) {
+            listed.push(...batch.map((n) => n.path));
+          }
+          expect(listed, order).toEqual(["a.txt"]);
+        } finally {
+          await target.close();
+        }
+      }
+    } finally {
+      await source.close();
+    }
+  });
+});

@@ -2,4 +2,5 @@
 
 export { type CliConfig, defaultConfigFile, resolveConfig, tokenProviderOf, UsageError } from "./config.js";
 export { type CliHost, type CliIo, EXIT, HELP, type HostCommand, run } from "./main.js";
+export { bytes, createProgress, type Progress } from "./progress.js";
 export { SDK_VERSION } from "./version.js";

@@ -21,6 +21,9 @@ import {
   type ListOptions,
   type NodeRecord,
   type Preconditions,
+  type ReportRecord,
+  type RestoreTarget,
+  type SnapshotHold,
   type StorageLogger,
   type StoragePort,
   type StoreNode,
@@ -704,6 +707,34 @@ export class FilesystemStorage implements StoragePort {
     user?: string,
   ): Promise<WriteResult> {
     return this.inner.restoreVersion(store, path, tag, pre, now, user);
+  }
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
+    return this.inner.holdSnapshot(store);
+  }
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.inner.listEndedVersions(store, upTo, options);
+  }
+  // A restore writes the index only: a filesystem store's folder is the operator's (docs/backup.md).
+  restoreTarget(): Promise<RestoreTarget> {
+    return this.inner.restoreTarget();
+  }
+  beginRestore(archive: string): Promise<void> {
+    return this.inner.beginRestore(archive);
+  }
+  finishRestore(): Promise<void> {
+    return this.inner.finishRestore();
+  }
+  importStore(store: StoreRecord): Promise<void> {
+    return this.inner.importStore(store);
+  }
+  importNodes(store: string, nodes: readonly NodeRecord[]): Promise<void> {
+    return this.inner.importNodes(store, nodes);
+  }
+  importVersions(store: string, versions: readonly VersionRecord[]): Promise<void> {
+    return this.inner.importVersions(store, versions);
+  }
+  importReport(report: ReportRecord): Promise<void> {
+    return this.inner.importReport(report);
   }
 
   async close(): Promise<void> {

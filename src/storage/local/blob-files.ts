@@ -114,7 +114,7 @@ export class BlobFiles {
    * hash finishing meanwhile) and renamed into place.
    */
   async write(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
-    const blob = randomUUID();
+    const blob = options.blob ?? randomUUID();
     let size = 0;
     let held: Buffer[] = [];
     let heldBytes = 0;

@@ -25,6 +25,13 @@ export interface StoreDoc extends LeaseFields {
   historyFrom?: number;
   created: number;
   modified: number;
+  /** A backup's snapshot hold (mongo-snapshot.ts): until when, Unix ms; absent or 0 for none. */
+  snapshotUntil?: number;
+}
+
+/** Whether a backup holds the store (docs/backup.md, "Consistency"). */
+export function isHeld(s: StoreDoc): boolean {
+  return (s.snapshotUntil ?? 0) > Date.now();
 }
 
 /**

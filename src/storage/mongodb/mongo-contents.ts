@@ -17,7 +17,9 @@ export class MongoContents {
   ) {}
 
   async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
-    const blob = randomUUID();
+    const blob = options.blob ?? randomUUID();
+    // A restore run again writes its blobs again: the earlier upload (whole or cut short) goes.
+    if (options.blob) await this.c.bucket.delete(blob as never).catch(() => {});
     const hash = createHash("md5");
     let size = 0;
     let held: Buffer[] = [];

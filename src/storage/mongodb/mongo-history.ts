@@ -25,7 +25,7 @@ import {
 import type { MongoContents } from "./mongo-contents.js";
 import { guard } from "./mongo-driver.js";
 import type { StoreWriteLock } from "./mongo-write-lock.js";
-import { liveConfig, type MongoWrites, type NodeReads } from "./mongo-writes.js";
+import { type MongoWrites, type NodeReads, writingConfig } from "./mongo-writes.js";
 
 /** How many of the nodes' events after a candidate eventAt reads at a time, looking for its re-tags. */
 const EVENTS_AFTER = 64;
@@ -264,7 +264,7 @@ export class MongoHistory {
     const result = await this.lock.run(
       store,
       async (s, lease, early: { nodes: NodeReads; state: VersionDoc | null } | undefined) => {
-        const config = liveConfig(s);
+        const config = writingConfig(s);
         if (path === "") throw new ForbiddenError("the root directory is not a resource");
         const ancestors = this.writes.ancestorsToRetag(config, path);
         const read = await this.writes.readNodes(store, [...own, ...ancestors], early?.nodes, path);

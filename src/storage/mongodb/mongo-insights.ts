@@ -155,6 +155,19 @@ function expireAt(expiresAt: number): Date {
 /** The fields a lease holder may change (ReportJobUpdate), as stored. */
 const UPDATABLE = ["status", "finished", "expiresAt", "reason", "leaseExpires", "leaseOwner", "document"] as const;
 
+/** A report's document in the collection. */
+function reportDoc(report: ReportRecord): ReportDoc {
+  const { id, document, ...fields } = report;
+  return {
+    _id: id,
+    ...fields,
+    additionalFields: [...report.additionalFields],
+    document: documentDoc(document),
+    asOfEventId: report.asOfEventId ?? 0,
+    expireAt: expireAt(report.expiresAt),
+  };
+}
+
 export class MongoInsights implements InsightsStorage {
   private readonly projects: Collection<ProjectDoc>;
   private readonly environments: Collection<EnvironmentDoc>;
@@ -273,19 +286,12 @@ export class MongoInsights implements InsightsStorage {
   }
 
   async createReport(report: ReportRecord): Promise<void> {
-    const { id, document, ...fields } = report;
-    await this.insert(
-      () =>
-        this.reports.insertOne({
-          _id: id,
-          ...fields,
-          additionalFields: [...report.additionalFields],
-          document: documentDoc(document),
-          asOfEventId: report.asOfEventId ?? 0,
-          expireAt: expireAt(report.expiresAt),
-        }),
-      `report ${id} already exists`,
-    );
+    await this.insert(() => this.reports.insertOne(reportDoc(report)), `report ${report.id} already exists`);
+  }
+
+  /** Writes a report as it is, replacing one with its id (a restore: docs/backup.md). */
+  async importReport(report: ReportRecord): Promise<void> {
+    await guard(() => this.reports.replaceOne({ _id: report.id }, reportDoc(report), { upsert: true }));
   }
 
   async getReport(id: string): Promise<ReportRecord | undefined> {

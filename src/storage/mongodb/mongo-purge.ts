@@ -6,7 +6,7 @@
 
 import { keepDeletedMillis, keepVersionsMillis } from "../../domain/store.js";
 import { BlobSweep } from "./mongo-blob-sweep.js";
-import { configOf, inGridFS, type MongoCollections, type StoreDoc } from "./mongo-collections.js";
+import { configOf, inGridFS, isHeld, type MongoCollections, type StoreDoc } from "./mongo-collections.js";
 import type { MongoContents } from "./mongo-contents.js";
 import { guard } from "./mongo-driver.js";
 import type { MongoInsights } from "./mongo-insights.js";
@@ -78,7 +78,8 @@ export class MongoPurge {
     // document, which only lease holders may update.
     return this.lock.run(s._id, async (doc, lease) => {
       let count = 0;
-      if (doc.deleted) return count;
+      // A backup holds the store: its snapshot's tombstones stay until it ends (docs/backup.md).
+      if (doc.deleted || isHeld(doc)) return count;
       const filter = expired(doc);
       for (;;) {
         const docs = await this.c.nodes
@@ -118,7 +119,7 @@ export class MongoPurge {
     // below can miss it.
     const count = await this.lock.run(s._id, async (doc, lease) => {
       let removed = 0;
-      if (doc.deleted) return removed;
+      if (doc.deleted || isHeld(doc)) return removed;
       const filter = ended(doc);
       for (;;) {
         const docs = await this.c.versions

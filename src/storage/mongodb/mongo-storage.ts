@@ -19,6 +19,9 @@ import type {
   NodeRecord,
   PeerChannel,
   Preconditions,
+  ReportRecord,
+  RestoreTarget,
+  SnapshotHold,
   StorageLogger,
   StoragePort,
   StoreNode,
@@ -42,7 +45,9 @@ import { MongoHistory } from "./mongo-history.js";
 import { MongoInsights } from "./mongo-insights.js";
 import { MongoPurge } from "./mongo-purge.js";
 import { MongoReads } from "./mongo-reads.js";
+import { MongoRestore } from "./mongo-restore.js";
 import { MongoScanLease } from "./mongo-scan-lease.js";
+import { MongoSnapshots } from "./mongo-snapshot.js";
 import { StoreLeases } from "./mongo-store-lease.js";
 import { MongoStores } from "./mongo-stores.js";
 import { StoreWriteLock } from "./mongo-write-lock.js";
@@ -108,6 +113,8 @@ export class MongoStorage implements StoragePort {
   private readonly contents: MongoContents;
   private readonly history: MongoHistory;
   private readonly purge: MongoPurge;
+  private readonly snapshots: MongoSnapshots;
+  private readonly restores: MongoRestore;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly seen = new Map<string, number>();
   private watchTimer: NodeJS.Timeout | undefined;
@@ -137,6 +144,8 @@ export class MongoStorage implements StoragePort {
     this.storeWrites = new MongoStores(this.c, lock, this.contents, this.log, committed);
     this.history = new MongoHistory(this.c, lock, this.writes, this.contents, committed);
     this.purge = new MongoPurge(this.c, lock, this.leases, this.insights, this.contents);
+    this.snapshots = new MongoSnapshots(this.c, lock);
+    this.restores = new MongoRestore(this.c);
     guardMethods(this);
   }
 
@@ -295,6 +304,44 @@ export class MongoStorage implements StoragePort {
 
   eventAt(store: string, time: number): Promise<number> {
     return this.history.eventAt(store, time);
+  }
+
+  // Backups (docs/backup.md): mongo-snapshot.ts.
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
+    return this.snapshots.hold(store);
+  }
+
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.snapshots.listEnded(store, upTo, options.batchSize);
+  }
+
+  // Restores (docs/backup.md): mongo-restore.ts.
+  restoreTarget(): Promise<RestoreTarget> {
+    return this.restores.target();
+  }
+
+  beginRestore(archive: string): Promise<void> {
+    return this.restores.begin(archive);
+  }
+
+  finishRestore(): Promise<void> {
+    return this.restores.finish();
+  }
+
+  importStore(store: StoreRecord): Promise<void> {
+    return this.restores.store(store);
+  }
+
+  importNodes(store: string, nodes: readonly NodeRecord[]): Promise<void> {
+    return this.restores.nodes(store, nodes);
+  }
+
+  importVersions(store: string, versions: readonly VersionRecord[]): Promise<void> {
+    return this.restores.versions(store, versions);
+  }
+
+  importReport(report: ReportRecord): Promise<void> {
+    return this.insights.importReport(report);
   }
 
   restoreVersion(

@@ -11,6 +11,7 @@ import { ancestorsOf, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import {
   hasRecursiveTags,
+  heldForSnapshot,
   keepDeletedMillis,
   keepsVersions,
   type StoreConfig,
@@ -22,6 +23,7 @@ import { refuseOutsideFolder } from "../port.js";
 import {
   configOf,
   inGridFS,
+  isHeld,
   type MongoCollections,
   type NodeDoc,
   nodeKey,
@@ -109,6 +111,12 @@ export function liveConfig(s: StoreDoc): StoreConfig {
   return configOf(s);
 }
 
+/** The configuration of a live store as a write under its lease sees it: kept states while a backup holds it. */
+export function writingConfig(s: StoreDoc): StoreConfig {
+  const config = liveConfig(s);
+  return isHeld(s) ? heldForSnapshot(config) : config;
+}
+
 export class MongoWrites {
   constructor(
     private readonly c: MongoCollections,
@@ -136,7 +144,7 @@ export class MongoWrites {
     const writing = this.lock.run(
       store,
       async (s, lease, early) => {
-        const config = liveConfig(s);
+        const config = writingConfig(s);
         refuseOutsideFolder(config, pre);
         const ancestors = this.ancestorsToRetag(config, path);
         const read = await this.readNodes(store, [...own, ...ancestors], early, path);
@@ -205,7 +213,7 @@ export class MongoWrites {
     const result = await this.lock.run(
       store,
       async (s, lease, early) => {
-        const config = liveConfig(s);
+        const config = writingConfig(s);
         const ancestors = this.ancestorsToRetag(config, path);
         const read = await this.readNodes(store, [...own, ...ancestors], early);
         const target = this.current(read, path, config, now);
@@ -242,7 +250,7 @@ export class MongoWrites {
     const result = await this.lock.run(
       store,
       async (s, lease, early) => {
-        const config = liveConfig(s);
+        const config = writingConfig(s);
         const ancestors = this.ancestorsToRetag(config, path);
         const read = await this.readNodes(store, [path, ...ancestors], early, path);
         const target = this.current(read, path, config, now);

@@ -11,6 +11,7 @@ import type { SqliteContents } from "./contents.js";
 import type { SqliteReads } from "./reads.js";
 import type { Replaced } from "./rows.js";
 import type { Statements } from "./schema.js";
+import type { SqliteSnapshots } from "./snapshot.js";
 import type { SqliteWrites } from "./sqlite-errors.js";
 import type { SqliteInsights } from "./sqlite-insights.js";
 
@@ -23,6 +24,8 @@ export interface SqlitePurgeOptions {
   db: Database.Database;
   stmt: Statements;
   reads: SqliteReads;
+  /** The stores a backup holds: their tombstones and versions wait (docs/backup.md). */
+  snapshots: SqliteSnapshots;
   turns: SqliteWrites;
   blobs: BlobFiles;
   contents: SqliteContents;
@@ -34,6 +37,7 @@ export interface SqlitePurgeOptions {
 export class SqlitePurge {
   private readonly stmt: Statements;
   private readonly reads: SqliteReads;
+  private readonly snapshots: SqliteSnapshots;
   private readonly turns: SqliteWrites;
   private readonly blobs: BlobFiles;
   private readonly contents: SqliteContents;
@@ -48,6 +52,7 @@ export class SqlitePurge {
   constructor(options: SqlitePurgeOptions) {
     this.stmt = options.stmt;
     this.reads = options.reads;
+    this.snapshots = options.snapshots;
     this.turns = options.turns;
     this.blobs = options.blobs;
     this.contents = options.contents;
@@ -81,7 +86,9 @@ export class SqlitePurge {
     let purged = 0;
     // Store by store: keep-deleted differs between stores, so the oldest tombstones of one
     // store must not hide the expired tombstones of another.
+    const held = this.snapshots.heldStores();
     for (const store of this.reads.listStores()) {
+      if (held.has(store.config.name)) continue;
       // Same bound as isExpiredTombstone: modified + keep-deleted <= now.
       const cutoff = now - keepDeletedMillis(store.config);
       for (;;) {

@@ -3,7 +3,7 @@
 
 import { NotFoundError } from "../../domain/errors.js";
 import { descendantRange } from "../../domain/path.js";
-import type { StoreConfig } from "../../domain/store.js";
+import { heldForSnapshot, type StoreConfig } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
 import type { GetStoreNodeOptions, ListOptions, NodeRecord, StoreNode, StoreRecord } from "../port.js";
 import { rawNode, toConfig, toNode, toStore } from "./rows.js";
@@ -27,11 +27,15 @@ export class SqliteReads {
     return store;
   }
 
-  /** The configuration of a live store; NotFoundError otherwise. */
+  /**
+   * The configuration of a live store as a write sees it (kept states while a backup holds it:
+   * snapshot.ts); NotFoundError otherwise.
+   */
   liveStore(name: string): StoreConfig {
     const row = this.stmt.liveStoreConfig.get(name);
     if (!row) throw new NotFoundError(`store ${name} not found`);
-    return toConfig(name, row[0] as string, row[1] as string);
+    const config = toConfig(name, row[0] as string, row[1] as string);
+    return (row[2] as number) > Date.now() ? heldForSnapshot(config) : config;
   }
 
   getNode(store: string, path: string): NodeRecord | undefined {

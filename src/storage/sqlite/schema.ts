@@ -93,6 +93,8 @@ const ADDED_COLUMNS: ReadonlyArray<{ table: string; column: string; definition: 
     // No state before now was kept: a store's history starts at its last event.
     fill: "UPDATE stores SET history_from = last_event_id",
   },
+  // A backup's snapshot hold (snapshot.ts): until when, Unix ms; 0 for none.
+  { table: "stores", column: "snapshot_until", definition: "INTEGER NOT NULL DEFAULT 0" },
 ];
 
 /**
@@ -249,7 +251,8 @@ const CHILDREN = (a: string, after: string) => `${a}.parent = ${key("dir")} AND 
 const DESCENDANTS = (a: string, after: string) => `${a}.path > ${after} AND ${a}.path < @high`;
 const BELOW_ROOT = (a: string, after: string) => `${a}.path > ${after}`;
 
-const NODE_ROW =
+/** A node row's columns in order (upsertParams), also the first columns of a version row. */
+export const NODE_ROW =
   "store, path, parent, directory, deleted, tag, prev_tag, type, size, md5, blob, inline, created, modified, event_id, user";
 
 export function prepareStatements(db: Database.Database): Statements {
@@ -304,7 +307,7 @@ export function prepareStatements(db: Database.Database): Statements {
       )
       .raw(true),
     liveStoreConfig: db
-      .prepare<[string], unknown[]>("SELECT type, settings FROM stores WHERE name = ? AND deleted = 0")
+      .prepare<[string], unknown[]>("SELECT type, settings, snapshot_until FROM stores WHERE name = ? AND deleted = 0")
       .raw(true),
     // Positional parameters (upsertParams): binding sixteen by name costs more than the rest.
     upsertNode: db.prepare<unknown[]>(

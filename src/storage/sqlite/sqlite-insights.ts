@@ -154,6 +154,16 @@ function toReport(r: ReportRow): ReportRecord {
 }
 
 /** The document columns of a report (all null when it has none). */
+/** A report's REPORT_VALUES parameters. */
+function reportParams(report: ReportRecord) {
+  return {
+    ...report,
+    additionalFields: JSON.stringify(report.additionalFields),
+    ...documentParams(report.document),
+    asOfEventId: report.asOfEventId ?? 0,
+  };
+}
+
 function documentParams(d: BlobInfo | null) {
   return {
     document_blob: d?.blob ?? null,
@@ -179,6 +189,14 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 const PAGE = 1000;
+
+/** A report row's columns and their named parameters (ReportRecord with documentParams). */
+const REPORT_VALUES = `INTO reports (id, project_id, environment_id, creator, created, additional_fields, status, finished,
+           expires_at, reason, attempts, lease_owner, lease_expires, document_blob, document_size, document_md5, document_inline,
+           as_of_event_id)
+         VALUES (@id, @projectId, @environmentId, @creator, @created, @additionalFields, @status, @finished,
+           @expiresAt, @reason, @attempts, @leaseOwner, @leaseExpires, @document_blob, @document_size, @document_md5, @document_inline,
+           @asOfEventId)`;
 
 /**
  * The columns added to `reports` since its first version, each with the default an older row
@@ -234,14 +252,9 @@ export class SqliteInsights implements InsightsStorage {
       promotionsPage: db.prepare<[string, string, number], PromotionRow>(
         "SELECT * FROM promotions WHERE environment_id = ? AND path > ? ORDER BY path LIMIT ?",
       ),
-      insertReport: db.prepare(
-        `INSERT INTO reports (id, project_id, environment_id, creator, created, additional_fields, status, finished,
-           expires_at, reason, attempts, lease_owner, lease_expires, document_blob, document_size, document_md5, document_inline,
-           as_of_event_id)
-         VALUES (@id, @projectId, @environmentId, @creator, @created, @additionalFields, @status, @finished,
-           @expiresAt, @reason, @attempts, @leaseOwner, @leaseExpires, @document_blob, @document_size, @document_md5, @document_inline,
-           @asOfEventId)`,
-      ),
+      insertReport: db.prepare(`INSERT ${REPORT_VALUES}`),
+      // A restore's (docs/backup.md): the report as the archive has it, written again by a re-run.
+      importReport: db.prepare(`INSERT OR REPLACE ${REPORT_VALUES}`),
       getReport: db.prepare<[string], ReportRow>("SELECT * FROM reports WHERE id = ?"),
       listReports: db.prepare<[string, string], ReportRow>(
         "SELECT * FROM reports WHERE project_id = ? AND environment_id = ? ORDER BY created DESC, id DESC",
@@ -329,16 +342,14 @@ export class SqliteInsights implements InsightsStorage {
     }
   }
 
+  /** Writes a report as it is, replacing one with its id (a restore: docs/backup.md). */
+  async importReport(report: ReportRecord): Promise<void> {
+    await this.writes.write(() => this.stmt.importReport.run(reportParams(report)));
+  }
+
   async createReport(report: ReportRecord): Promise<void> {
     try {
-      await this.writes.write(() =>
-        this.stmt.insertReport.run({
-          ...report,
-          additionalFields: JSON.stringify(report.additionalFields),
-          ...documentParams(report.document),
-          asOfEventId: report.asOfEventId ?? 0,
-        }),
-      );
+      await this.writes.write(() => this.stmt.insertReport.run(reportParams(report)));
     } catch (err) {
       if (isUniqueViolation(err)) throw new AlreadyExistsError(`report ${report.id} already exists`);
       throw err;

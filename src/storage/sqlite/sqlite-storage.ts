@@ -18,6 +18,9 @@ import {
   type NodeRecord,
   type PeerChannel,
   type Preconditions,
+  type ReportRecord,
+  type RestoreTarget,
+  type SnapshotHold,
   type StorageLogger,
   type StoragePort,
   type StoreNode,
@@ -32,7 +35,9 @@ import { SqliteContents } from "./contents.js";
 import { SqliteHistory } from "./history.js";
 import { SqlitePurge } from "./purge.js";
 import { SqliteReads } from "./reads.js";
+import { SqliteRestore } from "./restore.js";
 import { applySchema, prepareStatements } from "./schema.js";
+import { SqliteSnapshots } from "./snapshot.js";
 import { SqliteInsights } from "./sqlite-insights.js";
 import { SqliteWriteTurns } from "./write-turns.js";
 import { SqliteNodeWrites } from "./writes.js";
@@ -94,6 +99,8 @@ export class SqliteStorage implements StoragePort {
   private readonly contents: SqliteContents;
   private readonly history: SqliteHistory;
   private readonly purge: SqlitePurge;
+  private readonly snapshots: SqliteSnapshots;
+  private readonly restores: SqliteRestore;
   private readonly listeners = new Set<(store: string) => void>();
   private readonly peers: { channel: PeerChannel; turns: WriteTurns; slot: number } | undefined;
   /** Stops listening to the peers' commits (close). */
@@ -173,8 +180,11 @@ export class SqliteStorage implements StoragePort {
       reserve: this.reserve,
       changed: (store) => this.changed(store),
     });
+    this.snapshots = new SqliteSnapshots(this.db, turns);
+    this.restores = new SqliteRestore(this.db, stmt, turns);
     this.purge = new SqlitePurge({
       db: this.db,
+      snapshots: this.snapshots,
       stmt,
       reads: this.reads,
       turns,
@@ -334,6 +344,44 @@ export class SqliteStorage implements StoragePort {
     user?: string,
   ): Promise<WriteResult> {
     return this.writes.restoreVersion(store, path, tag, pre, now, user);
+  }
+
+  // Backups (docs/backup.md): snapshot.ts.
+  holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
+    return this.snapshots.hold(store);
+  }
+
+  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+    return this.snapshots.listEnded(store, upTo, options.batchSize);
+  }
+
+  // Restores (docs/backup.md): restore.ts.
+  async restoreTarget(): Promise<RestoreTarget> {
+    return this.restores.target();
+  }
+
+  beginRestore(archive: string): Promise<void> {
+    return this.restores.begin(archive);
+  }
+
+  finishRestore(): Promise<void> {
+    return this.restores.finish();
+  }
+
+  importStore(store: StoreRecord): Promise<void> {
+    return this.restores.store(store);
+  }
+
+  importNodes(_store: string, nodes: readonly NodeRecord[]): Promise<void> {
+    return this.restores.importNodes(nodes);
+  }
+
+  importVersions(_store: string, versions: readonly VersionRecord[]): Promise<void> {
+    return this.restores.importVersions(versions);
+  }
+
+  importReport(report: ReportRecord): Promise<void> {
+    return this.insights.importReport(report);
   }
 
   purgeExpired(now: number): Promise<number> {

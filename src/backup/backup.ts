@@ -1,0 +1,317 @@
+// A backup of everything a server keeps, read through the storage port and written as the parts of
+// an archive (docs/backup.md, "The parts"): each store held at its snapshot event, its states then
+// and its ended versions, the contents they point at (each blob once), then the insights records.
+
+import type { NodeRecord, ReportRecord, StoragePort, VersionRecord } from "../storage/port.js";
+import type { ArchivePart } from "./archive.js";
+
+/** A JSON Lines part is cut when it reaches this many bytes, or LINES_PER_PART lines. */
+const PART_BYTES = 1024 * 1024;
+const LINES_PER_PART = 1000;
+
+/** What a store's `store.json` holds. */
+export interface StorePart {
+  name: string;
+  type: string;
+  settings: Record<string, string>;
+  created: number;
+  modified: number;
+  /** The store's snapshot event id: its last event in the archive, and on a restored server. */
+  lastEventId: number;
+  purgedEventId: number;
+  historyFrom: number;
+  /** A filesystem store's contents are its folder's files: not in the archive (docs/backup.md). */
+  contents: "archive" | "folder";
+}
+
+/**
+ * Contents up to this size travel in their record's line (`inline`, base64), as both backends keep
+ * them with the metadata; larger ones as `blobs/{uuid}` entries, each once.
+ */
+export const LINE_CONTENTS_MAX = 64 * 1024;
+
+/** A node or version as a line of `nodes-*.jsonl` / `versions-*.jsonl`: the record without store, contents in base64. */
+export type NodeLine = Omit<NodeRecord, "store" | "inline"> & { user: string; inline?: string };
+export type VersionLine = NodeLine & { endedEventId: number; ended: number };
+/** A report as a line of `reports-*.jsonl`: the record without its job's lease; a small document in base64. */
+export type ReportLine = Omit<ReportRecord, "leaseOwner" | "leaseExpires" | "document"> & {
+  document: { blob: string; size: number; md5: string; inline?: string } | null;
+};
+
+export interface StoreSummary {
+  name: string;
+  /** The part prefix of the store: `stores/0001`. */
+  part: string;
+  snapshotEventId: number;
+  nodes: number;
+  versions: number;
+}
+
+/** The manifest's `contents`. */
+export interface BackupContents {
+  stores: StoreSummary[];
+  counts: {
+    stores: number;
+    nodes: number;
+    versions: number;
+    blobs: number;
+    blobBytes: number;
+    projects: number;
+    environments: number;
+    promotions: number;
+    reports: number;
+  };
+  /** Whether secrets are in the archive (`secrets/*`): only with --include-secrets. */
+  secrets: boolean;
+}
+
+export interface BackupOptions {
+  /** Parts of secrets to add at the end (the development issuer's key file), already read. */
+  secrets?: ArchivePart[];
+}
+
+/**
+ * The parts of a backup of `storage`, and `describe()` for the manifest once they are all written.
+ * Memory: one page of records and one JSON part at a time, and the ids of the blobs written.
+ */
+export function backupParts(
+  storage: StoragePort,
+  options: BackupOptions = {},
+): { parts: AsyncIterable<ArchivePart>; describe(): BackupContents } {
+  const contents: BackupContents = {
+    stores: [],
+    counts: {
+      stores: 0,
+      nodes: 0,
+      versions: 0,
+      blobs: 0,
+      blobBytes: 0,
+      projects: 0,
+      environments: 0,
+      promotions: 0,
+      reports: 0,
+    },
+    secrets: (options.secrets?.length ?? 0) > 0,
+  };
+  const written = new Set<string>();
+
+  /** The contents of a state too large for its line, unless written already. */
+  async function* blobOf(state: NodeRecord): AsyncIterable<ArchivePart> {
+    if (!hasContents(state) || state.size <= LINE_CONTENTS_MAX || written.has(state.blob)) return;
+    written.add(state.blob);
+    contents.counts.blobs += 1;
+    contents.counts.blobBytes += state.size;
+    yield { name: `blobs/${state.blob}`, size: state.size, body: storage.readBlob(state) };
+  }
+
+  async function* parts(): AsyncIterable<ArchivePart> {
+    const stores = await storage.listStores();
+    for (const [i, store] of stores.entries()) {
+      const name = store.config.name;
+      const prefix = `stores/${String(i + 1).padStart(4, "0")}`;
+      const folder = store.config.type === "filesystem";
+      const hold = await storage.holdSnapshot(name);
+      if (!hold) continue; // deleted since it was listed
+      try {
+        const held = (await storage.getStore(name)) ?? store;
+        const part: StorePart = {
+          name,
+          type: held.config.type,
+          settings: held.config.settings,
+          created: held.created,
+          modified: held.modified,
+          lastEventId: hold.eventId,
+          purgedEventId: Math.min(held.purgedEventId, hold.eventId),
+          historyFrom: Math.min(held.historyFrom, hold.eventId),
+          contents: folder ? "folder" : "archive",
+        };
+        yield jsonPart(`${prefix}/store.json`, part);
+        const summary: StoreSummary = { name, part: prefix, snapshotEventId: hold.eventId, nodes: 0, versions: 0 };
+        contents.stores.push(summary);
+        contents.counts.stores += 1;
+        const root = await storage.getNodeAsOf(name, "", hold.eventId);
+        const states = withFirst(
+          root ? [root] : [],
+          storage.listNodesAsOf(name, "", hold.eventId, { recursive: true, includeDeleted: true }),
+        );
+        let renewed = Date.now();
+        const renew = async () => {
+          if (Date.now() - renewed < 60_000) return;
+          renewed = Date.now();
+          await hold.renew();
+        };
+        yield* linesWithBlobs(`${prefix}/nodes`, states, folder, nodeLine, (n) => {
+          summary.nodes += n;
+          contents.counts.nodes += n;
+          return renew();
+        });
+        yield* linesWithBlobs(
+          `${prefix}/versions`,
+          storage.listEndedVersions(name, hold.eventId, {}),
+          folder,
+          versionLine,
+          (n) => {
+            summary.versions += n;
+            contents.counts.versions += n;
+            return renew();
+          },
+        );
+      } finally {
+        await hold.release();
+      }
+    }
+    yield* insightsParts();
+    for (const secret of options.secrets ?? []) yield secret;
+  }
+
+  /** JSON Lines parts of records, each preceded by the blobs its records point at and not yet written. */
+  async function* linesWithBlobs<T extends NodeRecord>(
+    prefix: string,
+    batches: AsyncIterable<T[]>,
+    folder: boolean,
+    line: (r: T, inline: string | undefined) => unknown,
+    counted: (n: number) => Promise<void>,
+  ): AsyncIterable<ArchivePart> {
+    const lines = new JsonLines(prefix);
+    for await (const batch of batches) {
+      for (const record of batch) {
+        // The blobs go before the part that refers to them: a restore stores contents first.
+        if (!folder) yield* blobOf(record);
+        const small = !folder && hasContents(record) && record.size <= LINE_CONTENTS_MAX;
+        const full = lines.add(line(record, small ? await base64Of(storage.readBlob(record)) : undefined));
+        if (full) yield full;
+      }
+      await counted(batch.length);
+    }
+    const last = lines.flush();
+    if (last) yield last;
+  }
+
+  async function* insightsParts(): AsyncIterable<ArchivePart> {
+    const projects = await storage.insights.listProjects();
+    const projectLines = new JsonLines("insights/projects");
+    const environmentLines = new JsonLines("insights/environments");
+    const promotionLines = new JsonLines("insights/promotions");
+    const reportLines = new JsonLines("insights/reports");
+    for (const project of projects) {
+      contents.counts.projects += 1;
+      const p = projectLines.add(project);
+      if (p) yield p;
+    }
+    const last = projectLines.flush();
+    if (last) yield last;
+    for (const project of projects) {
+      for (const environment of await storage.insights.listEnvironments(project.id)) {
+        contents.counts.environments += 1;
+        const e = environmentLines.add(environment);
+        if (e) yield e;
+        for await (const promotion of storage.insights.listPromotions(environment.id)) {
+          contents.counts.promotions += 1;
+          const p = promotionLines.add(promotion);
+          if (p) yield p;
+        }
+        for (const report of await storage.insights.listReports(project.id, environment.id)) {
+          contents.counts.reports += 1;
+          const document = report.document;
+          const small = document !== null && document.size <= LINE_CONTENTS_MAX;
+          if (document && !small && !written.has(document.blob)) {
+            written.add(document.blob);
+            contents.counts.blobs += 1;
+            contents.counts.blobBytes += document.size;
+            yield {
+              name: `blobs/${document.blob}`,
+              size: document.size,
+              body: storage.insights.readReportDocument(report),
+            };
+          }
+          const inline = small ? await base64Of(storage.insights.readReportDocument(report)) : undefined;
+          const r = reportLines.add(reportLine(report, inline));
+          if (r) yield r;
+        }
+      }
+    }
+    for (const lines of [environmentLines, promotionLines, reportLines]) {
+      const rest = lines.flush();
+      if (rest) yield rest;
+    }
+  }
+
+  return { parts: parts(), describe: () => contents };
+}
+
+/** `first`, then the batches of `rest`. */
+async function* withFirst<T>(first: T[], rest: AsyncIterable<T[]>): AsyncIterable<T[]> {
+  if (first.length > 0) yield first;
+  yield* rest;
+}
+
+function hasContents(n: NodeRecord): boolean {
+  return !n.directory && !n.deleted && n.blob !== "";
+}
+
+async function base64Of(chunks: AsyncIterable<Uint8Array>): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of chunks) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts).toString("base64");
+}
+
+function nodeLine(n: NodeRecord, inline: string | undefined): NodeLine {
+  return {
+    path: n.path,
+    directory: n.directory,
+    deleted: n.deleted,
+    tag: n.tag,
+    prevTag: n.prevTag,
+    type: n.type,
+    size: n.size,
+    md5: n.md5,
+    blob: n.blob,
+    created: n.created,
+    modified: n.modified,
+    eventId: n.eventId,
+    user: n.user ?? "",
+    ...(inline === undefined ? {} : { inline }),
+  };
+}
+
+function versionLine(v: VersionRecord, inline: string | undefined): VersionLine {
+  return { ...nodeLine(v, inline), endedEventId: v.endedEventId, ended: v.ended };
+}
+
+function reportLine(r: ReportRecord, inline: string | undefined): ReportLine {
+  const { leaseOwner: _owner, leaseExpires: _expires, document, ...rest } = r;
+  const doc = document && { blob: document.blob, size: document.size, md5: document.md5 };
+  return { ...rest, document: doc && (inline === undefined ? doc : { ...doc, inline }) };
+}
+
+export function jsonPart(name: string, value: unknown): ArchivePart {
+  const body = Buffer.from(`${JSON.stringify(value)}\n`, "utf8");
+  return { name, size: body.byteLength, body };
+}
+
+/** Lines gathered into numbered parts `{prefix}-000001.jsonl`, each at most PART_BYTES (or one line). */
+class JsonLines {
+  private lines: Buffer[] = [];
+  private bytes = 0;
+  private count = 0;
+
+  constructor(private readonly prefix: string) {}
+
+  /** Adds a line; returns the part it completes, if it does. */
+  add(value: unknown): ArchivePart | undefined {
+    const line = Buffer.from(`${JSON.stringify(value)}\n`, "utf8");
+    const cut = this.bytes + line.byteLength > PART_BYTES ? this.flush() : undefined;
+    this.lines.push(line);
+    this.bytes += line.byteLength;
+    return cut ?? (this.lines.length >= LINES_PER_PART ? this.flush() : undefined);
+  }
+
+  flush(): ArchivePart | undefined {
+    if (this.lines.length === 0) return undefined;
+    this.count += 1;
+    const body = Buffer.concat(this.lines);
+    this.lines = [];
+    this.bytes = 0;
+    return { name: `${this.prefix}-${String(this.count).padStart(6, "0")}.jsonl`, size: body.byteLength, body };
+  }
+}

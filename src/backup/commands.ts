@@ -1,0 +1,318 @@
+// `trove backup` and the archive form of `trove restore` (docs/backup.md, docs/cli.md): the
+// server package's commands that open a storage themselves (a stopped embedded server's data
+// directory, or a MongoDB database) and stream an archive to or from a file.
+
+import { createReadStream, createWriteStream } from "node:fs";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { finished } from "node:stream/promises";
+import { parseArgs } from "node:util";
+import { bytes, type CliIo, createProgress, EXIT, type HostCommand, run, UsageError } from "@trove/sdk/cli";
+import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
+import { UnavailableError } from "../domain/errors.js";
+import { isDataDirError } from "../server/data-dir.js";
+import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
+import type { StoragePort } from "../storage/port.js";
+import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
+import { TROVE_VERSION } from "../version.js";
+import { ArchiveReader, isArchiveError, type Manifest, writeArchive } from "./archive.js";
+import { type BackupContents, backupParts, jsonPart } from "./backup.js";
+import { RestoreRefusedError, restoreArchive } from "./restore.js";
+
+export const BACKUP_HELP = `Usage: trove backup --data DIR --output FILE [--include-secrets] [-q]
+       trove backup --mongodb-url URL [--mongodb-database NAME] --output FILE [-q]
+       trove backup verify FILE
+       trove backup status FILE [--json]
+
+Writes one archive (docs/backup.md) of everything the storage holds: every store as of its own
+snapshot event id, writes going on meanwhile, with its nodes, versions and contents; projects,
+environments, promotions and reports. --data reads a stopped embedded server's data directory
+(a running server holds it: exit 1); --mongodb-url reads a MongoDB database, also while servers
+use it. Progress with bytes and ETA goes to stderr on a terminal; -q silences it.
+
+verify reads an archive and checks every part's checksum and the manifest: "ok" and exit 0, or
+the reason naming the part and exit 1. status prints what the manifest says: creation time,
+Trove version, format, size, counts and each store's snapshot event id.
+
+Options:
+      --data DIR              the embedded server's data directory (the server stopped)
+      --mongodb-url URL       a MongoDB deployment (as trove serve --mongodb-url)
+      --mongodb-database NAME its database (default trove)
+  -o, --output FILE           where the archive goes ("-": stdout)
+      --include-secrets       add the development issuer's key file (left out by default)
+  -q, --quiet                 no progress on stderr
+      --json                  status: the manifest's contents as JSON
+`;
+
+export const RESTORE_ARCHIVE_HELP = `Usage: trove restore FILE --data DIR [-q]
+       trove restore FILE --mongodb-url URL [--mongodb-database NAME] [-q]
+
+Restores a backup archive (docs/backup.md) into an empty embedded data directory or MongoDB
+database, checking the archive as it reads it. A target that holds anything is refused (exit 8)
+and left alone. A restore that fails (a damaged archive: exit 1, naming the part) leaves the
+target marked as being restored, which trove serve refuses to start on; running the same
+restore again finishes the job.
+
+`;
+
+const STORAGE_OPTIONS = {
+  data: { type: "string" },
+  "mongodb-url": { type: "string" },
+  "mongodb-database": { type: "string" },
+  quiet: { type: "boolean", short: "q" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+const BACKUP_OPTIONS = {
+  ...STORAGE_OPTIONS,
+  output: { type: "string", short: "o" },
+  "include-secrets": { type: "boolean" },
+  json: { type: "boolean" },
+} as const;
+
+/** The arguments as parseArgs reads them; its complaints are usage errors (exit 2). */
+function usage<T>(parsing: () => T): T {
+  try {
+    return parsing();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+interface Target {
+  data?: string;
+  mongodbUrl?: string;
+  mongodbDatabase?: string;
+}
+
+function targetOf(values: Record<string, unknown>, command: string): Target {
+  const data = values.data as string | undefined;
+  const mongodbUrl = values["mongodb-url"] as string | undefined;
+  if ((data === undefined) === (mongodbUrl === undefined)) {
+    throw new UsageError(`trove ${command}: give one of --data DIR and --mongodb-url URL`);
+  }
+  if (values["mongodb-database"] !== undefined && mongodbUrl === undefined) {
+    throw new UsageError(`trove ${command}: --mongodb-database goes with --mongodb-url`);
+  }
+  return { data, mongodbUrl, mongodbDatabase: values["mongodb-database"] as string | undefined };
+}
+
+async function openTarget(target: Target): Promise<StoragePort> {
+  if (target.mongodbUrl !== undefined) {
+    return MongoStorage.open({ url: target.mongodbUrl, database: target.mongodbDatabase });
+  }
+  return SqliteStorage.open({ dataDir: target.data as string });
+}
+
+/** The exit code and message of a failure of these commands (docs/cli.md, Exit codes). */
+function failure(command: string, err: unknown, io: CliIo): number {
+  if (isArchiveError(err)) {
+    io.stderr.write(`trove ${command}: ${err.message}\n`);
+    return EXIT.error;
+  }
+  if (err instanceof RestoreRefusedError) {
+    io.stderr.write(`trove ${command}: ${err.message}\n`);
+    return EXIT.conflict;
+  }
+  if (err instanceof UnavailableError) {
+    io.stderr.write(`trove ${command}: ${err.message}\n`);
+    return EXIT.unavailable;
+  }
+  if (isDataDirError(err)) {
+    io.stderr.write(`trove ${command}: ${err.message}\n`);
+    return EXIT.error;
+  }
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") {
+    io.stderr.write(`trove ${command}: ${(err as Error).message}\n`);
+    return EXIT.notFound;
+  }
+  if (code !== undefined || /in use by another process/.test((err as Error).message)) {
+    io.stderr.write(`trove ${command}: ${(err as Error).message}\n`);
+    return EXIT.error;
+  }
+  throw err;
+}
+
+/** The total size of the files under a directory: the ETA's guess of an archive's size. */
+async function sizeOf(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])) {
+    if (e.isFile()) total += (await stat(join(e.parentPath, e.name)).catch(() => ({ size: 0 }))).size;
+  }
+  return total;
+}
+
+async function* fileChunks(file: string): AsyncIterable<Uint8Array> {
+  yield* createReadStream(file, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>;
+}
+
+async function readArchiveFile(file: string): Promise<{ manifest: Manifest<BackupContents>; size: number }> {
+  const { size } = await stat(file);
+  const reader = new ArchiveReader<BackupContents>(fileChunks(file));
+  for await (const _ of reader.parts()) {
+    // every part is checked by the reader
+  }
+  return { manifest: reader.manifest as Manifest<BackupContents>, size };
+}
+
+function statusText(file: string, manifest: Manifest<BackupContents>, size: number): string {
+  const c = manifest.contents.counts;
+  const lines = [
+    `archive:   ${file}`,
+    `created:   ${new Date(manifest.created).toISOString()}`,
+    `trove:     ${manifest.troveVersion} (backup format ${manifest.format})`,
+    `size:      ${size} bytes (${bytes(size)})`,
+    `stores:    ${c.stores}`,
+    `nodes:     ${c.nodes}`,
+    `versions:  ${c.versions}`,
+    `blobs:     ${c.blobs} (${c.blobBytes} bytes)`,
+    `projects:  ${c.projects}, environments: ${c.environments}, promotions: ${c.promotions}, reports: ${c.reports}`,
+    `secrets:   ${manifest.contents.secrets ? "included" : "none"}`,
+    ...manifest.contents.stores.map(
+      (s) => `store ${s.name}: snapshot event ${s.snapshotEventId}, ${s.nodes} nodes, ${s.versions} versions`,
+    ),
+  ];
+  return `${lines.join("\n")}\n`;
+}
+
+async function backup(args: string[], io: CliIo): Promise<number> {
+  const [sub, file, ...rest] = args;
+  if (sub === "verify" || sub === "status") {
+    const { values, positionals } = usage(() =>
+      parseArgs({
+        args: [file ?? "", ...rest].filter((a) => a !== ""),
+        options: { json: { type: "boolean" } },
+        allowPositionals: true,
+      }),
+    );
+    const path = positionals[0];
+    if (path === undefined || positionals.length > 1) throw new UsageError(`trove backup ${sub}: give one FILE`);
+    try {
+      const { manifest, size } = await readArchiveFile(path);
+      if (sub === "verify") io.stdout.write(`ok: ${path}: ${manifest.parts.length} parts, ${size} bytes\n`);
+      else if (values.json) io.stdout.write(`${JSON.stringify({ ...manifest, parts: undefined, size }, null, 2)}\n`);
+      else io.stdout.write(statusText(path, manifest, size));
+      return EXIT.ok;
+    } catch (err) {
+      return failure(`backup ${sub}`, err, io);
+    }
+  }
+  const { values, positionals } = usage(() => parseArgs({ args, options: BACKUP_OPTIONS, allowPositionals: true }));
+  if (values.help) {
+    io.stdout.write(BACKUP_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length > 0) throw new UsageError(`trove backup: unexpected ${positionals[0]}`);
+  const output = values.output;
+  if (output === undefined) throw new UsageError("trove backup: --output FILE is required");
+  const target = targetOf(values, "backup");
+  if (values["include-secrets"] && target.data === undefined) {
+    throw new UsageError("trove backup: --include-secrets goes with --data (the key file is in the data directory)");
+  }
+  let storage: StoragePort;
+  try {
+    storage = await openTarget(target);
+  } catch (err) {
+    return failure("backup", err, io);
+  }
+  try {
+    const secrets = [];
+    if (values["include-secrets"]) {
+      const key = await readFile(join(target.data as string, DEV_ISSUER_FILE)).catch(() => undefined);
+      if (key) secrets.push(jsonPart(`secrets/${DEV_ISSUER_FILE}`, JSON.parse(key.toString("utf8"))));
+    }
+    const expected = target.data !== undefined ? await sizeOf(target.data) : undefined;
+    const progress = createProgress("backup", { stream: io.stderr, enabled: !values.quiet });
+    const { parts, describe } = backupParts(storage, { secrets });
+    const out: NodeJS.WritableStream = output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
+    let written = 0;
+    for await (const chunk of writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe })) {
+      if (chunk.byteLength === 0) continue;
+      written += chunk.byteLength;
+      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
+      progress.update(written, expected && Math.max(expected, written));
+    }
+    progress.finish();
+    if (out !== io.stdout) {
+      out.end();
+      await finished(out);
+    }
+    const c = describe().counts;
+    if (!values.quiet) {
+      io.stderr.write(
+        `trove backup: ${output}: ${written} bytes, ${c.stores} stores, ${c.nodes} nodes, ${c.versions} versions, ${c.blobs} blobs\n`,
+      );
+    }
+    return EXIT.ok;
+  } catch (err) {
+    return failure("backup", err, io);
+  } finally {
+    await storage.close();
+  }
+}
+
+async function restoreFromArchive(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = usage(() => parseArgs({ args, options: STORAGE_OPTIONS, allowPositionals: true }));
+  const file = positionals[0];
+  if (file === undefined || positionals.length > 1) throw new UsageError("trove restore: give one archive FILE");
+  const target = targetOf(values, "restore");
+  let size: number;
+  try {
+    size = (await stat(file)).size;
+  } catch (err) {
+    return failure("restore", err, io);
+  }
+  let storage: StoragePort;
+  try {
+    storage = await openTarget(target);
+  } catch (err) {
+    return failure("restore", err, io);
+  }
+  try {
+    const progress = createProgress("restore", { stream: io.stderr, enabled: !values.quiet });
+    const manifest = await restoreArchive(storage, fileChunks(file), {
+      progress: (read) => progress.update(read, size),
+      secret: async (name, body) => {
+        if (target.data !== undefined && name === `secrets/${DEV_ISSUER_FILE}`) {
+          await writeFile(join(target.data, DEV_ISSUER_FILE), body, { mode: 0o600 });
+        }
+      },
+    });
+    progress.finish();
+    const c = manifest.contents.counts;
+    if (!values.quiet) {
+      io.stderr.write(
+        `trove restore: ${file}: ${c.stores} stores, ${c.nodes} nodes, ${c.versions} versions, ${c.blobs} blobs, ${c.projects} projects, ${c.reports} reports restored\n`,
+      );
+    }
+    return EXIT.ok;
+  } catch (err) {
+    return failure("restore", err, io);
+  } finally {
+    await storage.close();
+  }
+}
+
+export const BACKUP: HostCommand = {
+  summary: "write a backup archive                trove backup --data DIR -o backup.tar",
+  help: BACKUP_HELP,
+  options: BACKUP_OPTIONS,
+  run: backup,
+};
+
+/**
+ * `trove restore`: with --data or --mongodb-url, the restore of an archive; otherwise the client
+ * command of history (a version, a moment: docs/history.md), which it hands on.
+ */
+export const RESTORE: HostCommand = {
+  summary: "restore a version, a moment, or an archive   trove restore backup.tar --data DIR",
+  help: RESTORE_ARCHIVE_HELP,
+  options: { ...STORAGE_OPTIONS, version: { type: "string" }, "as-of": { type: "string" } },
+  async run(args: string[], io: CliIo): Promise<number> {
+    const archive = args.some((a) => /^--(data|mongodb-url|mongodb-database)(=|$)/.test(a));
+    if (archive) return restoreFromArchive(args, io);
+    if (args.includes("--help") || args.includes("-h")) io.stdout.write(RESTORE_ARCHIVE_HELP);
+    return run(["restore", ...args], io);
+  },
+};

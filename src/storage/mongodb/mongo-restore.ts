@@ -1,0 +1,106 @@
+// Restores on MongoDB (docs/backup.md, "Restore"): the archive's records written as they are, in
+// unordered bulk upserts by _id (a re-run writes them again), and the mark of a restore in
+// progress (a document of `restores`) that `trove serve` refuses to start on.
+
+import { parentOf } from "../../domain/path.js";
+import type { NodeRecord, RestoreTarget, StoreRecord, VersionRecord } from "../port.js";
+import { type MongoCollections, type NodeDoc, nodeKey, type VersionDoc, versionOf } from "./mongo-collections.js";
+import { guard } from "./mongo-driver.js";
+
+const MARK_ID = "restore";
+
+export class MongoRestore {
+  constructor(private readonly c: MongoCollections) {}
+
+  private get marks() {
+    return this.c.db.collection<{ _id: string; archive: string }>("restores");
+  }
+
+  async target(): Promise<RestoreTarget> {
+    return guard(async () => {
+      const mark = await this.marks.findOne({ _id: MARK_ID });
+      if (mark) return { state: "restoring", archive: mark.archive };
+      const stores = await this.c.stores.countDocuments({});
+      if (stores > 0) return { state: "used", reason: `it holds ${stores} store${stores === 1 ? "" : "s"}` };
+      const projects = await this.c.db.collection("projects").countDocuments({});
+      if (projects > 0) return { state: "used", reason: `it holds ${projects} project${projects === 1 ? "" : "s"}` };
+      return { state: "empty" };
+    });
+  }
+
+  async begin(archive: string): Promise<void> {
+    await guard(() => this.marks.replaceOne({ _id: MARK_ID }, { archive }, { upsert: true }));
+  }
+
+  async finish(): Promise<void> {
+    await guard(() => this.marks.deleteOne({ _id: MARK_ID }));
+  }
+
+  async store(s: StoreRecord): Promise<void> {
+    await guard(() =>
+      this.c.stores.replaceOne(
+        { _id: s.config.name },
+        {
+          type: s.config.type,
+          settings: s.config.settings,
+          deleted: false,
+          lastEventId: s.lastEventId,
+          committedEventId: s.lastEventId,
+          purgedEventId: s.purgedEventId,
+          historyFrom: s.historyFrom,
+          created: s.created,
+          modified: s.modified,
+        },
+        { upsert: true },
+      ),
+    );
+  }
+
+  async nodes(store: string, nodes: readonly NodeRecord[]): Promise<void> {
+    if (nodes.length === 0) return;
+    await guard(() =>
+      this.c.nodes.bulkWrite(
+        nodes.map((n) => {
+          const doc = nodeDoc(store, n);
+          return { replaceOne: { filter: { _id: nodeKey(store, n.path) }, replacement: doc, upsert: true } };
+        }),
+        { ordered: false },
+      ),
+    );
+  }
+
+  async versions(store: string, versions: readonly VersionRecord[]): Promise<void> {
+    if (versions.length === 0) return;
+    await guard(() =>
+      this.c.versions.bulkWrite(
+        versions.map((v) => {
+          const { _id, ...doc }: VersionDoc = versionOf(nodeDoc(store, v), v.endedEventId, v.ended);
+          return { replaceOne: { filter: { _id }, replacement: doc, upsert: true } };
+        }),
+        { ordered: false },
+      ),
+    );
+  }
+}
+
+/** A node as its document (no link to the state it replaced: the archive does not keep them). */
+function nodeDoc(store: string, n: NodeRecord): NodeDoc {
+  return {
+    store,
+    path: n.path,
+    parent: parentOf(n.path) ?? null,
+    directory: n.directory,
+    deleted: n.deleted,
+    tag: n.tag,
+    prevTag: n.prevTag,
+    type: n.type,
+    size: n.size,
+    md5: n.md5,
+    blob: n.blob,
+    inline: n.inline,
+    created: n.created,
+    modified: n.modified,
+    eventId: n.eventId,
+    user: n.user ?? "",
+  };
+}

@@ -1,0 +1,80 @@
+// Backups on the embedded backend (docs/backup.md, "Consistency"): a store's snapshot hold, kept
+// in its row so that every process writing the directory (`--workers`) sees it, and the versions
+// that ended by the snapshot's event, read in keyset pages.
+
+import type Database from "better-sqlite3";
+import { HOLD_MS, type SnapshotHold, type VersionRecord } from "../port.js";
+import { rawVersion, VERSION_RAW } from "./rows.js";
+import type { SqliteWrites } from "./sqlite-errors.js";
+
+export class SqliteSnapshots {
+  private readonly stmt;
+
+  constructor(
+    db: Database.Database,
+    private readonly turns: SqliteWrites,
+  ) {
+    this.stmt = {
+      // A new hold's lapse differs from any hold's before it, so that a release ends only its own.
+      hold: db.prepare<[number, string], { last_event_id: number; snapshot_until: number }>(
+        `UPDATE stores SET snapshot_until = MAX(snapshot_until + 1, ?) WHERE name = ? AND deleted = 0
+         RETURNING last_event_id, snapshot_until`,
+      ),
+      renew: db.prepare<[number, string, number]>(
+        "UPDATE stores SET snapshot_until = ? WHERE name = ? AND snapshot_until = ?",
+      ),
+      release: db.prepare<[string, number]>(
+        "UPDATE stores SET snapshot_until = 0 WHERE name = ? AND snapshot_until = ?",
+      ),
+      held: db.prepare<[number], string>("SELECT name FROM stores WHERE snapshot_until > ?").pluck(),
+      ended: db
+        .prepare<[string, number, string, string, number, number], unknown[]>(
+          `SELECT ${VERSION_RAW} FROM versions n WHERE n.store = (SELECT ?) AND n.ended_event_id <= ?
+             AND (n.path > (SELECT ?) OR (n.path = (SELECT ?) AND n.event_id > ?))
+           ORDER BY n.path, n.event_id LIMIT (SELECT ?)`,
+        )
+        .raw(true),
+    };
+  }
+
+  /** The stores whose hold has not lapsed: the purge leaves them alone. */
+  heldStores(): Set<string> {
+    return new Set(this.stmt.held.all(Date.now()));
+  }
+
+  async hold(store: string): Promise<SnapshotHold | undefined> {
+    const row = await this.turns.write(() => this.stmt.hold.get(Date.now() + HOLD_MS, store));
+    if (!row) return undefined;
+    let until = row.snapshot_until;
+    return {
+      store,
+      eventId: row.last_event_id,
+      renew: async () => {
+        const next = Math.max(until + 1, Date.now() + HOLD_MS);
+        const changed = await this.turns.write(() => this.stmt.renew.run(next, store, until).changes);
+        if (changed > 0) until = next;
+      },
+      release: async () => {
+        try {
+          await this.turns.write(() => this.stmt.release.run(store, until));
+        } catch {
+          // It lapses by itself: HOLD_MS at most.
+        }
+      },
+    };
+  }
+
+  async *listEnded(store: string, upTo: number, batchSize = 1000): AsyncIterable<VersionRecord[]> {
+    const limit = Math.max(1, batchSize);
+    for (let path = "", event = -1; ; ) {
+      const rows = this.stmt.ended.all(store, upTo, path, path, event, limit);
+      const batch = rows.map((r) => rawVersion(store, r[0] as string, r, 1));
+      const last = batch.at(-1);
+      if (!last) return;
+      yield batch;
+      if (rows.length < limit) return;
+      path = last.path;
+      event = last.eventId;
+    }
+  }
+}

@@ -1,0 +1,191 @@
+// `trove backup` and `trove restore FILE` as a user runs them (docs/backup.md, docs/cli.md): exit
+// codes, stdout and stderr, and what a server started on the restored data directory answers.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
+import { type ChildServer, startChildServer } from "../support/child-server.js";
+
+const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
+const DATA = "/resources/v2/data";
+const T0 = 1_800_000_000_000;
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "trove-backup-cli-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function trove(args: string[]): Promise<Result> {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (s: string) => {
+    stdout += s;
+  });
+  child.stderr.setEncoding("utf8").on("data", (s: string) => {
+    stderr += s;
+  });
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+async function* once(b: Uint8Array): AsyncIterable<Uint8Array> {
+  yield b;
+}
+
+/** A data directory with a store that keeps versions: small and large contents, a deletion. */
+async function filledDataDir(files = 20): Promise<string> {
+  const dir = await tempDir();
+  const s = await SqliteStorage.open({ dataDir: dir });
+  await s.createStore(
+    { name: "home", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "30d" } },
+    T0,
+  );
+  await s.makeDirectory("home", "docs", {}, T0, "ann");
+  for (let i = 0; i < files; i++) {
+    const blob = await s.writeBlob(once(Buffer.alloc(i % 5 === 0 ? 200_000 : 300, i)), { maxSize: 1 << 30 });
+    await s.putFile("home", `docs/f${i}.json`, blob, "application/json", {}, T0 + i, "ann");
+  }
+  await s.deleteTree("home", "docs/f1.json", {}, T0 + 100, "bob");
+  await s.close();
+  return dir;
+}
+
+async function server(dataDir: string): Promise<ChildServer> {
+  const s = await startChildServer({ dataDir });
+  cleanups.push(() => s.stop());
+  return s;
+}
+
+async function get(s: ChildServer, path: string): Promise<{ status: number; etag: string | null; body: Buffer }> {
+  const r = await fetch(`${s.url}${DATA}${path}`, { headers: { authorization: s.authorization } });
+  return { status: r.status, etag: r.headers.get("etag"), body: Buffer.from(await r.arrayBuffer()) };
+}
+
+describe("trove backup and trove restore FILE (docs/backup.md)", () => {
+  it("backup --data, verify, status, restore --data: a server on the restored directory answers the same listings, contents and tags (issue 28, What users get 1-3)", async () => {
+    const data = await filledDataDir();
+    const archive = join(await tempDir(), "backup.tar");
+    const made = await trove(["backup", "--data", data, "--output", archive]);
+    expect(made.code).toBe(0);
+    expect(made.stderr).toMatch(
+      /^trove backup: .*backup\.tar: \d+ bytes, 1 stores, 22 nodes, \d+ versions, 4 blobs\n$/,
+    );
+
+    const verified = await trove(["backup", "verify", archive]);
+    expect(verified).toMatchObject({ code: 0, stderr: "" });
+    expect(verified.stdout).toBe(
+      `ok: ${archive}: ${verified.stdout.split(" ")[2]} parts, ${(await stat(archive)).size} bytes\n`,
+    );
+
+    const status = await trove(["backup", "status", archive]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain("stores:    1\nnodes:     22\n");
+    expect(status.stdout).toMatch(/store home: snapshot event 66, 22 nodes, \d+ versions\n$/);
+
+    const restored = await tempDir();
+    const r = await trove(["restore", archive, "--data", restored, "-q"]);
+    expect(r).toEqual({ code: 0, stdout: "", stderr: "" });
+
+    const before = await server(data);
+    const after = await server(restored);
+    for (const path of [
+      "/home/?recursive=true&include-deleted=true&include-blob-uuid=true",
+      "/home/docs/f0.json",
+      "/home/docs/f2.json",
+      "/home/docs/f2.json?versions=true",
+    ]) {
+      const [a, b] = [await get(before, path), await get(after, path)];
+      expect(b.status).toBe(200);
+      expect({ path, ...b, body: b.body.toString("base64") }).toEqual({ path, ...a, body: a.body.toString("base64") });
+    }
+    expect((await get(after, "/home/docs/f1.json")).status).toBe(404);
+  });
+
+  it("exit codes (docs/cli.md): 2 for usage, 3 for a missing archive, 1 for a damaged one naming the part, 8 for a non-empty target, 1 for a running server's data directory", async () => {
+    const data = await filledDataDir(2);
+    const dir = await tempDir();
+    const archive = join(dir, "a.tar");
+    expect((await trove(["backup", "--data", data])).code).toBe(2);
+    expect((await trove(["backup", "--data", data, "--mongodb-url", "mongodb://x", "-o", archive])).code).toBe(2);
+    expect((await trove(["backup", "--data", data, "-o", archive, "--bogus"])).code).toBe(2);
+    expect((await trove(["restore", archive, "--data", join(dir, "r")])).code).toBe(3);
+    expect((await trove(["backup", "verify", join(dir, "nope.tar")])).code).toBe(3);
+
+    expect((await trove(["backup", "--data", data, "-o", archive, "-q"])).code).toBe(0);
+    const bytes = await import("node:fs/promises").then((fs) => fs.readFile(archive));
+    const flipped = Buffer.from(bytes);
+    // A byte inside the first blob: its header is the block that starts with its entry name.
+    const at = flipped.indexOf("blobs/") + 512 + 1000;
+    flipped.writeUInt8(flipped.readUInt8(at) ^ 1, at);
+    await writeFile(join(dir, "flipped.tar"), flipped);
+    const bad = await trove(["backup", "verify", join(dir, "flipped.tar")]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^trove backup verify: (part \S+ does not match its checksum|damaged after \S+)/);
+
+    const refused = await trove(["restore", archive, "--data", data]);
+    expect(refused).toMatchObject({
+      code: 8,
+      stderr: "trove restore: the target is not empty: it holds 1 store; a restore goes into an empty one\n",
+    });
+
+    await server(data);
+    const busy = await trove(["backup", "--data", data, "-o", join(dir, "b.tar"), "-q"]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(/in use by another process/);
+  });
+
+  it("a killed backup gives an archive that verify rejects and restore refuses; the target stays marked and serve refuses it (issue 28, Tests 4)", async () => {
+    const data = await filledDataDir(40);
+    const dir = await tempDir();
+    const child: ChildProcess = spawn(process.execPath, [CLI, "backup", "--data", data, "-o", "-", "-q"], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    // stdout is not read past 300 KB: the backup waits on the pipe, and is killed there.
+    const got: Buffer[] = [];
+    let size = 0;
+    await new Promise<void>((resolve) => {
+      child.stdout?.on("data", (b: Buffer) => {
+        got.push(b);
+        size += b.byteLength;
+        if (size >= 300_000) {
+          child.stdout?.pause();
+          resolve();
+        }
+      });
+    });
+    const gone = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await gone;
+    const archive = join(dir, "killed.tar");
+    await writeFile(archive, Buffer.concat(got));
+
+    const verified = await trove(["backup", "verify", archive]);
+    expect(verified.code).toBe(1);
+    expect(verified.stderr).toMatch(/^trove backup verify: the archive is truncated (inside|after) \S+/);
+
+    const target = join(dir, "target");
+    const restored = await trove(["restore", archive, "--data", target, "-q"]);
+    expect(restored.code).toBe(1);
+    expect(restored.stderr).toMatch(/^trove restore: the archive is truncated/);
+
+    const served = await trove(["serve", "--data", target, "--port", "0", "--log-level", "silent"]);
+    expect(served.code).toBe(7);
+    expect(served.stderr).toMatch(/the restore has not finished: run the same trove restore again/);
+  });
+});
