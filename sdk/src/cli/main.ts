@@ -20,7 +20,7 @@ import {
   UnauthorizedError,
   UnavailableError,
 } from "../errors.js";
-import { createRestClient, type TroveRestClient } from "../rest/client.js";
+import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import {
@@ -135,7 +135,8 @@ ${heading}
   report    content-insights reports: create, status, list, download, query
   completion  print a shell completion script    trove completion bash|zsh|fish
 
-Addresses are STORE/PATH: "home" or "home/" is the root of store home.
+Addresses are STORE/PATH: "home" or "home/" is the root of store home. The connection options
+(below) go before or after the command: trove --url URL ls home/ is trove ls home/ --url URL.
 Run "trove <command> --help" (or "trove help <command>") for a command's options;
 "trove --version" prints the version.
 
@@ -166,6 +167,29 @@ function longListing(entries: ListingEntry[]): string[] {
     ]),
     new Set([1]),
   );
+}
+
+/**
+ * `ls` of a file: its entry in its parent's listing (the same options, so the same access
+ * decision, --as-of and --deleted), when listing PATH as a directory answered 404 and PATH names
+ * no directory. Anything else rethrows `failed`, the listing's own error.
+ */
+async function fileEntry(
+  rest: TroveRestClient,
+  store: string,
+  path: string,
+  options: ListOptions,
+  failed: unknown,
+): Promise<ListingEntry> {
+  const name = path.replace(/^\/+/, "");
+  const slash = name.lastIndexOf("/");
+  if (!(failed instanceof TroveError && failed.status === 404) || name === "" || name.endsWith("/")) throw failed;
+  const parent = await rest.list(store, name.slice(0, slash + 1), { ...options, recursive: false }).catch(() => {
+    throw failed;
+  });
+  const entry = parent.entries.find((e) => e.name === name.slice(slash + 1) && !e.directory);
+  if (!entry) throw failed;
+  return entry;
 }
 
 function storeLines(stores: StoreInfo[]): string[] {
@@ -215,7 +239,9 @@ data directory (--data, default ./.trove-data):
   ls: {
     help: `Usage: trove ls STORE[/PATH] [options]
 
-Lists a directory (names; directories end with /); with --as-of, as it was at a moment.
+Lists a directory (names; directories end with /); with --as-of, as it was at a moment. A
+file is listed as ls lists one: one line, its address as given (-l: its columns; --json: its
+entry as its directory's listing gives it).
 
 Options:
   -r, --recursive      list everything below, with paths relative to the directory
@@ -239,17 +265,25 @@ ${MOMENT_HELP}
     },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
-      const asOf = asOfOption(ctx);
-      const listing = await (await ctx.rest()).list(store, path, {
+      const options = {
         recursive: ctx.values.recursive === true,
         includeDeleted: ctx.values.deleted === true,
         includeAccess: ctx.values.access === true,
         includeBlobUuid: ctx.values.blob === true,
-        asOf,
-      });
-      if (ctx.values.json) out(ctx.io, `${JSON.stringify(listing.entries, null, 2)}\n`);
+        asOf: asOfOption(ctx),
+      };
+      const rest = await ctx.rest();
+      let entries: ListingEntry[];
+      try {
+        entries = (await rest.list(store, path, options)).entries;
+      } catch (err) {
+        const file = await fileEntry(rest, store, path, options, err);
+        // As ls of a file: one line, named as the address was given (--json: the parent's entry).
+        entries = [ctx.values.json ? file : { ...file, name: display(store, path) }];
+      }
+      if (ctx.values.json) out(ctx.io, `${JSON.stringify(entries, null, 2)}\n`);
       else {
-        const lines = ctx.values.long ? longListing(listing.entries) : listing.entries.map(entryName);
+        const lines = ctx.values.long ? longListing(entries) : entries.map(entryName);
         for (const line of lines) out(ctx.io, `${line}\n`);
       }
       return EXIT.ok;
@@ -442,6 +476,7 @@ Options:
   stores: {
     help: `Usage: trove stores [list] [--json]
        trove stores get NAME [--json]
+       trove stores show NAME [--json]     (the same as get)
        trove stores create NAME [--type recursive|snapshot|filesystem] [--set NAME=VALUE ...]
        trove stores update NAME [--type recursive|snapshot|filesystem] [--set NAME=VALUE ...]
        trove stores delete NAME
@@ -483,6 +518,7 @@ Options:
       if (!name) throw new UsageError(`trove stores ${action} needs a store name`);
       switch (action) {
         case "get":
+        case "show":
           show(await rest.stores.get(name));
           return EXIT.ok;
         case "create":
@@ -495,7 +531,7 @@ Options:
           await rest.stores.delete(name);
           return EXIT.ok;
         default:
-          throw new UsageError(`unknown action ${JSON.stringify(action)}: list, get, create, update or delete`);
+          throw new UsageError(`unknown action ${JSON.stringify(action)}: list, get, show, create, update or delete`);
       }
     },
   },
@@ -740,13 +776,63 @@ async function helpOfCommand(args: string[], io: CliIo, host: CliHost): Promise<
 }
 
 /**
+ * Splits the connection options given before the command (as git, kubectl and rclone take them)
+ * from the command and its arguments. Only the global options may come first; anything else that
+ * starts with - before the command is a usage error (--help, -h, --version and -V are the command).
+ */
+function splitLeadingOptions(argv: string[]): { leading: string[]; command: string | undefined; rest: string[] } {
+  const leading: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith("-") || arg === "-" || ["--version", "-V"].includes(arg)) break;
+    if (arg === "--") {
+      i += 1;
+      break;
+    }
+    const globals: NonNullable<ParseArgsConfig["options"]> = GLOBAL_OPTIONS;
+    const long = arg.startsWith("--") ? arg.slice(2).split("=")[0] : undefined;
+    const name = long ?? Object.keys(globals).find((k) => `-${globals[k]?.short}` === arg);
+    const option = name !== undefined && Object.hasOwn(globals, name) ? globals[name] : undefined;
+    if (!option) {
+      throw new UsageError(
+        `unknown option ${arg.split("=")[0]} before the command: give the command first, or only the connection options`,
+      );
+    }
+    leading.push(arg);
+    if (option.type === "string" && !arg.includes("=")) {
+      const value = argv[i + 1];
+      if (value === undefined) throw new UsageError(`option ${arg} needs a value`);
+      leading.push(value);
+      i += 1;
+    }
+  }
+  return { leading, command: argv[i], rest: argv.slice(i + 1) };
+}
+
+/**
  * Runs one `trove` command; resolves to its exit code (it never calls process.exit). `host`
  * adds the commands of the package that calls it (the server package's `serve`).
  */
 export async function run(argv: string[], io: CliIo = defaultIo(), host: CliHost = {}): Promise<number> {
-  const [command, ...args] = argv;
   const help = host.commands ? helpOf(host) : HELP;
-  if (command === "help" && args.length > 0) return helpOfCommand(args, io, host);
+  let leading: string[];
+  let command: string | undefined;
+  let rest: string[];
+  try {
+    ({ leading, command, rest } = splitLeadingOptions(argv));
+  } catch (err) {
+    io.stderr.write(`trove: ${(err as Error).message}\n`);
+    return EXIT.usage;
+  }
+  // A command's arguments are its own after the options given before it (`trove --url X ls home/`
+  // is `trove ls home/ --url X`): a value given in both places is the one after the command.
+  const args = [...leading, ...rest];
+  if (command === undefined && leading.some((a) => a === "--help" || a === "-h")) {
+    out(io, help);
+    return EXIT.ok;
+  }
+  if (command === "help" && rest.length > 0) return helpOfCommand(rest, io, host);
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     out(io, help);
     return command === undefined ? EXIT.usage : EXIT.ok;
