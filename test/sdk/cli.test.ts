@@ -321,6 +321,28 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(top.stdout).toContain("trove --url URL ls home/ is trove ls home/ --url URL");
   });
 
+  it("issue 30: put --no-clobber (-n) creates, and refuses with exit 4 where something exists; nothing changes", async () => {
+    await rest.mkdir("home", "noclobber");
+    const file = join(home, "nc.txt");
+    await writeFile(file, "mine");
+    const created = await trove(["put", "--no-clobber", file, "home/noclobber/"], { env });
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^created home\/noclobber\/nc\.txt \S+\n$/);
+    const tag = created.stdout.trim().split(" ")[2];
+    await writeFile(file, "changed");
+    for (const flag of ["--no-clobber", "-n"]) {
+      expect(await trove(["put", flag, file, "home/noclobber/nc.txt"], { env })).toEqual({
+        code: 4,
+        stdout: "",
+        stderr: `trove put: 412 If-None-Match * given but /noclobber/nc.txt exists (current ETag "${tag}")\n`,
+      });
+    }
+    expect((await trove(["get", "home/noclobber/nc.txt"], { env })).stdout).toBe("mine");
+    // A deleted resource does not exist: -n creates it again.
+    await rest.delete("home", "noclobber/nc.txt");
+    expect((await trove(["put", "-n", file, "home/noclobber/nc.txt"], { env })).stdout).toMatch(/^created /);
+  });
+
   it("issue 30 (CLI habits): trove help COMMAND prints that command's help, also after connection options", async () => {
     const put = await trove(["help", "put"]);
     expect(put.code).toBe(0);

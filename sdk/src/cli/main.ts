@@ -385,9 +385,16 @@ home/templates/a.json. Prints "created" or "updated", the address and the new ta
 
 Options:
       --if-match TAG   replace only if the stored tag is TAG (exit 4 otherwise)
+  -n, --no-clobber     only create: if something exists at the address (a resource or a
+                       directory; not a deleted one), change nothing and exit 4 (the server
+                       decides, atomically: If-None-Match: *)
       --type MIME      Content-Type (default: from the extension, on the server)
 `,
-    options: { "if-match": { type: "string" }, type: { type: "string" } },
+    options: {
+      "if-match": { type: "string" },
+      "no-clobber": { type: "boolean", short: "n" },
+      type: { type: "string" },
+    },
     async run(ctx) {
       const [source, target] = ctx.positionals;
       if (!source) throw new UsageError("missing the file to upload (or - for stdin)");
@@ -422,6 +429,7 @@ Options:
       const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: ctx.progress });
       const put = await rest.put(addr.store, path, body, {
         ifMatch: ctx.values["if-match"] as string | undefined,
+        ...(ctx.values["no-clobber"] ? { ifNoneMatch: "*" } : {}),
         contentType: ctx.values.type as string | undefined,
         contentLength: size,
         onProgress: (n) => progress.update(n, size),
