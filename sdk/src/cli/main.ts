@@ -9,6 +9,7 @@ import { basename, dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { createBackoff, isTransient, pause } from "../backoff.js";
 import {
   ConflictError,
   ConnectionError,
@@ -551,17 +552,23 @@ Prints change events as they happen, one line each, in the poll format
 (CHANGE|id|idr://store/path|modify|previous tag|tag|type, RESET store id), until interrupted.
 Without STORE: every store you may read.
 
+When the server goes away (or cannot be reached at the start), watch says so on stderr and
+retries with exponential backoff (from 0.25 s, doubling, with jitter, at most 10 s apart), then
+continues after the last event it printed: no event is missed or printed twice.
+
 Options:
-      --from ID   start after event ID (one STORE only; default: from now)
-      --once      exit after one poll (after the first events, or --wait seconds without any)
-      --json      one JSON object per event
-      --wait S    seconds each long poll waits (default 30)
+      --from ID    start after event ID (one STORE only; default: from now)
+      --once       exit after one poll (after the first events, or --wait seconds without any)
+      --json       one JSON object per event
+      --wait S     seconds each long poll waits (default 30)
+      --no-retry   exit 7 when the server cannot be reached or is unavailable, instead of retrying
 `,
     options: {
       from: { type: "string" },
       once: { type: "boolean" },
       json: { type: "boolean" },
       wait: { type: "string" },
+      "no-retry": { type: "boolean" },
     },
     async run(ctx) {
       const rest = await ctx.rest();
@@ -572,9 +579,14 @@ Options:
       if (ctx.values.from !== undefined) {
         if (stores.length !== 1) throw new UsageError("--from needs exactly one STORE");
         if (!/^\d+$/.test(ctx.values.from as string)) throw new UsageError("--from takes an event id");
-        cursors.set(stores[0] as string, Number(ctx.values.from));
-      } else {
-        for (const e of await rest.poll({ signal: ctx.io.signal })) {
+      }
+      const { signal } = ctx.io;
+      const poll = reconnecting(ctx, "watch", () => rest.baseUrl);
+      if (ctx.values.from !== undefined) cursors.set(stores[0] as string, Number(ctx.values.from));
+      else {
+        const status = await poll(() => rest.poll({ signal }));
+        if (status === undefined) return EXIT.ok;
+        for (const e of status) {
           if (e.kind === "reset" && (stores.length === 0 || stores.includes(e.store))) cursors.set(e.store, e.eventId);
         }
         // The status names every store the caller may read: another name is a mistake, not a wait.
@@ -584,14 +596,9 @@ Options:
         }
       }
       if (cursors.size === 0) throw new UsageError("there is no store to watch");
-      while (!ctx.io.signal?.aborted) {
-        let events: FeedEvent[];
-        try {
-          events = await rest.poll({ cursors, wait, signal: ctx.io.signal });
-        } catch (err) {
-          if (ctx.io.signal?.aborted) break;
-          throw err;
-        }
+      while (!signal?.aborted) {
+        const events: FeedEvent[] | undefined = await poll(() => rest.poll({ cursors, wait, signal }));
+        if (events === undefined) break;
         for (const e of events) {
           out(ctx.io, `${ctx.values.json ? JSON.stringify(e) : feedLine(e)}\n`);
           if (e.kind === "reset" || e.eventId > (cursors.get(e.store) ?? -1)) cursors.set(e.store, e.eventId);
@@ -610,6 +617,37 @@ Options:
 
   ...INSIGHTS_COMMANDS,
 };
+
+/**
+ * Runs a request of a command that follows the server (watch) until it succeeds: a transient
+ * failure (the server unreachable, restarting, unavailable) is said on stderr and retried with
+ * backoff, and the first success after it is said too; with --no-retry it is thrown (exit 7).
+ * Resolves undefined when the command is interrupted.
+ */
+function reconnecting(ctx: Context, command: string, url: () => string) {
+  const backoff = createBackoff();
+  let failing = false;
+  return async <T>(request: () => Promise<T>): Promise<T | undefined> => {
+    const { signal } = ctx.io;
+    while (!signal?.aborted) {
+      try {
+        const answer = await request();
+        if (failing) ctx.io.stderr.write(`trove ${command}: reconnected to ${url()}\n`);
+        failing = false;
+        backoff.reset();
+        return answer;
+      } catch (err) {
+        if (signal?.aborted) return undefined;
+        if (ctx.values["no-retry"] === true || !isTransient(err)) throw err;
+        failing = true;
+        const delay = backoff.next();
+        ctx.io.stderr.write(`${failure(err, command).message}; retrying in ${delay} ms\n`);
+        await pause(delay, signal);
+      }
+    }
+    return undefined;
+  };
+}
 
 /** The exit code a script sees for an error answer. */
 function exitCodeOf(err: TroveError): number {
