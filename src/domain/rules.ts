@@ -44,19 +44,53 @@ function checkIfMatch(ifMatch: readonly string[] | undefined, target: NodeState 
   }
 }
 
+/**
+ * RFC 9110's If-None-Match on a write: "*" refuses when anything lives at the path (a resource or
+ * a directory; a tombstone does not count, as a deleted resource does not exist), a tag list when
+ * the live node's tag is one of them. The conditional create: checked where the write is decided,
+ * so of two concurrent creates exactly one succeeds.
+ */
+function checkIfNoneMatch(
+  path: string,
+  ifNoneMatch: readonly string[] | undefined,
+  target: NodeState | undefined,
+): void {
+  const t = live(target);
+  if (ifNoneMatch === undefined || !t || !tagMatches(ifNoneMatch, t.tag)) return;
+  const what = t.directory ? `a directory /${path}/` : `/${path}`;
+  const tag = t.tag;
+  throw new PreconditionFailedError({
+    field: "if_none_match",
+    reason: (name) =>
+      ifNoneMatch.includes("*")
+        ? `${name} * given but ${what} exists (current ETag "${tag}")`
+        : `${name} matches the current ETag "${tag}" of ${what}`,
+  });
+}
+
+/** The entity-tag conditions of a write (undefined or absent: none given). */
+export interface TagConditions {
+  /** Tags of which the stored one must be one ("*": any existing resource). */
+  ifMatch?: readonly string[] | undefined;
+  /** Tags of which the stored one must not be one ("*": nothing may exist; tombstones do not). */
+  ifNoneMatch?: readonly string[] | undefined;
+}
+
 /** A file write: returns whether it creates the resource. */
 export function planPutFile(
   path: string,
   target: NodeState | undefined,
   parent: NodeState | undefined,
-  ifMatch: readonly string[] | undefined,
+  conditions: TagConditions,
 ): { created: boolean } {
   if (path === "") throw new ForbiddenError("the root directory is not a resource");
   checkParent(path, parent);
+  // Before the method's own refusals (RFC 9110, 13.2.2): whatever exists there fails the create.
+  checkIfNoneMatch(path, conditions.ifNoneMatch, target);
   if (live(target)?.directory) {
     throw new ForbiddenError(`a directory named /${path}/ exists; a resource cannot take its name`);
   }
-  checkIfMatch(ifMatch, target);
+  checkIfMatch(conditions.ifMatch, target);
   return { created: !live(target) };
 }
 
@@ -65,12 +99,13 @@ export function planMakeDirectory(
   path: string,
   target: NodeState | undefined,
   parent: NodeState | undefined,
-  ifMatch: readonly string[] | undefined,
+  conditions: TagConditions,
 ): { created: boolean } {
   if (path !== "") checkParent(path, parent);
+  checkIfNoneMatch(path, conditions.ifNoneMatch, target);
   const t = live(target);
   if (t && !t.directory) throw new ForbiddenError(`a resource named /${path} exists; a directory cannot take its name`);
-  checkIfMatch(ifMatch, target);
+  checkIfMatch(conditions.ifMatch, target);
   return { created: !t };
 }
 

@@ -489,15 +489,22 @@ export class ResourceRoutes {
 
   private async put(req: RestRequest, res: RestResponse, t: Target, search = ""): Promise<void> {
     const restore = parseRestoreQuery(search);
+    if (restore && header(req, "if-none-match") !== undefined) {
+      throw new BadRequestError(
+        "If-None-Match does not apply to a restore: its state replaces the current one (If-Match does)",
+      );
+    }
     if (restore) return this.restore(req, res, t, restore);
     const ifMatch = tagList(req, "if-match");
+    // RFC 9110's conditional create (If-None-Match: *), a Trove addition to the spec (docs/rest.md).
+    const ifNoneMatch = tagList(req, "if-none-match");
     if (t.directory) {
       const length = header(req, "content-length");
       if ((length !== undefined && length !== "0") || header(req, "transfer-encoding") !== undefined) {
         throw new BadRequestError("a directory PUT takes no body");
       }
       const out = await this.core.makeDirectory(
-        create(MakeDirectoryRequestSchema, { store: t.store, path: t.path, ifMatch }),
+        create(MakeDirectoryRequestSchema, { store: t.store, path: t.path, ifMatch, ifNoneMatch }),
         this.context(req, res, ResourceService.method.makeDirectory),
       );
       const r = out.resource as Resource;
@@ -517,6 +524,7 @@ export class ResourceRoutes {
           store: t.store,
           path: t.path,
           ifMatch,
+          ifNoneMatch,
           contentType: header(req, "content-type") ?? "",
           contentMd5: header(req, "content-md5") ?? "",
           contentLength: lengthHeader === undefined ? undefined : BigInt(lengthHeader),

@@ -14,7 +14,7 @@ import {
 import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
-import { isExpiredTombstone, planPutFile } from "../domain/rules.js";
+import { isExpiredTombstone, planPutFile, type TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
 import {
   type DeleteRequest,
@@ -181,6 +181,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
       type,
       user: ctx.values.get(callerKey).subject,
       ifMatch: tags(header.ifMatch),
+      ifNoneMatch: tags(header.ifNoneMatch),
       contentLength: header.contentLength,
       contentMd5: header.contentMd5,
     };
@@ -204,17 +205,19 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     options: {
       type: string;
       ifMatch: readonly string[];
+      /** If-None-Match ("*": a conditional create); empty: none. */
+      ifNoneMatch?: readonly string[];
       contentLength?: bigint | undefined;
       contentMd5?: string;
       /** Who writes (the caller's subject): recorded with the new state (docs/history.md). */
       user?: string;
     },
   ): Promise<WriteResponse> {
-    const { ifMatch } = options;
+    const pre = writeConditions(options.ifMatch, options.ifNoneMatch ?? []);
     // (Never above the largest resource accepted: that one is refused as too large, checked.)
     const unchecked = BigInt(Math.min(UNCHECKED_UPLOAD_MAX, this.maxResourceSize));
     const small = options.contentLength !== undefined && options.contentLength <= unchecked;
-    if (!small) await this.checkBeforeUpload(store, path, ifMatch);
+    if (!small) await this.checkBeforeUpload(store, path, pre);
     // Unchecked, a body is received only up to its announced length: one that claims to be small
     // cannot make the server take in a large one bound to be refused.
     const maxSize = small ? Number(options.contentLength) : this.maxResourceSize;
@@ -240,7 +243,6 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     }
     // From here the blob is the storage's: it discards it when the write certainly did not happen,
     // and never once a resource may refer to it (an acknowledged write is never undone).
-    const pre = ifMatch.length > 0 ? { ifMatch } : {};
     const { node, created } = await this.storage.putFile(
       store,
       path,
@@ -257,7 +259,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "write", { store, path });
-    const pre = req.ifMatch.length > 0 ? { ifMatch: tags(req.ifMatch) } : {};
+    const pre = writeConditions(tags(req.ifMatch), tags(req.ifNoneMatch));
     const made = this.storage.makeDirectory(store, path, pre, this.now(), caller.subject);
     const { node, created } = await made.catch((err) => {
       throw inFaceNames(err, ctx);
@@ -399,7 +401,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * is repeated atomically when the resource is stored. One or two storage reads: worth it only
    * for a body larger than UNCHECKED_UPLOAD_MAX or of unknown length (storeContents).
    */
-  private async checkBeforeUpload(store: string, path: string, ifMatch: readonly string[]): Promise<void> {
+  private async checkBeforeUpload(store: string, path: string, pre: TagConditions): Promise<void> {
     const found = await this.storage.getStoreNode(store, path, { contents: false });
     if (!found) throw new NotFoundError(`store ${store} not found`);
     const now = this.now();
@@ -412,8 +414,16 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
       target && !target.deleted
         ? { path: parentPath, directory: true, deleted: false, tag: "" }
         : current((await this.storage.getStoreNode(store, parentPath, { contents: false }))?.node);
-    planPutFile(path, target, parent, ifMatch.length > 0 ? ifMatch : undefined);
+    planPutFile(path, target, parent, pre);
   }
+}
+
+/** The conditions of a write as the storage port takes them: a list given empty is no condition. */
+function writeConditions(ifMatch: readonly string[], ifNoneMatch: readonly string[]): TagConditions {
+  return {
+    ...(ifMatch.length > 0 ? { ifMatch } : {}),
+    ...(ifNoneMatch.length > 0 ? { ifNoneMatch } : {}),
+  };
 }
 
 /** Entity tags as clients send them (quoted, unquoted, W/, "*", or comma-separated lists) in stored form. */

@@ -3,6 +3,7 @@
 // transaction (see docs/storage.md).
 
 import { UnavailableError } from "../domain/errors.js";
+import type { TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
 
 /** A resource, a directory, or the tombstone of either. */
@@ -75,9 +76,8 @@ export interface BlobInfo {
   inline: Uint8Array | null;
 }
 
-export interface Preconditions {
-  /** Tags of which the stored one must be one ("*": any existing resource). */
-  ifMatch?: readonly string[];
+/** A write's conditions: If-Match and If-None-Match (domain/rules.ts), and where its contents are. */
+export interface Preconditions extends TagConditions {
   /**
    * putFile only: the contents are not in a filesystem store's folder (the wrapper that keeps
    * folders did not know the store as one). Checked with the store's type where the write is

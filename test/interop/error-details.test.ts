@@ -102,6 +102,38 @@ describe("with a Connect client (details)", () => {
     ]);
   });
 
+  it("issue 30: a Write with if_none_match * on an existing resource is FAILED_PRECONDITION with its reason; nothing changes", async () => {
+    const write = (path: string, body: string) =>
+      resources().write(
+        (async function* () {
+          yield { part: { case: "header" as const, value: { store: s.example.store, path, ifNoneMatch: ["*"] } } };
+          yield { part: { case: "chunk" as const, value: new TextEncoder().encode(body) } };
+        })(),
+      );
+    const err = await rejection(write(FILE, "{}"));
+    expect(err.code).toBe(Code.FailedPrecondition);
+    expect(err.rawMessage).toBe(`if_none_match * given but /${FILE} exists (current ETag "${tag}")`);
+    expect(err.findDetails(PreconditionFailureSchema)[0]?.violations).toEqual([
+      expect.objectContaining(etagViolation()),
+    ]);
+    expect((await resources().stat({ store: s.example.store, path: FILE })).resource?.tag).toBe(tag);
+    // Where nothing is, the same write creates.
+    const made = await write("draft/created-once.json", "{}");
+    expect(made.created).toBe(true);
+    expect(await rejection(write("draft/created-once.json", "{}"))).toMatchObject({ code: Code.FailedPrecondition });
+    await resources().delete({ store: s.example.store, path: "draft/created-once.json" });
+  });
+
+  it("issue 30: a MakeDirectory with if_none_match * on an existing directory is FAILED_PRECONDITION", async () => {
+    const err = await rejection(
+      resources().makeDirectory({ store: s.example.store, path: "draft", ifNoneMatch: ["*"] }),
+    );
+    expect(err.code).toBe(Code.FailedPrecondition);
+    expect(err.rawMessage).toMatch(
+      /^if_none_match \* given but a directory \/draft\/ exists \(current ETag "[^"]+"\)$/,
+    );
+  });
+
   it("an if_match on a missing resource says it does not exist", async () => {
     const err = await rejection(
       resources().makeDirectory({ store: s.example.store, path: "draft/none", ifMatch: ["*"] }),
@@ -279,6 +311,24 @@ describe("through the SDK (gRPC)", () => {
     expect(err).toBeInstanceOf(PreconditionFailedError);
     expect((err as PreconditionFailedError).currentTag).toBe(tag);
     expect(err.details.preconditionFailure?.violations).toEqual([expect.objectContaining(etagViolation())]);
+  });
+
+  it("issue 30: a Write with ifNoneMatch * on an existing resource is PreconditionFailedError with the current tag", async () => {
+    const err = fromConnectError(
+      await rejection(
+        sdk.resources.write(
+          (async function* () {
+            yield {
+              part: { case: "header" as const, value: { store: s.example.store, path: FILE, ifNoneMatch: ["*"] } },
+            };
+            yield { part: { case: "chunk" as const, value: new TextEncoder().encode("{}") } };
+          })(),
+        ),
+      ),
+    );
+    expect(err).toBeInstanceOf(PreconditionFailedError);
+    expect((err as PreconditionFailedError).currentTag).toBe(tag);
+    expect(err.reason).toBe(`if_none_match * given but /${FILE} exists (current ETag "${tag}")`);
   });
 
   it("BadRequestError exposes the field", async () => {

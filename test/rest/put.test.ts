@@ -187,6 +187,125 @@ describe("PUT with If-Match", () => {
   });
 });
 
+describe("PUT with If-None-Match (issue 30: RFC 9110's conditional create, a Trove addition)", () => {
+  test("PUT with If-None-Match: * on an absent resource -> 201 created", async () => {
+    const reply = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("new"),
+      headers: { "If-None-Match": "*" },
+    });
+    expect(reply.status).toBe(201);
+    expect(await contents("a.txt")).toEqual({ status: 200, text: "new", etag: reply.headers.get("etag") });
+  });
+
+  test("PUT with If-None-Match: * on an existing resource -> 412 with its reason, contents and store unchanged", async () => {
+    const tag = await putResource(client, "a.txt", "one");
+    const before = await storeState(client);
+    const reply = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("two"),
+      headers: { "If-None-Match": "*" },
+    });
+    expectError(reply, 412, `If-None-Match * given but /a.txt exists (current ETag ${tag})`);
+    expect(await storeState(client)).toEqual(before);
+    expect(await contents("a.txt")).toEqual({ status: 200, text: "one", etag: tag });
+  });
+
+  test("PUT with If-None-Match: * of a body of unknown length on an existing resource -> 412, nothing stored", async () => {
+    const tag = await putResource(client, "a.txt", "one");
+    const before = await storeState(client);
+    const reply = await client.raw("PUT", `${DATA}/home/a.txt`, {
+      body: "streamed",
+      headers: { "If-None-Match": "*", "Transfer-Encoding": "chunked" },
+    });
+    expectError(reply, 412, `If-None-Match * given but /a.txt exists (current ETag ${tag})`);
+    expect(await storeState(client)).toEqual(before);
+  });
+
+  test("PUT with If-None-Match: * where a deleted resource was -> 201: a tombstone does not exist", async () => {
+    await putResource(client, "a.txt", "one");
+    expect((await client.fetch("DELETE", `${DATA}/home/a.txt`)).status).toBe(200);
+    const reply = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("again"),
+      headers: { "If-None-Match": "*" },
+    });
+    expect(reply.status).toBe(201);
+    expect((await contents("a.txt")).text).toBe("again");
+  });
+
+  test("PUT with If-None-Match: * where a directory is, of a resource or of the directory -> 412, nothing changes", async () => {
+    const tag = await putDirectory(client, "d/");
+    const before = await storeState(client);
+    const file = await client.fetch("PUT", `${DATA}/home/d`, { body: bytes("x"), headers: { "If-None-Match": "*" } });
+    expectError(file, 412, `If-None-Match * given but a directory /d/ exists (current ETag ${tag})`);
+    const dir = await client.fetch("PUT", `${DATA}/home/d/`, { headers: { "If-None-Match": "*" } });
+    expectError(dir, 412, `If-None-Match * given but a directory /d/ exists (current ETag ${tag})`);
+    expect(await storeState(client)).toEqual(before);
+    const made = await client.fetch("PUT", `${DATA}/home/e/`, { headers: { "If-None-Match": "*" } });
+    expect(made.status).toBe(201);
+  });
+
+  test("PUT with If-None-Match of tags: 412 on the current ETag, 200 on another", async () => {
+    const tag = await putResource(client, "a.txt", "one");
+    const refused = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("two"),
+      headers: { "If-None-Match": `"other", ${tag}` },
+    });
+    expectError(refused, 412, `If-None-Match matches the current ETag ${tag} of /a.txt`);
+    const replaced = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("two"),
+      headers: { "If-None-Match": '"other"' },
+    });
+    expect(replaced.status).toBe(200);
+    expect((await contents("a.txt")).text).toBe("two");
+  });
+
+  test('PUT with a quoted "*" or a malformed If-None-Match -> 400, nothing changes', async () => {
+    const before = await storeState(client);
+    const quoted = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("x"),
+      headers: { "If-None-Match": '"*"' },
+    });
+    expectError(quoted, 400, 'entity tag "*" is not a tag this server makes: send * unquoted to match any');
+    const malformed = await client.fetch("PUT", `${DATA}/home/a.txt`, {
+      body: bytes("x"),
+      headers: { "If-None-Match": '"abc' },
+    });
+    expectError(malformed, 400, 'malformed entity tag "abc');
+    expect(await storeState(client)).toEqual(before);
+  });
+
+  test("PUT ?restore= or ?restore-as-of= with If-None-Match -> 400: it does not apply to a restore; nothing changes", async () => {
+    const tag = await putResource(client, "a.txt", "one");
+    await putDirectory(client, "d/");
+    const before = await storeState(client);
+    const reason = "If-None-Match does not apply to a restore: its state replaces the current one (If-Match does)";
+    const version = await client.fetch("PUT", `${DATA}/home/a.txt?restore=${tag.slice(1, -1)}`, {
+      headers: { "If-None-Match": "*" },
+    });
+    expectError(version, 400, reason);
+    const subtree = await client.fetch("PUT", `${DATA}/home/d/?restore-as-of=1`, { headers: { "If-None-Match": "*" } });
+    expectError(subtree, 400, reason);
+    expect(await storeState(client)).toEqual(before);
+  });
+
+  test("concurrent PUTs with If-None-Match: * of one path -> exactly one 201, the others 412; the winner's bytes are stored", async () => {
+    const bodies = Array.from({ length: 6 }, (_, i) => `body ${i}`);
+    const replies = await Promise.all(
+      bodies.map((b) =>
+        client.fetch("PUT", `${DATA}/home/race.txt`, { body: bytes(b), headers: { "If-None-Match": "*" } }),
+      ),
+    );
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 412)).toHaveLength(bodies.length - 1);
+    const winner = statuses.indexOf(201);
+    expect(await contents("race.txt")).toEqual({
+      status: 200,
+      text: bodies[winner],
+      etag: replies[winner]?.headers.get("etag"),
+    });
+  });
+});
+
 describe("PUT and the resource type", () => {
   test("PUT keeps the request Content-Type as the resource type (GET Content-Type, listing type)", async () => {
     const type = "application/vnd.trove.template+json; version=2";

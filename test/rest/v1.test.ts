@@ -137,6 +137,22 @@ describe("REST v1 DELETE (issue 17 item 8; spec Versioning: v2's DELETE no longe
     }
   });
 
+  test("issue 30: v1 PUT with If-None-Match: * answers 201 where nothing is and 412 where a resource is, as v2 does", async () => {
+    const created = await client.fetch("PUT", `${V1_DATA}/home/once.txt`, {
+      body: bytes("first"),
+      headers: { "If-None-Match": "*" },
+    });
+    expect(created.status).toBe(201);
+    const tag = created.headers.get("etag");
+    const before = await storeState(client);
+    const refused = await client.fetch("PUT", `${V1_DATA}/home/once.txt`, {
+      body: bytes("second"),
+      headers: { "If-None-Match": "*" },
+    });
+    expectError(refused, 412, `If-None-Match * given but /once.txt exists (current ETag ${tag})`);
+    expect(await storeState(client)).toEqual(before);
+  });
+
   test("v1 DELETE of a store's root answers 403 as v2 does, even with entries below it", async () => {
     await tree();
     const v1 = await client.fetch("DELETE", `${V1_DATA}/home/`);

@@ -290,6 +290,118 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect((await trove(["stores", "get", "cli-store"], { env })).code).toBe(3);
   });
 
+  it("issue 30 (CLI habits): connection options before the command work as after it, as git, kubectl and rclone take them", async () => {
+    await rest.mkdir("home", "global");
+    await rest.put("home", "global/a.txt", "a");
+    // No TROVE_URL: the server comes from the option alone, in either place, with = or a space.
+    const before = await trove(["--url", server.url, "ls", "home/global/"]);
+    expect(before).toEqual({ code: 0, stdout: "a.txt\n", stderr: "" });
+    expect(await trove([`--url=${server.url}`, "-q", "ls", "home/global/"])).toEqual(before);
+    expect(await trove(["ls", "home/global/", "--url", server.url])).toEqual(before);
+    // Given in both places, the value after the command wins.
+    expect(await trove(["--url", "http://127.0.0.1:1", "ls", "home/global/", "--url", server.url])).toEqual(before);
+    const unreachable = await trove(["--url", "http://127.0.0.1:1", "ls", "home/global/"]);
+    expect(unreachable.code).toBe(7);
+    expect(unreachable.stderr).toMatch(/^trove ls: cannot reach http:\/\/127\.0\.0\.1:1/);
+    // An option of a command before the command is a usage error that says so; nothing is sent.
+    expect(await trove(["-l", "ls", "home/global/"], { env })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "trove: unknown option -l before the command: give the command first, or only the connection options\n",
+    });
+    expect(await trove(["--url"], { env })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "trove: option --url needs a value\n",
+    });
+    // -h before a command is that command's help; alone, the top-level help.
+    expect(await trove(["-h", "ls"])).toEqual(await trove(["ls", "--help"]));
+    const top = await trove(["--url", server.url, "--help"]);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain("trove --url URL ls home/ is trove ls home/ --url URL");
+  });
+
+  it("issue 30: put --no-clobber (-n) creates, and refuses with exit 4 where something exists; nothing changes", async () => {
+    await rest.mkdir("home", "noclobber");
+    const file = join(home, "nc.txt");
+    await writeFile(file, "mine");
+    const created = await trove(["put", "--no-clobber", file, "home/noclobber/"], { env });
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^created home\/noclobber\/nc\.txt \S+\n$/);
+    const tag = created.stdout.trim().split(" ")[2];
+    await writeFile(file, "changed");
+    for (const flag of ["--no-clobber", "-n"]) {
+      expect(await trove(["put", flag, file, "home/noclobber/nc.txt"], { env })).toEqual({
+        code: 4,
+        stdout: "",
+        stderr: `trove put: 412 If-None-Match * given but /noclobber/nc.txt exists (current ETag "${tag}")\n`,
+      });
+    }
+    expect((await trove(["get", "home/noclobber/nc.txt"], { env })).stdout).toBe("mine");
+    // A deleted resource does not exist: -n creates it again.
+    await rest.delete("home", "noclobber/nc.txt");
+    expect((await trove(["put", "-n", file, "home/noclobber/nc.txt"], { env })).stdout).toMatch(/^created /);
+  });
+
+  it("issue 30 (CLI habits): trove help COMMAND prints that command's help, also after connection options", async () => {
+    const put = await trove(["help", "put"]);
+    expect(put.code).toBe(0);
+    expect(put.stdout).toMatch(/^Usage: trove put FILE\|- STORE\/PATH/);
+    expect(put).toEqual(await trove(["put", "--help"]));
+    expect(await trove(["--url", server.url, "help", "put"])).toEqual(put);
+  });
+
+  it("issue 30 (CLI habits): stores show NAME is stores get NAME", async () => {
+    const get = await trove(["stores", "get", "home"], { env });
+    expect(get.code).toBe(0);
+    expect(get.stdout).toMatch(/^home {2}recursive {2}\S+ {2}\S+\n/);
+    expect(await trove(["stores", "show", "home"], { env })).toEqual(get);
+    expect(await trove(["stores", "show", "home", "--json"], { env })).toEqual(
+      await trove(["stores", "get", "home", "--json"], { env }),
+    );
+    expect((await trove(["stores", "show", "no-such-store"], { env })).code).toBe(3);
+    expect(await trove(["stores", "frob", "home"], { env })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: 'trove stores: unknown action "frob": list, get, show, create, update or delete\n',
+    });
+  });
+
+  it("issue 30 (CLI habits): ls of a file lists the file, one line, as ls does; a missing one still exits 3", async () => {
+    await rest.mkdir("home", "lsfile");
+    await rest.put("home", "lsfile/invoice.json", '{"n":1}', { contentType: "application/json" });
+    await rest.put("home", "lsfile/gone.txt", "x");
+    await rest.delete("home", "lsfile/gone.txt");
+    expect(await trove(["ls", "home/lsfile/invoice.json"], { env })).toEqual({
+      code: 0,
+      stdout: "home/lsfile/invoice.json\n",
+      stderr: "",
+    });
+    const long = await trove(["ls", "-l", "home/lsfile/invoice.json"], { env });
+    const head = await rest.head("home", "lsfile/invoice.json");
+    const tag = head.notModified ? "" : head.tag;
+    expect(long.stdout).toMatch(
+      new RegExp(`^application/json {2}7 {2}\\d{4}-\\d\\d-\\d\\dT\\S+Z {2}${tag} {2}home/lsfile/invoice\\.json\n$`),
+    );
+    const json = JSON.parse((await trove(["ls", "--json", "home/lsfile/invoice.json"], { env })).stdout);
+    expect(json).toMatchObject([{ name: "invoice.json", type: "application/json", size: 7, tag, directory: false }]);
+    // -r of a file is the file, as ls -R of a file is.
+    expect((await trove(["ls", "-r", "home/lsfile/invoice.json"], { env })).stdout).toBe("home/lsfile/invoice.json\n");
+    // A deleted file is not listed, but with --deleted.
+    const deleted = await trove(["ls", "home/lsfile/gone.txt"], { env });
+    expect(deleted.code).toBe(3);
+    expect(deleted.stdout).toBe("");
+    expect((await trove(["ls", "-l", "--deleted", "home/lsfile/gone.txt"], { env })).stdout).toMatch(
+      /home\/lsfile\/gone\.txt {2}deleted\n$/,
+    );
+    const missing = await trove(["ls", "home/lsfile/nope.json"], { env });
+    expect(missing.code).toBe(3);
+    expect(missing.stdout).toBe("");
+    expect(missing.stderr).toMatch(/^trove ls: 404 /);
+    // A directory named with a / after a file's name stays the directory listing's 404.
+    expect((await trove(["ls", "home/lsfile/invoice.json/"], { env })).code).toBe(3);
+  });
+
   it("watch prints change events as they arrive, in the poll format", async () => {
     await rest.mkdir("home", "watched");
     const status = await rest.poll();

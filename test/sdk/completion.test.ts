@@ -119,7 +119,14 @@ describe("trove completion", () => {
     for (const c of [...CLIENT_COMMANDS, "completion", "--help", "--version"]) expect(commands).toContain(c);
     expect(commands).not.toContain("serve");
     expect(await bashComplete(script, ["trove", "st"])).toEqual(["stores"]);
-    expect(await bashComplete(script, ["trove", "stores", ""])).toEqual(["list", "get", "create", "update", "delete"]);
+    expect(await bashComplete(script, ["trove", "stores", ""])).toEqual([
+      "list",
+      "get",
+      "show",
+      "create",
+      "update",
+      "delete",
+    ]);
     expect(await bashComplete(script, ["trove", "project", ""])).toEqual(["list", "create", "show", "env", "promote"]);
     expect(await bashComplete(script, ["trove", "completion", ""])).toEqual(["bash", "zsh", "fish"]);
     expect(await bashComplete(script, ["trove", "ls", "--rec"])).toEqual(["--recursive"]);

@@ -302,6 +302,36 @@ describe("trove push", () => {
     expect((await content(store, "www/index.html")).toString()).toBe("<h1>mine</h1>\n");
   });
 
+  it("issue 30: a new file created on the server between the listing and its upload is not overwritten (If-None-Match: *): reported, exit 4; --force overwrites", async () => {
+    const store = await freshStore();
+    const dir = await site("push-new");
+    expect((await trove(["push", "push-new", `${store}/www`])).code).toBe(0);
+    await writeFile(join(dir, "fresh.txt"), "mine\n");
+    let theirs = false;
+    const url = await startProxy({
+      async before(method, path) {
+        if (method === "PUT" && path.endsWith("/www/fresh.txt") && !theirs) {
+          theirs = true;
+          await rest.put(store, "www/fresh.txt", "theirs\n");
+        }
+      },
+    });
+    const r = await trove(["push", "push-new", `${store}/www`], url);
+    expect(theirs).toBe(true);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(
+      `trove push: ${store}/www/fresh.txt created on the server since it was listed: not replaced (412 If-None-Match * given but /www/fresh.txt exists (current ETag "`,
+    );
+    expect(r.stderr).toMatch(
+      /^trove push: 0 files transferred, 5 skipped, 0 deleted, 1 changed on the server and left alone, 0 B, \d+\.\d s$/m,
+    );
+    expect((await content(store, "www/fresh.txt")).toString()).toBe("theirs\n");
+
+    const forced = await trove(["push", "push-new", `${store}/www`, "--force"], url);
+    expect(forced.code).toBe(0);
+    expect((await content(store, "www/fresh.txt")).toString()).toBe("mine\n");
+  });
+
   it("push() reports a change made from its onAction hook as a TransferChangedError, the server's content kept", async () => {
     const store = await freshStore();
     const dir = await site("push6");

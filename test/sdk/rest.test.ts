@@ -104,6 +104,20 @@ describe("REST client", () => {
     expect(now.notModified ? "" : now.tag).toBe(second.tag);
   });
 
+  it("issue 30: put with ifNoneMatch * creates once; then PreconditionFailedError (412) with the reason, contents unchanged", async () => {
+    const made = await rest.put("home", "docs/once.txt", "first", { ifNoneMatch: "*" });
+    expect(made.created).toBe(true);
+    const err = await rejection(rest.put("home", "docs/once.txt", "second", { ifNoneMatch: "*" }));
+    expect(err).toBeInstanceOf(PreconditionFailedError);
+    expect((err as PreconditionFailedError).status).toBe(412);
+    expect((err as PreconditionFailedError).reason).toBe(
+      `If-None-Match * given but /docs/once.txt exists (current ETag "${made.tag}")`,
+    );
+    const now = await rest.get("home", "docs/once.txt", { as: "text" });
+    expect(now.notModified ? "" : now.body).toBe("first");
+    expect(now.notModified ? "" : now.tag).toBe(made.tag);
+  });
+
   it("get as a stream, with If-None-Match (304 as notModified) and override-mime", async () => {
     const put = await rest.put("home", "docs/s.json", '{"a":1}');
     const streamed = await rest.get("home", "docs/s.json", { as: "stream", overrideMime: "text/plain" });

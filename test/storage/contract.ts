@@ -497,6 +497,37 @@ export function storageContract(
         expect((await readAll(storage, await node("s", "a.txt"))).toString()).toBe("4");
       });
 
+      it("If-None-Match * (issue 30, conditional create) creates where nothing lives, a tombstone included", async () => {
+        const { created, node: made } = await put("s", "a.txt", "new", { pre: { ifNoneMatch: ["*"] } });
+        expect(created).toBe(true);
+        expect(await node("s", "a.txt")).toEqual(made);
+        await put("s", "b.txt", "x");
+        await storage.deleteTree("s", "b.txt", {}, T0);
+        const again = await put("s", "b.txt", "again", { pre: { ifNoneMatch: ["*"] } });
+        expect(again.created).toBe(true);
+        expect((await readAll(storage, await node("s", "b.txt"))).toString()).toBe("again");
+      });
+
+      it("If-None-Match * on a live file or directory throws PreconditionFailedError and changes nothing", async () => {
+        const { node: first } = await put("s", "a.txt", "one");
+        await mkdir("s", "d");
+        const dir = await node("s", "d");
+        const last = (await store("s")).lastEventId;
+        await expect(put("s", "a.txt", "two", { pre: { ifNoneMatch: ["*"] } })).rejects.toThrow(
+          `if_none_match * given but /a.txt exists (current ETag "${first.tag}")`,
+        );
+        await expect(put("s", "d", "two", { pre: { ifNoneMatch: ["*"] } })).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        await expect(storage.makeDirectory("s", "d", { ifNoneMatch: ["*"] }, T0)).rejects.toBeInstanceOf(
+          PreconditionFailedError,
+        );
+        expect(await node("s", "a.txt")).toEqual(first);
+        expect(await node("s", "d")).toEqual(dir);
+        expect((await store("s")).lastEventId).toBe(last);
+        expect((await readAll(storage, await node("s", "a.txt"))).toString()).toBe("one");
+      });
+
       it("replaces the tombstone of a file as a new resource", async () => {
         const { node: first } = await put("s", "a.txt", "one", { now: T0 });
         await storage.deleteTree("s", "a.txt", {}, T0 + SECOND);
@@ -974,6 +1005,23 @@ export function storageContract(
         const winner = (won[0] as PromiseFulfilledResult<{ node: NodeRecord }>).value.node;
         expect(await node("s", "a.txt")).toEqual(winner);
         expect(winner.prevTag).toBe(v1.tag);
+      });
+
+      it("of concurrent creates with If-None-Match * (issue 30), exactly one wins; the others change nothing", async () => {
+        const bodies = ["left", "right", "middle", "fourth"];
+        const outcomes = await Promise.allSettled(
+          bodies.map((b) => put("s", "a.txt", b, { pre: { ifNoneMatch: ["*"] } })),
+        );
+        const won = outcomes.filter((o) => o.status === "fulfilled");
+        const lost = outcomes.filter((o) => o.status === "rejected");
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(bodies.length - 1);
+        for (const l of lost) expect((l as PromiseRejectedResult).reason).toBeInstanceOf(PreconditionFailedError);
+        const winner = won[0] as PromiseFulfilledResult<{ node: NodeRecord; created: boolean }>;
+        expect(winner.value.created).toBe(true);
+        expect(await node("s", "a.txt")).toEqual(winner.value.node);
+        const stored = (await readAll(storage, await node("s", "a.txt"))).toString();
+        expect(bodies[outcomes.indexOf(winner)]).toBe(stored);
       });
 
       it("of two creations of one directory, exactly one creates it", async () => {

@@ -181,6 +181,34 @@ describeWithMongoDb("mongodb adapter", () => {
       }, 120_000);
     }
 
+    it("issue 30: 4 instances create one path with If-None-Match * at once: exactly one wins, the others fail their precondition", async () => {
+      const a = await openMongoAdapter();
+      const others = await more(a, 3);
+      const instances = [a.storage, ...others];
+      try {
+        await a.storage.createStore({ name: "s", type: "recursive", settings: {} }, T0);
+        const outcomes = await Promise.allSettled(
+          instances.map(async (s, i) => {
+            const blob = await s.writeBlob(once(`instance ${i}`), { maxSize: 1024 });
+            return (await s.putFile("s", "once.txt", blob, "text/plain", { ifNoneMatch: ["*"] }, T0)).node;
+          }),
+        );
+        const won = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : []));
+        const lost = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as Error] : []));
+        expect(won).toHaveLength(1);
+        expect(lost.map((e) => e.name)).toEqual([
+          "PreconditionFailedError",
+          "PreconditionFailedError",
+          "PreconditionFailedError",
+        ]);
+        expect(await a.storage.getNode("s", "once.txt")).toMatchObject({ tag: won[0]?.tag, size: won[0]?.size });
+        expect((await a.storage.changesSince("s", 0, 100)).filter((n) => n.path === "once.txt")).toHaveLength(1);
+      } finally {
+        for (const s of others) await s.close();
+        await a.cleanup();
+      }
+    }, 120_000);
+
     it("a holder that died is followed once its lease ends, and the ids it allocated are published", async () => {
       const a = await openMongoAdapter();
       const { client, db } = await rawDb(a);

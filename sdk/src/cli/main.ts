@@ -9,6 +9,7 @@ import { basename, dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { createBackoff, isTransient, pause } from "../backoff.js";
 import {
   ConflictError,
   ConnectionError,
@@ -20,7 +21,7 @@ import {
   UnauthorizedError,
   UnavailableError,
 } from "../errors.js";
-import { createRestClient, type TroveRestClient } from "../rest/client.js";
+import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import {
@@ -135,7 +136,8 @@ ${heading}
   report    content-insights reports: create, status, list, download, query
   completion  print a shell completion script    trove completion bash|zsh|fish
 
-Addresses are STORE/PATH: "home" or "home/" is the root of store home.
+Addresses are STORE/PATH: "home" or "home/" is the root of store home. The connection options
+(below) go before or after the command: trove --url URL ls home/ is trove ls home/ --url URL.
 Run "trove <command> --help" (or "trove help <command>") for a command's options;
 "trove --version" prints the version.
 
@@ -166,6 +168,29 @@ function longListing(entries: ListingEntry[]): string[] {
     ]),
     new Set([1]),
   );
+}
+
+/**
+ * `ls` of a file: its entry in its parent's listing (the same options, so the same access
+ * decision, --as-of and --deleted), when listing PATH as a directory answered 404 and PATH names
+ * no directory. Anything else rethrows `failed`, the listing's own error.
+ */
+async function fileEntry(
+  rest: TroveRestClient,
+  store: string,
+  path: string,
+  options: ListOptions,
+  failed: unknown,
+): Promise<ListingEntry> {
+  const name = path.replace(/^\/+/, "");
+  const slash = name.lastIndexOf("/");
+  if (!(failed instanceof TroveError && failed.status === 404) || name === "" || name.endsWith("/")) throw failed;
+  const parent = await rest.list(store, name.slice(0, slash + 1), { ...options, recursive: false }).catch(() => {
+    throw failed;
+  });
+  const entry = parent.entries.find((e) => e.name === name.slice(slash + 1) && !e.directory);
+  if (!entry) throw failed;
+  return entry;
 }
 
 function storeLines(stores: StoreInfo[]): string[] {
@@ -215,7 +240,9 @@ data directory (--data, default ./.trove-data):
   ls: {
     help: `Usage: trove ls STORE[/PATH] [options]
 
-Lists a directory (names; directories end with /); with --as-of, as it was at a moment.
+Lists a directory (names; directories end with /); with --as-of, as it was at a moment. A
+file is listed as ls lists one: one line, its address as given (-l: its columns; --json: its
+entry as its directory's listing gives it).
 
 Options:
   -r, --recursive      list everything below, with paths relative to the directory
@@ -239,17 +266,25 @@ ${MOMENT_HELP}
     },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
-      const asOf = asOfOption(ctx);
-      const listing = await (await ctx.rest()).list(store, path, {
+      const options = {
         recursive: ctx.values.recursive === true,
         includeDeleted: ctx.values.deleted === true,
         includeAccess: ctx.values.access === true,
         includeBlobUuid: ctx.values.blob === true,
-        asOf,
-      });
-      if (ctx.values.json) out(ctx.io, `${JSON.stringify(listing.entries, null, 2)}\n`);
+        asOf: asOfOption(ctx),
+      };
+      const rest = await ctx.rest();
+      let entries: ListingEntry[];
+      try {
+        entries = (await rest.list(store, path, options)).entries;
+      } catch (err) {
+        const file = await fileEntry(rest, store, path, options, err);
+        // As ls of a file: one line, named as the address was given (--json: the parent's entry).
+        entries = [ctx.values.json ? file : { ...file, name: display(store, path) }];
+      }
+      if (ctx.values.json) out(ctx.io, `${JSON.stringify(entries, null, 2)}\n`);
       else {
-        const lines = ctx.values.long ? longListing(listing.entries) : listing.entries.map(entryName);
+        const lines = ctx.values.long ? longListing(entries) : entries.map(entryName);
         for (const line of lines) out(ctx.io, `${line}\n`);
       }
       return EXIT.ok;
@@ -351,9 +386,16 @@ home/templates/a.json. Prints "created" or "updated", the address and the new ta
 
 Options:
       --if-match TAG   replace only if the stored tag is TAG (exit 4 otherwise)
+  -n, --no-clobber     only create: if something exists at the address (a resource or a
+                       directory; not a deleted one), change nothing and exit 4 (the server
+                       decides, atomically: If-None-Match: *)
       --type MIME      Content-Type (default: from the extension, on the server)
 `,
-    options: { "if-match": { type: "string" }, type: { type: "string" } },
+    options: {
+      "if-match": { type: "string" },
+      "no-clobber": { type: "boolean", short: "n" },
+      type: { type: "string" },
+    },
     async run(ctx) {
       const [source, target] = ctx.positionals;
       if (!source) throw new UsageError("missing the file to upload (or - for stdin)");
@@ -388,6 +430,7 @@ Options:
       const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: ctx.progress });
       const put = await rest.put(addr.store, path, body, {
         ifMatch: ctx.values["if-match"] as string | undefined,
+        ...(ctx.values["no-clobber"] ? { ifNoneMatch: "*" } : {}),
         contentType: ctx.values.type as string | undefined,
         contentLength: size,
         onProgress: (n) => progress.update(n, size),
@@ -442,6 +485,7 @@ Options:
   stores: {
     help: `Usage: trove stores [list] [--json]
        trove stores get NAME [--json]
+       trove stores show NAME [--json]     (the same as get)
        trove stores create NAME [--type recursive|snapshot|filesystem] [--set NAME=VALUE ...]
        trove stores update NAME [--type recursive|snapshot|filesystem] [--set NAME=VALUE ...]
        trove stores delete NAME
@@ -483,6 +527,7 @@ Options:
       if (!name) throw new UsageError(`trove stores ${action} needs a store name`);
       switch (action) {
         case "get":
+        case "show":
           show(await rest.stores.get(name));
           return EXIT.ok;
         case "create":
@@ -495,7 +540,7 @@ Options:
           await rest.stores.delete(name);
           return EXIT.ok;
         default:
-          throw new UsageError(`unknown action ${JSON.stringify(action)}: list, get, create, update or delete`);
+          throw new UsageError(`unknown action ${JSON.stringify(action)}: list, get, show, create, update or delete`);
       }
     },
   },
@@ -507,17 +552,23 @@ Prints change events as they happen, one line each, in the poll format
 (CHANGE|id|idr://store/path|modify|previous tag|tag|type, RESET store id), until interrupted.
 Without STORE: every store you may read.
 
+When the server goes away (or cannot be reached at the start), watch says so on stderr and
+retries with exponential backoff (from 0.25 s, doubling, with jitter, at most 10 s apart), then
+continues after the last event it printed: no event is missed or printed twice.
+
 Options:
-      --from ID   start after event ID (one STORE only; default: from now)
-      --once      exit after one poll (after the first events, or --wait seconds without any)
-      --json      one JSON object per event
-      --wait S    seconds each long poll waits (default 30)
+      --from ID    start after event ID (one STORE only; default: from now)
+      --once       exit after one poll (after the first events, or --wait seconds without any)
+      --json       one JSON object per event
+      --wait S     seconds each long poll waits (default 30)
+      --no-retry   exit 7 when the server cannot be reached or is unavailable, instead of retrying
 `,
     options: {
       from: { type: "string" },
       once: { type: "boolean" },
       json: { type: "boolean" },
       wait: { type: "string" },
+      "no-retry": { type: "boolean" },
     },
     async run(ctx) {
       const rest = await ctx.rest();
@@ -528,9 +579,14 @@ Options:
       if (ctx.values.from !== undefined) {
         if (stores.length !== 1) throw new UsageError("--from needs exactly one STORE");
         if (!/^\d+$/.test(ctx.values.from as string)) throw new UsageError("--from takes an event id");
-        cursors.set(stores[0] as string, Number(ctx.values.from));
-      } else {
-        for (const e of await rest.poll({ signal: ctx.io.signal })) {
+      }
+      const { signal } = ctx.io;
+      const poll = reconnecting(ctx, "watch", () => rest.baseUrl);
+      if (ctx.values.from !== undefined) cursors.set(stores[0] as string, Number(ctx.values.from));
+      else {
+        const status = await poll(() => rest.poll({ signal }));
+        if (status === undefined) return EXIT.ok;
+        for (const e of status) {
           if (e.kind === "reset" && (stores.length === 0 || stores.includes(e.store))) cursors.set(e.store, e.eventId);
         }
         // The status names every store the caller may read: another name is a mistake, not a wait.
@@ -540,14 +596,9 @@ Options:
         }
       }
       if (cursors.size === 0) throw new UsageError("there is no store to watch");
-      while (!ctx.io.signal?.aborted) {
-        let events: FeedEvent[];
-        try {
-          events = await rest.poll({ cursors, wait, signal: ctx.io.signal });
-        } catch (err) {
-          if (ctx.io.signal?.aborted) break;
-          throw err;
-        }
+      while (!signal?.aborted) {
+        const events: FeedEvent[] | undefined = await poll(() => rest.poll({ cursors, wait, signal }));
+        if (events === undefined) break;
         for (const e of events) {
           out(ctx.io, `${ctx.values.json ? JSON.stringify(e) : feedLine(e)}\n`);
           if (e.kind === "reset" || e.eventId > (cursors.get(e.store) ?? -1)) cursors.set(e.store, e.eventId);
@@ -566,6 +617,37 @@ Options:
 
   ...INSIGHTS_COMMANDS,
 };
+
+/**
+ * Runs a request of a command that follows the server (watch) until it succeeds: a transient
+ * failure (the server unreachable, restarting, unavailable) is said on stderr and retried with
+ * backoff, and the first success after it is said too; with --no-retry it is thrown (exit 7).
+ * Resolves undefined when the command is interrupted.
+ */
+function reconnecting(ctx: Context, command: string, url: () => string) {
+  const backoff = createBackoff();
+  let failing = false;
+  return async <T>(request: () => Promise<T>): Promise<T | undefined> => {
+    const { signal } = ctx.io;
+    while (!signal?.aborted) {
+      try {
+        const answer = await request();
+        if (failing) ctx.io.stderr.write(`trove ${command}: reconnected to ${url()}\n`);
+        failing = false;
+        backoff.reset();
+        return answer;
+      } catch (err) {
+        if (signal?.aborted) return undefined;
+        if (ctx.values["no-retry"] === true || !isTransient(err)) throw err;
+        failing = true;
+        const delay = backoff.next();
+        ctx.io.stderr.write(`${failure(err, command).message}; retrying in ${delay} ms\n`);
+        await pause(delay, signal);
+      }
+    }
+    return undefined;
+  };
+}
 
 /** The exit code a script sees for an error answer. */
 function exitCodeOf(err: TroveError): number {
@@ -740,13 +822,63 @@ async function helpOfCommand(args: string[], io: CliIo, host: CliHost): Promise<
 }
 
 /**
+ * Splits the connection options given before the command (as git, kubectl and rclone take them)
+ * from the command and its arguments. Only the global options may come first; anything else that
+ * starts with - before the command is a usage error (--help, -h, --version and -V are the command).
+ */
+function splitLeadingOptions(argv: string[]): { leading: string[]; command: string | undefined; rest: string[] } {
+  const leading: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith("-") || arg === "-" || ["--version", "-V"].includes(arg)) break;
+    if (arg === "--") {
+      i += 1;
+      break;
+    }
+    const globals: NonNullable<ParseArgsConfig["options"]> = GLOBAL_OPTIONS;
+    const long = arg.startsWith("--") ? arg.slice(2).split("=")[0] : undefined;
+    const name = long ?? Object.keys(globals).find((k) => `-${globals[k]?.short}` === arg);
+    const option = name !== undefined && Object.hasOwn(globals, name) ? globals[name] : undefined;
+    if (!option) {
+      throw new UsageError(
+        `unknown option ${arg.split("=")[0]} before the command: give the command first, or only the connection options`,
+      );
+    }
+    leading.push(arg);
+    if (option.type === "string" && !arg.includes("=")) {
+      const value = argv[i + 1];
+      if (value === undefined) throw new UsageError(`option ${arg} needs a value`);
+      leading.push(value);
+      i += 1;
+    }
+  }
+  return { leading, command: argv[i], rest: argv.slice(i + 1) };
+}
+
+/**
  * Runs one `trove` command; resolves to its exit code (it never calls process.exit). `host`
  * adds the commands of the package that calls it (the server package's `serve`).
  */
 export async function run(argv: string[], io: CliIo = defaultIo(), host: CliHost = {}): Promise<number> {
-  const [command, ...args] = argv;
   const help = host.commands ? helpOf(host) : HELP;
-  if (command === "help" && args.length > 0) return helpOfCommand(args, io, host);
+  let leading: string[];
+  let command: string | undefined;
+  let rest: string[];
+  try {
+    ({ leading, command, rest } = splitLeadingOptions(argv));
+  } catch (err) {
+    io.stderr.write(`trove: ${(err as Error).message}\n`);
+    return EXIT.usage;
+  }
+  // A command's arguments are its own after the options given before it (`trove --url X ls home/`
+  // is `trove ls home/ --url X`): a value given in both places is the one after the command.
+  const args = [...leading, ...rest];
+  if (command === undefined && leading.some((a) => a === "--help" || a === "-h")) {
+    out(io, help);
+    return EXIT.ok;
+  }
+  if (command === "help" && rest.length > 0) return helpOfCommand(rest, io, host);
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     out(io, help);
     return command === undefined ? EXIT.usage : EXIT.ok;

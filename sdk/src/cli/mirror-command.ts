@@ -36,6 +36,10 @@ only what changed.
 
 Every run ends with a one-line summary on stderr: files written, deleted, bytes, time, cursor.
 
+When the server goes away (or the store does, or is not there yet), the mirror says so on
+stderr and retries, with exponential backoff (from 0.25 s, doubling, with jitter, at most 10 s
+apart), until it is back: it is meant to outlast an outage, --once included.
+
 Options:
       --once               stop once DIR is up to date
       --dry-run            print what would be written and deleted (stdout) and change nothing:
@@ -45,6 +49,8 @@ Options:
       --cursor-file FILE   keep the marker here instead
       --follow MODE        auto (default), watch or poll
       --json               print every mirror event as a JSON line on stdout
+      --no-retry           exit 7 when the server cannot be reached or is unavailable (exit 3
+                           when the store does not exist), instead of retrying
 `,
   options: {
     once: { type: "boolean" },
@@ -54,6 +60,7 @@ Options:
     "cursor-file": { type: "string" },
     follow: { type: "string" },
     json: { type: "boolean" },
+    "no-retry": { type: "boolean" },
   },
   async run(ctx) {
     const { store, path: given } = address(ctx.positionals[0]);
@@ -138,6 +145,7 @@ Options:
       once: ctx.values.once === true,
       dryRun,
       force: ctx.values.force === true,
+      retry: ctx.values["no-retry"] !== true,
       signal: ctx.io.signal,
       onEvent,
     });

@@ -83,7 +83,10 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
     progress.finish();
     ctx.io.stderr.write(`${line}\n`);
   };
+  // The uploads of files the server did not have: one found there meanwhile was created, not changed.
+  const added = new Set<string>();
   const onAction = (a: TransferAction) => {
+    if (d.command === "push" && a.type === "copy" && !a.replace) added.add(a.path);
     if (a.type === "skip") {
       if (a.reason === "not-regular") {
         say(
@@ -113,7 +116,7 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
     if (err instanceof TransferRefusedError) throw new UsageError(err.message);
     if (!(err instanceof TransferChangedError)) throw err;
     for (const f of err.failures) {
-      const gone = f.error.status === 404 ? "deleted" : "changed";
+      const gone = f.error.status === 404 ? "deleted" : added.has(f.path) ? "created" : "changed";
       say(
         `trove ${d.command}: ${d.show(f.path, false)} ${gone} on the server since it was listed: ` +
           `not ${d.notDone} (${f.error.status} ${f.error.reason}; --force ${d.command === "push" ? "overwrites" : "downloads"} it)`,
@@ -161,13 +164,14 @@ Makes STORE/PATH hold every file of the local directory DIR, uploading only what
 size and same MD5 as the listing's md5: skipped). Missing directories are created, PATH and its
 parents too. Like rclone's copy: what STORE/PATH has and DIR has not stays, unless --delete.
 
-A replacement is sent with If-Match and the tag the listing gave: a file changed on the server
-in the meantime is named, left alone, and the command exits 4 (the other files are transferred).
+A replacement is sent with If-Match and the tag the listing gave, a new file with
+If-None-Match: * (create only): a file changed, or created, on the server in the meantime is
+named, left alone, and the command exits 4 (the other files are transferred).
 Symbolic links and special files in DIR are skipped with a warning (never followed).
 
 Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time.
 
-${OPTIONS_HELP.replace("PUSH_FORCE", "replace files changed on the server since the listing (no If-Match)")}`,
+${OPTIONS_HELP.replace("PUSH_FORCE", "replace files changed or created on the server meanwhile (no preconditions)")}`,
   options: OPTIONS,
   async run(ctx) {
     const dir = ctx.positionals[0];

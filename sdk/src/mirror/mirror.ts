@@ -7,10 +7,11 @@
 // do without doing it (dry run), and ends every run with a summary event.
 
 import { EventEmitter, on } from "node:events";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
+import { createBackoff, isTransient, pause } from "../backoff.js";
 import { createTroveClient, type TroveClient } from "../client.js";
-import { ConnectionError, isNotFoundError, ServerError, UnavailableError } from "../errors.js";
+import { fromConnectError, isNotFoundError } from "../errors.js";
 import { Operation } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
@@ -56,6 +57,12 @@ export interface MirrorOptions {
   pollWait?: number;
   /** Longest pause between retries after a failure, in ms (default 10,000). */
   maxRetryDelay?: number;
+  /**
+   * false: no retry; a failure that would be retried (the server unreachable or unavailable, a
+   * store that does not exist) ends the mirror, `done` rejecting with it (a TroveError).
+   * Default: retried with exponential backoff and jitter, a `retry` event each time.
+   */
+  retry?: boolean;
 }
 
 export type MirrorEvent =
@@ -115,25 +122,8 @@ export class MirrorRefusedError extends Error {
   }
 }
 
-const abortable = (ms: number, signal: AbortSignal | undefined) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-
 function retryable(err: unknown): boolean {
-  if (err instanceof StoreMissing) return true;
-  if (err instanceof ConnectionError || err instanceof UnavailableError || err instanceof ServerError) return true;
-  if (err instanceof ConnectError)
-    return [Code.Unavailable, Code.Internal, Code.Unknown, Code.Aborted].includes(err.code);
-  // Broken connections while reading a body.
-  return err instanceof TypeError || (err as NodeJS.ErrnoException)?.code === "ECONNRESET";
+  return err instanceof StoreMissing || isTransient(err);
 }
 
 /**
@@ -294,7 +284,7 @@ export class StoreMirror extends EventEmitter {
    * backoff. With `firstAttemptFatal`, a failure before `step` ever succeeded is thrown.
    */
   private async withRetries(step: () => Promise<boolean | undefined>, firstAttemptFatal = false) {
-    let delay = 250;
+    const backoff = createBackoff({ maxMs: this.options.maxRetryDelay ?? 10_000 });
     let progressed = false;
     while (!this.signal.aborted) {
       try {
@@ -302,15 +292,16 @@ export class StoreMirror extends EventEmitter {
         const finished = await step();
         if (finished !== false) return finished === true;
         if (this.stats.events + this.stats.listings > before) progressed = true;
-        delay = 250;
+        backoff.reset();
       } catch (err) {
         if (this.signal.aborted) return true;
         if (firstAttemptFatal && !progressed) throw err;
         if (!retryable(err)) throw err;
+        if (this.options.retry === false) throw err instanceof ConnectError ? fromConnectError(err) : err;
         if (this.stats.events + this.stats.listings > 0) progressed = true;
+        const delay = backoff.next();
         this.note({ type: "retry", error: err, delayMs: delay });
-        await abortable(delay, this.signal);
-        delay = Math.min(delay * 2, this.options.maxRetryDelay ?? 10_000);
+        await pause(delay, this.signal);
       }
     }
     return true;
@@ -508,7 +499,7 @@ export class StoreMirror extends EventEmitter {
       // The store is gone (or not yet created): keep the local copy until it is back. A mirror
       // that only catches up (`once`) has nothing to wait for: it fails.
       this.note({ type: "store-missing", store: this.store });
-      if (this.stopWhenUpToDate) throw err;
+      if (this.stopWhenUpToDate || this.options.retry === false) throw err;
       throw new StoreMissing(`store ${this.store} does not exist`);
     }
     const byTags = reason === "reset" && features.includes("sync-recursive") && "" in this.state.entries;

@@ -72,6 +72,12 @@ export interface PutOptions extends RequestOptions {
   /** Only replace when the stored tag is one of these (or "*": when it exists). */
   ifMatch?: string | string[];
   /**
+   * "*": only create, never replace (RFC 9110's conditional create: PreconditionFailedError, 412,
+   * when something exists at the path; a deleted resource does not count); tags: only when the
+   * stored tag is none of these.
+   */
+  ifNoneMatch?: string | string[];
+  /**
    * Content-Type; without it none is sent (whatever the body: a string too) and the server
    * takes the type from the extension.
    */
@@ -310,6 +316,7 @@ export class TroveRestClient {
   async put(store: string, path: string, body: Body | undefined, options: PutOptions = {}): Promise<PutResult> {
     const headers: Record<string, string> = {};
     if (options.ifMatch !== undefined) headers["If-Match"] = tagList(options.ifMatch);
+    if (options.ifNoneMatch !== undefined) headers["If-None-Match"] = tagList(options.ifNoneMatch);
     if (options.contentType !== undefined) headers["Content-Type"] = options.contentType;
     else if (body instanceof Blob && body.type !== "") headers["Content-Type"] = body.type;
     if (options.contentMd5 !== undefined) headers["Content-MD5"] = options.contentMd5;

@@ -498,7 +498,7 @@ export class FilesystemStorage implements StoragePort {
       try {
         await reconciler.syncLocked(path);
         const { target, parent } = await this.current(folder, path, now);
-        ({ created } = planPutFile(path, target, parent, pre.ifMatch));
+        ({ created } = planPutFile(path, target, parent, pre));
         version = versionOf(await stat(upload.file, { bigint: true }));
         await rename(upload.file, file);
       } catch (err) {
@@ -536,7 +536,7 @@ export class FilesystemStorage implements StoragePort {
     return reconciler.lock.run(async () => {
       await reconciler.syncLocked(path);
       const { target, parent } = await this.current(folder, path, now);
-      const { created } = planMakeDirectory(path, target, path === "" ? undefined : parent, pre.ifMatch);
+      const { created } = planMakeDirectory(path, target, path === "" ? undefined : parent, pre);
       if (created) {
         await mkdir(reconciler.fileOf(path)).catch((err: NodeJS.ErrnoException) => {
           if (err.code !== "EEXIST") throw tooLongAsBadRequest(err, path);

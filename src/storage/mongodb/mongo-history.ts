@@ -282,7 +282,7 @@ export class MongoHistory {
           const where = parentPath === "" ? "/" : `/${parentPath}/`;
           throw new NotFoundError(`parent directory ${where} of /${path} not found: restore the directory first`);
         }
-        const { created } = planPutFile(path, target, parent, pre.ifMatch);
+        const { created } = planPutFile(path, target, parent, pre);
         const eventId = await lease.allocate(1 + ancestors.length);
         const doc: NodeDoc = {
           store,

@@ -150,7 +150,7 @@ export class MongoWrites {
         const read = await this.readNodes(store, [...own, ...ancestors], early, path);
         const target = this.current(read, path, config, now);
         const parent = this.current(read, parentOf(path) ?? "", config, now);
-        const { created } = planPutFile(path, target, parent, pre.ifMatch);
+        const { created } = planPutFile(path, target, parent, pre);
         const eventId = await lease.allocate(1 + ancestors.length);
         const doc: NodeDoc = {
           store,
@@ -218,7 +218,7 @@ export class MongoWrites {
         const read = await this.readNodes(store, [...own, ...ancestors], early);
         const target = this.current(read, path, config, now);
         const parent = parentPath === undefined ? undefined : this.current(read, parentPath, config, now);
-        const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
+        const { created } = planMakeDirectory(path, target, parent, pre);
         if (!created) return { node: toNode(target as NodeDoc), created };
         const eventId = await lease.allocate(1 + ancestors.length);
         const doc = directoryDoc(store, path, now, eventId, user, read.get(path)?.tag ?? "");

@@ -169,7 +169,7 @@ export class SqliteNodeWrites {
     refuseOutsideFolder(config, pre);
     const target = this.currentMetadata(store, path, config, now);
     const parent = this.currentMetadata(store, parentOf(path) ?? "", config, now);
-    const { created } = planPutFile(path, target?.node, parent?.node, pre.ifMatch);
+    const { created } = planPutFile(path, target?.node, parent?.node, pre);
     return this.writeFile(config, path, target, { ...blob, type }, created, now, user);
   }
 
@@ -251,7 +251,7 @@ export class SqliteNodeWrites {
       );
     }
     const target = this.currentMetadata(store, path, config, now);
-    const { created } = planPutFile(path, target?.node, parent, pre.ifMatch);
+    const { created } = planPutFile(path, target?.node, parent, pre);
     const contents = { blob: state.blob, size: state.size, md5: state.md5, inline: state.inline, type: state.type };
     // A replaced blob that the restored state shares is still referenced: removeReplaced keeps it.
     return this.writeFile(config, path, target, contents, created, now, user);
@@ -268,7 +268,7 @@ export class SqliteNodeWrites {
     const config = this.reads.liveStore(store);
     const target = this.currentMetadata(store, path, config, now)?.node;
     const parent = path === "" ? undefined : this.currentMetadata(store, parentOf(path) ?? "", config, now)?.node;
-    const { created } = planMakeDirectory(path, target, parent, pre.ifMatch);
+    const { created } = planMakeDirectory(path, target, parent, pre);
     if (created) {
       const eventId = this.allocate(store, 1 + this.ancestorCount(config, path));
       // Over a tombstone (the only node a new directory can replace): the tombstone is kept.
