@@ -5,6 +5,7 @@ import type { ComponentType } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { Clients } from "./api.js";
 import { beginSignIn, type ConsoleConfig, type IssuerEndpoints } from "./auth/oidc.js";
+import { type TokenSet, userNameOf } from "./auth/renewal.js";
 import type { Session, SessionState } from "./auth/session.js";
 import { AppContext, type ConsoleContext } from "./context.js";
 import { SCREENS, type ScreenProps, screenFor } from "./screens/registry.js";
@@ -88,9 +89,7 @@ export function App(props: AppProps) {
               </a>
             ))}
           </nav>
-          <span class="who" title="Signed in">
-            {state.tokens.source === "pasted" ? "pasted token" : "signed in"}
-          </span>
+          <SignedInAs tokens={state.tokens} />
           <button type="button" class="secondary" onClick={() => session.signOut("You signed out.")}>
             Sign out
           </button>
@@ -100,6 +99,18 @@ export function App(props: AppProps) {
         </main>
       </div>
     </AppContext.Provider>
+  );
+}
+
+/** Who is signed in: the token's user name (docs/console.md, "The header"), and how the token came. */
+function SignedInAs({ tokens }: { tokens: TokenSet }) {
+  const name = userNameOf(tokens.accessToken);
+  const how = tokens.source === "pasted" ? "with a pasted token" : "through the issuer";
+  return (
+    <span class="who" title={`Signed in ${how}`}>
+      Signed in as <strong>{name ?? "an unnamed user"}</strong>
+      {tokens.source === "pasted" && " (pasted token)"}
+    </span>
   );
 }
 

@@ -41,7 +41,10 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
 
   /** The screen as it is: no serious or critical axe violation, nothing wider than the window. */
   async function check(page: Page): Promise<void> {
-    expect(await seriousViolations(page)).toEqual([]);
+    // Issue 30: index.html's placeholder is gone once the app has rendered, on every screen.
+    expect(await page.evaluate(`document.body.innerText.includes("Loading the Trove console")`)).toBe(false);
+    // Joined, so that a failure prints each violation whole.
+    expect((await seriousViolations(page)).join("\n")).toBe("");
     expect(await scrollWidth(page), `overflowing: ${(await overflowing(page)).join(", ")}`).toBeLessThanOrEqual(WIDTH);
   }
 

@@ -5,9 +5,17 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { discoveryUrl, onOrigin } from "../../console/src/auth/issuer.js";
 import { authorizationUrl, base64url, challengeOf, isVerifier, randomToken } from "../../console/src/auth/pkce.js";
-import { isExpired, jwtExpiry, pastedTokenSet, renewalDelay, tokenSetOf } from "../../console/src/auth/renewal.js";
+import {
+  isExpired,
+  jwtExpiry,
+  pastedTokenSet,
+  renewalDelay,
+  tokenSetOf,
+  userNameOf,
+} from "../../console/src/auth/renewal.js";
 import { overwriteSeen, preconditionFor, writeOutcome } from "../../console/src/lib/conflict.js";
 import { formatSize } from "../../console/src/lib/format.js";
+import { kindOfReportType, reportTypeLabel, typeLabel } from "../../console/src/lib/kinds.js";
 import {
   ancestors,
   breadcrumbs,
@@ -241,5 +249,48 @@ describe("virtual list", () => {
     expect(formatSize(16n)).toBe("16 B");
     expect(formatSize(1200)).toBe("1.2 KiB");
     expect(formatSize(20 * 1024 * 1024)).toBe("20 MiB");
+  });
+});
+
+describe("the Type column and the header (issue 30)", () => {
+  it("names the design-resource kind of a Trove media type, parameters and case aside", () => {
+    expect(typeLabel("application/vnd.trove.template+json")).toBe("template");
+    expect(typeLabel("application/vnd.trove.content-block+json")).toBe("block");
+    expect(typeLabel("application/vnd.trove.pluggable-object+json")).toBe("plugin");
+    expect(typeLabel("application/vnd.trove.data-model+json; charset=utf-8")).toBe("data model");
+    expect(typeLabel("Application/Vnd.Trove.Theme+JSON")).toBe("theme");
+    expect(typeLabel("", true)).toBe("folder");
+  });
+
+  it("gives another media type its readable form, never the bare vnd. prefix", () => {
+    expect(typeLabel("application/json")).toBe("JSON");
+    expect(typeLabel("text/plain")).toBe("text");
+    expect(typeLabel("application/pdf")).toBe("PDF");
+    expect(typeLabel("image/png")).toBe("PNG image");
+    expect(typeLabel("image/svg+xml")).toBe("SVG image");
+    expect(typeLabel("application/vnd.openxmlformats-officedocument.presentationml.presentation")).toBe(
+      "openxmlformats-officedocument.presentationml.presentation",
+    );
+    expect(typeLabel("application/vnd.acme.form+json")).toBe("acme.form (JSON)");
+    expect(typeLabel("text/x-shellscript")).toBe("shellscript text");
+    expect(typeLabel("")).toBe("unknown");
+  });
+
+  it("reads the report document's type names as the same kinds", () => {
+    expect(kindOfReportType("contentBlock")).toBe("block");
+    expect(kindOfReportType("pluggableObject")).toBe("plugin");
+    expect(kindOfReportType("other")).toBeUndefined();
+    expect(reportTypeLabel("datamodel")).toBe("data model");
+    expect(reportTypeLabel("")).toBe("unknown");
+  });
+
+  it("the header's user is the token's name, preferred_username, email or subject, in that order; none for an opaque token", () => {
+    const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.c2ln`;
+    expect(userNameOf(jwt({ sub: "u-1", email: "ana@example.com", name: "Ana Lima" }))).toBe("Ana Lima");
+    expect(userNameOf(jwt({ sub: "u-1", preferred_username: "ana" }))).toBe("ana");
+    expect(userNameOf(jwt({ sub: "u-1", email: "ana@example.com" }))).toBe("ana@example.com");
+    expect(userNameOf(jwt({ sub: "developer", name: " " }))).toBe("developer");
+    expect(userNameOf(jwt({ sub: "Zoë" }))).toBe("Zoë");
+    expect(userNameOf("opaque-token")).toBeUndefined();
   });
 });

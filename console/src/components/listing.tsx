@@ -4,6 +4,7 @@
 import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Resource } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
 import { formatShortTime, formatSize, formatTime } from "../lib/format.js";
+import { typeLabel } from "../lib/kinds.js";
 import { browseHref } from "../lib/paths.js";
 import { ariaSort, type Sort, type SortKey } from "../lib/sort.js";
 import { visibleRows } from "../lib/virtual.js";
@@ -87,7 +88,7 @@ export function Listing(props: ListingProps) {
 function Row(props: ListingProps & { entry: Resource; index: number }) {
   const { entry } = props;
   const label = entry.directory ? `${entry.name}/` : entry.name;
-  const type = entry.directory ? "directory" : entry.type;
+  const type = entry.directory ? "directory" : entry.type || "no media type";
   const millis = Number(entry.lastModifiedMillis);
   // Long values end with an ellipsis on screen (CSS); the whole text stays in the DOM, so it is the
   // accessible name of the link or button, and in a tooltip (title) for the mouse.
@@ -112,8 +113,9 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
         )}
       </td>
       <td class="type">
+        {/* The kind or the type's readable form on screen; the media type whole in the tooltip. */}
         <span class="cut" title={type}>
-          <TypeText type={type} />
+          {typeLabel(entry.type, entry.directory)}
         </span>
       </td>
       <td class="size">
@@ -164,21 +166,6 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
         )}
       </td>
     </tr>
-  );
-}
-
-/**
- * A media type with "application/" hidden on screen (most files are application/something, and the
- * column is narrow), but read out and copied whole: it stays in the text, visually hidden.
- */
-function TypeText(props: { type: string }) {
-  const prefix = "application/";
-  if (!props.type.startsWith(prefix) || props.type.length === prefix.length) return <>{props.type}</>;
-  return (
-    <>
-      <span class="visually-hidden">{prefix}</span>
-      {props.type.slice(prefix.length)}
-    </>
   );
 }
 

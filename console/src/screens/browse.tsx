@@ -15,7 +15,6 @@ import { Viewer } from "../components/viewer.js";
 import { readResource, saveAs } from "../content.js";
 import { useApp } from "../context.js";
 import { overwriteSeen, type Seen } from "../lib/conflict.js";
-import { formatTime } from "../lib/format.js";
 import { breadcrumbs, joinPath, nameProblem, parentPath } from "../lib/paths.js";
 import { nextSort, type Sort, sortListing } from "../lib/sort.js";
 import { followStore, type LiveState } from "../live.js";
@@ -92,9 +91,8 @@ export function BrowseScreen({ params }: ScreenProps) {
       store,
       onState: (state, reason) => setLive({ state, reason }),
       onEvent: (event) => {
-        const time = formatTime(Date.now()).slice(11);
         if (event.kind === "reset") {
-          add({ id: `reset-${event.eventId}-${Date.now()}`, time, text: `RESET at event ${event.eventId}: relisting` });
+          add({ id: `reset-${event.eventId}-${Date.now()}`, text: `RESET at event ${event.eventId}: relisting` });
           relist();
           return;
         }
@@ -102,7 +100,8 @@ export function BrowseScreen({ params }: ScreenProps) {
         const op = c.operation === 2 ? "DELETE" : "MODIFY";
         add({
           id: `${c.eventId}`,
-          time,
+          // The event's own time, from the server (0 for a live directory: not recorded).
+          millis: Number(c.timeMillis),
           text: `#${c.eventId} ${op} /${c.path}${c.directory && c.path !== "" ? "/" : ""}`,
         });
         const here = pathRef.current;
