@@ -24,10 +24,12 @@ const loaded = new Map<string, ComponentType<ScreenProps>>();
 export function App(props: AppProps) {
   const { session } = props;
   const [state, setState] = useState<SessionState>(session.current);
-  const [pathname, setPathname] = useState(location.pathname);
+  // The path and the query: a screen's state in the query (browse's ?as-of=) is a place too.
+  const [route, setRoute] = useState({ pathname: location.pathname, search: location.search });
+  const pathname = route.pathname;
   useEffect(() => session.subscribe(setState), [session]);
   useEffect(() => {
-    const pop = () => setPathname(location.pathname);
+    const pop = () => setRoute({ pathname: location.pathname, search: location.search });
     addEventListener("popstate", pop);
     return () => removeEventListener("popstate", pop);
   }, []);
@@ -40,7 +42,7 @@ export function App(props: AppProps) {
       navigate(href: string) {
         if (href === location.pathname + location.search) return;
         history.pushState(null, "", href);
-        setPathname(location.pathname);
+        setRoute({ pathname: location.pathname, search: location.search });
       },
     }),
     [props.clients, session, props.config],
@@ -95,7 +97,7 @@ export function App(props: AppProps) {
           </button>
         </header>
         <main id="main" tabIndex={-1}>
-          <ScreenOutlet pathname={pathname} />
+          <ScreenOutlet pathname={pathname} search={route.search} />
         </main>
       </div>
     </AppContext.Provider>
@@ -114,7 +116,7 @@ function SignedInAs({ tokens }: { tokens: TokenSet }) {
   );
 }
 
-function ScreenOutlet({ pathname }: { pathname: string }) {
+function ScreenOutlet({ pathname, search }: { pathname: string; search: string }) {
   const found = screenFor(pathname);
   const [, setVersion] = useState(0);
   const [error, setError] = useState<string>();
@@ -142,5 +144,5 @@ function ScreenOutlet({ pathname }: { pathname: string }) {
   }
   if (error) return <p role="alert">{error}</p>;
   if (!Screen) return <p class="loading">Loading…</p>;
-  return <Screen params={found.params} />;
+  return <Screen params={found.params} search={search} />;
 }

@@ -5,7 +5,7 @@ import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Resource } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
 import { formatShortTime, formatSize, formatTime } from "../lib/format.js";
 import { typeLabel } from "../lib/kinds.js";
-import { browseHref } from "../lib/paths.js";
+import { asOfHref, browseHref } from "../lib/paths.js";
 import { ariaSort, type Sort, type SortKey } from "../lib/sort.js";
 import { visibleRows } from "../lib/virtual.js";
 
@@ -22,6 +22,8 @@ const COLUMNS: Array<{ key: SortKey; label: string }> = [
 
 export interface ListingProps {
   store: string;
+  /** Set when the listing shows a directory as it was (docs/history.md): read-only, links keep the moment. */
+  asOf?: string;
   entries: Resource[];
   sort: Sort;
   onSort(key: SortKey): void;
@@ -103,7 +105,7 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
             <span class="badge">deleted</span>
           </span>
         ) : entry.directory ? (
-          <a class="cut" href={browseHref(props.store, entry.path)} title={label}>
+          <a class="cut" href={asOfHref(browseHref(props.store, entry.path), props.asOf)} title={label}>
             {label}
           </a>
         ) : (
@@ -153,7 +155,7 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
             <Icon path={DOWNLOAD} />
           </button>
         )}
-        {!entry.deleted && (
+        {!entry.deleted && !props.asOf && (
           <button
             type="button"
             class="danger icon"

@@ -6,6 +6,8 @@ import { CONSOLE_ROOT, parseBrowseHref } from "../lib/paths.js";
 
 export interface ScreenProps {
   params: Record<string, string>;
+  /** The URL's query ("?as-of=12"), for the state a screen keeps there. */
+  search: string;
 }
 
 export interface ScreenDefinition {
