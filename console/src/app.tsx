@@ -68,7 +68,7 @@ export function App(props: AppProps) {
       <SignIn
         config={props.config}
         error={state.reason ?? props.signInError}
-        onSignIn={async () => beginSignIn(props.config, await props.endpoints(), location.pathname)}
+        onSignIn={async () => beginSignIn(props.config, await props.endpoints(), location.pathname + location.search)}
         onToken={(tokens) => session.signIn(tokens)}
       />
     );
