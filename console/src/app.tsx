@@ -5,6 +5,7 @@ import type { ComponentType } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { Clients } from "./api.js";
 import { beginSignIn, type ConsoleConfig, type IssuerEndpoints } from "./auth/oidc.js";
+import { type TokenSet, userNameOf } from "./auth/renewal.js";
 import type { Session, SessionState } from "./auth/session.js";
 import { AppContext, type ConsoleContext } from "./context.js";
 import { SCREENS, type ScreenProps, screenFor } from "./screens/registry.js";
@@ -23,10 +24,12 @@ const loaded = new Map<string, ComponentType<ScreenProps>>();
 export function App(props: AppProps) {
   const { session } = props;
   const [state, setState] = useState<SessionState>(session.current);
-  const [pathname, setPathname] = useState(location.pathname);
+  // The path and the query: a screen's state in the query (browse's ?as-of=) is a place too.
+  const [route, setRoute] = useState({ pathname: location.pathname, search: location.search });
+  const pathname = route.pathname;
   useEffect(() => session.subscribe(setState), [session]);
   useEffect(() => {
-    const pop = () => setPathname(location.pathname);
+    const pop = () => setRoute({ pathname: location.pathname, search: location.search });
     addEventListener("popstate", pop);
     return () => removeEventListener("popstate", pop);
   }, []);
@@ -39,7 +42,7 @@ export function App(props: AppProps) {
       navigate(href: string) {
         if (href === location.pathname + location.search) return;
         history.pushState(null, "", href);
-        setPathname(location.pathname);
+        setRoute({ pathname: location.pathname, search: location.search });
       },
     }),
     [props.clients, session, props.config],
@@ -65,7 +68,7 @@ export function App(props: AppProps) {
       <SignIn
         config={props.config}
         error={state.reason ?? props.signInError}
-        onSignIn={async () => beginSignIn(props.config, await props.endpoints(), location.pathname)}
+        onSignIn={async () => beginSignIn(props.config, await props.endpoints(), location.pathname + location.search)}
         onToken={(tokens) => session.signIn(tokens)}
       />
     );
@@ -88,22 +91,32 @@ export function App(props: AppProps) {
               </a>
             ))}
           </nav>
-          <span class="who" title="Signed in">
-            {state.tokens.source === "pasted" ? "pasted token" : "signed in"}
-          </span>
+          <SignedInAs tokens={state.tokens} />
           <button type="button" class="secondary" onClick={() => session.signOut("You signed out.")}>
             Sign out
           </button>
         </header>
         <main id="main" tabIndex={-1}>
-          <ScreenOutlet pathname={pathname} />
+          <ScreenOutlet pathname={pathname} search={route.search} />
         </main>
       </div>
     </AppContext.Provider>
   );
 }
 
-function ScreenOutlet({ pathname }: { pathname: string }) {
+/** Who is signed in: the token's user name (docs/console.md, "The header"), and how the token came. */
+function SignedInAs({ tokens }: { tokens: TokenSet }) {
+  const name = userNameOf(tokens.accessToken);
+  const how = tokens.source === "pasted" ? "with a pasted token" : "through the issuer";
+  return (
+    <span class="who" title={`Signed in ${how}`}>
+      Signed in as <strong>{name ?? "an unnamed user"}</strong>
+      {tokens.source === "pasted" && " (pasted token)"}
+    </span>
+  );
+}
+
+function ScreenOutlet({ pathname, search }: { pathname: string; search: string }) {
   const found = screenFor(pathname);
   const [, setVersion] = useState(0);
   const [error, setError] = useState<string>();
@@ -131,5 +144,5 @@ function ScreenOutlet({ pathname }: { pathname: string }) {
   }
   if (error) return <p role="alert">{error}</p>;
   if (!Screen) return <p class="loading">Loading…</p>;
-  return <Screen params={found.params} />;
+  return <Screen params={found.params} search={search} />;
 }

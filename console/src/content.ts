@@ -8,11 +8,13 @@ export async function readResource(
   store: string,
   path: string,
   signal?: AbortSignal,
+  /** A kept state (its tag) or a moment (docs/history.md) instead of the current contents. */
+  at: { version?: string; asOf?: string } = {},
 ): Promise<{ bytes: Blob; tag: string; type: string }> {
   const chunks: Uint8Array<ArrayBuffer>[] = [];
   let tag = "";
   let type = "";
-  for await (const message of clients.resources.read({ store, path }, { signal })) {
+  for await (const message of clients.resources.read({ store, path, ...at }, { signal })) {
     if (message.resource) {
       tag = message.resource.tag;
       type = message.resource.type;

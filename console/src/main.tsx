@@ -27,6 +27,9 @@ async function start(root: HTMLElement): Promise<void> {
   } catch (err) {
     signInError = (err as Error).message;
   }
+  // index.html's "Loading the Trove console…" placeholder goes: render() adds to the element's
+  // children rather than replacing what the page had.
+  root.replaceChildren();
   render(
     <App
       config={config}

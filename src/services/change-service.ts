@@ -55,6 +55,9 @@ function changeEvent(node: NodeRecord): Event {
         type: node.directory ? "" : node.type,
         directory: node.directory,
         user: node.user ?? "",
+        // A file's and a tombstone's modified time is their event's; a live directory's is its
+        // own last change, not a re-tag's (docs/change-feed.md, "Event times").
+        timeMillis: node.directory && !node.deleted ? 0n : BigInt(node.modified),
       },
     },
   });

@@ -286,6 +286,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
       href: report.status === "generated" ? reportDocumentHref(report) : "",
       reason: report.status === "failed" ? report.reason : "",
       asOfEventId: BigInt(report.asOfEventId ?? 0),
+      expires: timestampFromMs(report.expiresAt),
     });
   }
 

@@ -41,7 +41,10 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
 
   /** The screen as it is: no serious or critical axe violation, nothing wider than the window. */
   async function check(page: Page): Promise<void> {
-    expect(await seriousViolations(page)).toEqual([]);
+    // Issue 30: index.html's placeholder is gone once the app has rendered, on every screen.
+    expect(await page.evaluate(`document.body.innerText.includes("Loading the Trove console")`)).toBe(false);
+    // Joined, so that a failure prints each violation whole.
+    expect((await seriousViolations(page)).join("\n")).toBe("");
     expect(await scrollWidth(page), `overflowing: ${(await overflowing(page)).join(", ")}`).toBeLessThanOrEqual(WIDTH);
   }
 
@@ -140,33 +143,54 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
     expect(await page.evaluate(`document.activeElement?.textContent`)).toBe("theme.json");
   });
 
-  it("the insights screen with the example's report, and the dependency graph (issue 15: axe, 1024 px)", async () => {
-    const { page } = rig;
-    await uploadExample(rig.url, "acme-letters", auth);
+  it("every insights place and report tab, and the graph (issues 15 and 30: axe, 1024 px); Tab reaches a graph node and Enter opens its folder", async () => {
+    const { page, url } = rig;
+    const example = await uploadExample(rig.url, "acme-letters", auth);
     await page.locator("nav a::-p-text(Insights)").click();
-    await page.waitForSelector("h1::-p-text(Insights)");
-    await page.locator('button[aria-label="Open project acme-letters"]').click();
-    await page.locator('button[aria-label="Open environment draft"]').click();
+    await page.waitForSelector("h1::-p-text(Projects)");
     await check(page);
+    await page.locator("table.projects a::-p-text(acme-letters)").click();
+    await page.waitForSelector("h1::-p-text(Project acme-letters)");
+    await check(page);
+    await page.locator("table.environments a::-p-text(draft)").click();
+    await page.waitForSelector("h1::-p-text(Environment draft)");
     await page.locator("button::-p-text(Create report)").click();
-    await page.waitForSelector(".report-state strong::-p-text(generated)", { timeout: 60_000 });
-    await page.waitForSelector("table.report caption::-p-text(55 resources)");
-    await page.locator("button::-p-text(Cycles)").click();
-    await page.waitForSelector(".query-result h3::-p-text(Cycles: 1)");
+    await page.waitForSelector("table.reports tbody tr:first-child .state.generated", { timeout: 60_000 });
     await check(page);
+    const report = await page.$eval("table.reports tbody tr:first-child", (tr) => tr.getAttribute("data-report"));
+    const base = `${url}/console/insights/${example.projectID}/${example.environments.draft}/${report}`;
+    await page.goto(base);
+    await page.waitForSelector("h3::-p-text(Cycles: 1)");
+    await check(page);
+    await page.goto(`${base}/resources`);
+    await page.waitForSelector("table.report tbody tr");
+    await check(page);
+    await page.goto(`${base}/related?path=${encodeURIComponent("/blocks/marketing/cross-sell-offer.block")}`);
+    await page.waitForSelector("section[aria-label='Dependents (what uses it)'] li");
+    await check(page);
+    await page.goto(`${url}/console/insights/${example.projectID}`);
+    await page.locator('button[aria-label="Promote from draft…"]').click();
+    await page.waitForSelector("ul.promote-preview li");
+    await check(page);
+    await page.keyboard.press("Escape");
 
-    await page.locator("button::-p-text(Show dependency graph)").click();
-    await page.waitForSelector("svg[aria-label='Dependency graph: 56 resources']");
-    // Fitted to the frame at 1024 px: the drawing is no wider than its frame.
-    const frame = await page.$eval(".graph-canvas", (el) => el.clientWidth);
-    expect(Number(await page.$eval(".graph svg", (s) => s.getAttribute("width")))).toBeLessThanOrEqual(frame);
+    await page.goto(`${base}/graph?path=${encodeURIComponent("/templates/letters/welcome-letter.template")}`);
+    await page.waitForSelector(".graph-canvas svg g.node");
+    // Fitted whole to the frame at 1024 px.
+    const fits = await page.$eval(".graph-canvas", (frame) => {
+      const s = frame.querySelector("svg") as unknown as { getAttribute(n: string): string };
+      return Number(s.getAttribute("width")) <= frame.clientWidth && Number(s.getAttribute("height")) <= frame.clientHeight;
+    });
+    expect(fits).toBe(true);
     await check(page);
 
     // By keyboard: the resources are in the Tab order (a missing target is not: nothing to open),
     // and Enter on one opens its folder.
+    await page.goto(`${base}/graph?show=problems`);
+    await page.waitForSelector("g.node.missing");
     expect(await page.$eval("g.node.missing", (g) => g.getAttribute("tabindex"))).toBeNull();
     await page.focus("#graph-direction");
-    const node = "g.node[data-path='/templates/letters/welcome-letter.template']";
+    const node = "g.node[data-path='/templates/letters/direct-debit-mandate.template']";
     await tabTo(page, node, 80);
     await page.keyboard.press("Enter");
     await page.waitForSelector("h1::-p-text(/draft/templates/letters)");

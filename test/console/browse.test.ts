@@ -40,7 +40,7 @@ describeWithChromium("console browse (Chromium)", (chromium) => {
     await page.locator("#folder-name").fill("designs");
     await page.locator("dialog button[type=submit]").click();
     await waitForRow(page, "designs");
-    expect((await rowText(page, "designs"))[1]).toBe("directory");
+    expect((await rowText(page, "designs"))[1]).toBe("folder");
     expect((await rest("designs")).status).toBe(200);
 
     await page.locator("a::-p-text(designs/)").click();
@@ -57,8 +57,12 @@ describeWithChromium("console browse (Chromium)", (chromium) => {
     await waitForRow(page, "theme.json");
     const letter = await rowText(page, "letter.txt");
     const theme = await rowText(page, "theme.json");
-    expect(letter.slice(1, 3)).toEqual(["text/plain", "1.2 KiB"]);
-    expect(theme.slice(1, 3)).toEqual(["application/json", "16 B"]);
+    // Issue 30: the type's readable form on screen, the media type in the tooltip.
+    expect(letter.slice(1, 3)).toEqual(["text", "1.2 KiB"]);
+    expect(theme.slice(1, 3)).toEqual(["JSON", "16 B"]);
+    expect(await page.$eval('tr[data-name="theme.json"] td.type [title]', (e) => e.getAttribute("title"))).toBe(
+      "application/json",
+    );
     await page.waitForSelector(".uploads li.done:nth-child(2)");
     // What the server holds, as another client sees it.
     expect(await (await rest("designs/theme.json")).text()).toBe('{"theme":"blue"}');
@@ -75,7 +79,39 @@ describeWithChromium("console browse (Chromium)", (chromium) => {
     expect((await rowText(page, "from-outside.txt"))[2]).toBe("15 B");
     await page.waitForSelector(".feed li::-p-text(/designs/from-outside.txt)");
     expect(await page.$eval(".live", (e) => e.textContent)).toBe("Live: connected");
+    // Issue 30: the feed shows when the change was made, from the server (the instant of the
+    // resource's state, to the millisecond, as the listing has it), not when the page received it.
+    const feedInstant = await page.$$eval(".feed li", (items) =>
+      items
+        .find((li) => li.textContent?.includes("/designs/from-outside.txt"))
+        ?.querySelector("time")
+        ?.getAttribute("datetime"),
+    );
+    const rowInstant = await page.$eval('tr[data-name="from-outside.txt"] td.modified time', (t) =>
+      t.getAttribute("datetime"),
+    );
+    expect(feedInstant).toBe(rowInstant);
     await screenshot(page, "browse");
+  });
+
+  it("the Type column names the design-resource kinds (issue 30: template, block, plugin, data model, theme)", async () => {
+    const { page } = rig;
+    const kinds: Array<[string, string, string]> = [
+      ["invoice.template", "application/vnd.trove.template+json", "template"],
+      ["header.block", "application/vnd.trove.content-block+json", "block"],
+      ["qr.plugin", "application/vnd.trove.pluggable-object+json", "plugin"],
+      ["customer.datamodel", "application/vnd.trove.data-model+json", "data model"],
+      ["blue.theme", "application/vnd.trove.theme+json", "theme"],
+    ];
+    for (const [name, type] of kinds) {
+      const put = await rest(`designs/${name}`, { method: "PUT", body: "{}", headers: { "Content-Type": type } });
+      expect(put.status).toBe(201);
+    }
+    for (const [name, type, label] of kinds) {
+      await waitForRow(page, name);
+      expect((await rowText(page, name))[1], name).toBe(label);
+      expect(await page.$eval(`tr[data-name="${name}"] td.type [title]`, (e) => e.getAttribute("title"))).toBe(type);
+    }
   });
 
   it("a save over a version changed since it was opened shows the conflict, then overwrites on request", async () => {
@@ -104,7 +140,7 @@ describeWithChromium("console browse (Chromium)", (chromium) => {
     await page.waitForSelector("h1 ::-p-text(/)");
     await waitForRow(page, "designs");
     await page.locator('button[aria-label="Delete designs"]').click();
-    await page.waitForSelector("dialog p::-p-text(3 files and 0 folders)");
+    await page.waitForSelector("dialog p::-p-text(8 files and 0 folders)");
     await screenshot(page, "delete");
     await page.locator("dialog button.danger::-p-text(Delete)").click();
     await page.waitForFunction(`!document.querySelector('tr[data-name="designs"]')`, { timeout: 15_000 });

@@ -54,7 +54,7 @@ describeWithFirefox("console in Firefox (WebDriver BiDi)", (firefox) => {
     await page.locator("#folder-name").fill("firefox");
     await page.locator("dialog button[type=submit]").click();
     await page.waitForSelector('tr[data-name="firefox"]', { timeout: 15_000 });
-    expect((await rowText(page, "firefox"))[1]).toBe("directory");
+    expect((await rowText(page, "firefox"))[1]).toBe("folder");
     expect((await rest("firefox")).status).toBe(200);
 
     await page.locator("a::-p-text(firefox/)").click();
@@ -70,8 +70,8 @@ describeWithFirefox("console in Firefox (WebDriver BiDi)", (firefox) => {
     await page.waitForSelector('tr[data-name="letter.txt"]', { timeout: 15_000 });
     await page.waitForSelector('tr[data-name="theme.json"]', { timeout: 15_000 });
     await page.waitForSelector(".uploads li.done:nth-child(2)");
-    expect((await rowText(page, "letter.txt")).slice(1, 3)).toEqual(["text/plain", "1.2 KiB"]);
-    expect((await rowText(page, "theme.json")).slice(1, 3)).toEqual(["application/json", "16 B"]);
+    expect((await rowText(page, "letter.txt")).slice(1, 3)).toEqual(["text", "1.2 KiB"]);
+    expect((await rowText(page, "theme.json")).slice(1, 3)).toEqual(["JSON", "16 B"]);
     expect(await (await rest("firefox/theme.json")).text()).toBe('{"theme":"blue"}');
     expect((await (await rest("firefox/letter.txt")).arrayBuffer()).byteLength).toBe(1200);
 

@@ -2,16 +2,29 @@
 // breadcrumbs, the write preconditions and conflicts, the virtual list's window.
 
 import { createHash } from "node:crypto";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { discoveryUrl, onOrigin } from "../../console/src/auth/issuer.js";
 import { authorizationUrl, base64url, challengeOf, isVerifier, randomToken } from "../../console/src/auth/pkce.js";
-import { isExpired, jwtExpiry, pastedTokenSet, renewalDelay, tokenSetOf } from "../../console/src/auth/renewal.js";
+import {
+  isExpired,
+  jwtExpiry,
+  pastedTokenSet,
+  renewalDelay,
+  tokenSetOf,
+  userNameOf,
+} from "../../console/src/auth/renewal.js";
 import { overwriteSeen, preconditionFor, writeOutcome } from "../../console/src/lib/conflict.js";
 import { formatSize } from "../../console/src/lib/format.js";
+import { kindOfReportType, reportTypeLabel, typeLabel } from "../../console/src/lib/kinds.js";
+import { diffLines, sideBySide, splitLines } from "../../console/src/lib/line-diff.js";
 import {
   ancestors,
+  asOfHref,
+  asOfOf,
   breadcrumbs,
   browseHref,
+  momentOfLocal,
   nameProblem,
   parentPath,
   parseBrowseHref,
@@ -241,5 +254,106 @@ describe("virtual list", () => {
     expect(formatSize(16n)).toBe("16 B");
     expect(formatSize(1200)).toBe("1.2 KiB");
     expect(formatSize(20 * 1024 * 1024)).toBe("20 MiB");
+  });
+});
+
+describe("the Type column and the header (issue 30)", () => {
+  it("names the design-resource kind of a Trove media type, parameters and case aside", () => {
+    expect(typeLabel("application/vnd.trove.template+json")).toBe("template");
+    expect(typeLabel("application/vnd.trove.content-block+json")).toBe("block");
+    expect(typeLabel("application/vnd.trove.pluggable-object+json")).toBe("plugin");
+    expect(typeLabel("application/vnd.trove.data-model+json; charset=utf-8")).toBe("data model");
+    expect(typeLabel("Application/Vnd.Trove.Theme+JSON")).toBe("theme");
+    expect(typeLabel("", true)).toBe("folder");
+  });
+
+  it("gives another media type its readable form, never the bare vnd. prefix", () => {
+    expect(typeLabel("application/json")).toBe("JSON");
+    expect(typeLabel("text/plain")).toBe("text");
+    expect(typeLabel("application/pdf")).toBe("PDF");
+    expect(typeLabel("image/png")).toBe("PNG image");
+    expect(typeLabel("image/svg+xml")).toBe("SVG image");
+    expect(typeLabel("application/vnd.openxmlformats-officedocument.presentationml.presentation")).toBe(
+      "openxmlformats-officedocument.presentationml.presentation",
+    );
+    expect(typeLabel("application/vnd.acme.form+json")).toBe("acme.form (JSON)");
+    expect(typeLabel("text/x-shellscript")).toBe("shellscript text");
+    expect(typeLabel("")).toBe("unknown");
+  });
+
+  it("reads the report document's type names as the same kinds", () => {
+    expect(kindOfReportType("contentBlock")).toBe("block");
+    expect(kindOfReportType("pluggableObject")).toBe("plugin");
+    expect(kindOfReportType("other")).toBeUndefined();
+    expect(reportTypeLabel("datamodel")).toBe("data model");
+    expect(reportTypeLabel("")).toBe("unknown");
+  });
+
+  it("the header's user is the token's name, preferred_username, email or subject, in that order; none for an opaque token", () => {
+    const jwt = (claims: object) => `e30.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.c2ln`;
+    expect(userNameOf(jwt({ sub: "u-1", email: "ana@example.com", name: "Ana Lima" }))).toBe("Ana Lima");
+    expect(userNameOf(jwt({ sub: "u-1", preferred_username: "ana" }))).toBe("ana");
+    expect(userNameOf(jwt({ sub: "u-1", email: "ana@example.com" }))).toBe("ana@example.com");
+    expect(userNameOf(jwt({ sub: "developer", name: " " }))).toBe("developer");
+    expect(userNameOf(jwt({ sub: "Zoë" }))).toBe("Zoë");
+    expect(userNameOf("opaque-token")).toBeUndefined();
+  });
+});
+
+describe("history: the line diff and the moments (issue 30)", () => {
+  /** The length of a longest common subsequence, by the textbook table (small inputs only). */
+  const lcs = (a: string[], b: string[]) => {
+    const t = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+    for (let i = 1; i <= a.length; i++)
+      for (let j = 1; j <= b.length; j++)
+        (t[i] as number[])[j] =
+          a[i - 1] === b[j - 1]
+            ? ((t[i - 1] as number[])[j - 1] as number) + 1
+            : Math.max((t[i - 1] as number[])[j] as number, (t[i] as number[])[j - 1] as number);
+    return (t[a.length] as number[])[b.length] as number;
+  };
+
+  it("the script rebuilds both texts and keeps a longest common subsequence (minimal edits)", () => {
+    const lines = fc.array(fc.constantFrom("a", "b", "c", "d", ""), { maxLength: 25 });
+    fc.assert(
+      fc.property(lines, lines, (a, b) => {
+        const ops = diffLines(a, b) ?? [];
+        expect(ops.filter((o) => o.kind !== "added").map((o) => o.line)).toEqual(a);
+        expect(ops.filter((o) => o.kind !== "removed").map((o) => o.line)).toEqual(b);
+        expect(ops.filter((o) => o.kind === "same")).toHaveLength(lcs(a, b));
+      }),
+    );
+  });
+
+  it("side by side: a removal beside the addition that replaces it, numbers per side", () => {
+    const rows = sideBySide(diffLines(splitLines("a\nb\nc\n"), splitLines("a\nB\nc\nd")) ?? []);
+    expect(rows).toEqual([
+      { kind: "same", left: { number: 1, line: "a" }, right: { number: 1, line: "a" } },
+      { kind: "changed", left: { number: 2, line: "b" }, right: { number: 2, line: "B" } },
+      { kind: "same", left: { number: 3, line: "c" }, right: { number: 3, line: "c" } },
+      { kind: "added", left: undefined, right: { number: 4, line: "d" } },
+    ]);
+    expect(splitLines("x\r\ny")).toEqual(["x", "y"]);
+    expect(splitLines("")).toEqual([]);
+  });
+
+  it("is bounded: texts differing in more lines than the bound are refused, not compared", () => {
+    const a = Array.from({ length: 3000 }, (_, i) => `a${i}`);
+    const b = Array.from({ length: 3000 }, (_, i) => `b${i}`);
+    expect(diffLines(a, b)).toBeUndefined();
+    expect(diffLines(a, [...a.slice(0, 1500), "x", ...a.slice(1500)])).toHaveLength(3001);
+  });
+
+  it("a browse URL keeps the moment; a datetime-local value is read in the browser's zone", () => {
+    expect(asOfHref("/console/browse/home/a/", "2026-11-27T15:00:00.000Z")).toBe(
+      "/console/browse/home/a/?as-of=2026-11-27T15%3A00%3A00.000Z",
+    );
+    expect(asOfHref("/console/browse/home/", "")).toBe("/console/browse/home/");
+    expect(asOfOf("?as-of=12")).toBe("12");
+    expect(asOfOf("")).toBe("");
+    expect(momentOfLocal("2026-11-27T15:00")).toBe(new Date(2026, 10, 27, 15, 0).toISOString());
+    expect(momentOfLocal("2026-11-27T15:00:07")).toBe(new Date(2026, 10, 27, 15, 0, 7).toISOString());
+    expect(momentOfLocal("")).toBeUndefined();
+    expect(momentOfLocal("yesterday")).toBeUndefined();
   });
 });

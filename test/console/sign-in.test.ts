@@ -37,9 +37,13 @@ describeWithChromium("console sign-in (Chromium)", (chromium) => {
     const { page, url } = rig;
     await page.goto(`${url}/console/`);
     await page.locator("summary::-p-text(Paste a token instead)").click();
-    await page.locator("#pasted-token").fill(await rig.token());
+    const token = await rig.token();
+    await page.locator("#pasted-token").fill(token);
     await page.locator("button::-p-text(Use this token)").click();
     await page.waitForSelector("a::-p-text(home)");
-    expect(await page.$eval("header .who", (e) => e.textContent)).toBe("pasted token");
+    // Issue 30: the header names the user, here the token's subject (a client_credentials token's client id).
+    const { sub } = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString()) as { sub: string };
+    expect(sub).toMatch(/^trove-dev-/);
+    expect(await page.$eval("header .who", (e) => e.textContent)).toBe(`Signed in as ${sub} (pasted token)`);
   });
 });

@@ -33,8 +33,42 @@ describeWithChromium("console stores (Chromium)", (chromium) => {
       page.$eval("tr:has(a[href='/console/browse/brand/'])", (tr) => [...tr.children].map((c) => c.textContent));
     const created = await row();
     expect(created.slice(0, 3)).toEqual(["brand", "snapshot", "sync, sync-snapshot"]);
-    expect(created[3]).toContain("keep-deleted = 3d");
-    expect(created[3]).toContain("keep-versions = 90d");
+    // Issue 30: the settings are folded to one line (retention first, the count), the rest behind it.
+    const summary = "tr:has(a[href='/console/browse/brand/']) details summary";
+    expect(await page.$eval(summary, (s) => s.textContent)).toMatch(
+      /^keep-deleted 3d, keep-versions 90d · \d+ settings$/,
+    );
+    expect(await page.$eval("tr:has(a[href='/console/browse/brand/']) details", (d) => d.open)).toBe(false);
+    // Every store is one line: the action cells line up with their rows.
+    const rows = await page.$$eval("table.stores tbody tr", (trs) =>
+      trs.map((tr) => {
+        const r = tr.getBoundingClientRect();
+        const cell = tr.querySelector("td.actions")?.getBoundingClientRect();
+        const buttons = [...tr.querySelectorAll("td.actions button")].map((b) => b.getBoundingClientRect());
+        return {
+          height: r.height,
+          cellTop: (cell?.top ?? 0) - r.top,
+          cellBottom: r.bottom - (cell?.bottom ?? 0),
+          middles: buttons.map((b) => Math.abs(b.top + b.height / 2 - (r.top + r.height / 2))),
+        };
+      }),
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    for (const r of rows) {
+      expect(r.height).toBeLessThan(56);
+      expect(Math.abs(r.cellTop)).toBeLessThanOrEqual(1);
+      expect(Math.abs(r.cellBottom)).toBeLessThanOrEqual(1);
+      expect(r.middles).toHaveLength(2);
+      for (const m of r.middles) expect(m).toBeLessThanOrEqual(2);
+    }
+    // The whole list on demand.
+    await page.locator(summary).click();
+    const settings = await page.$eval("tr:has(a[href='/console/browse/brand/']) dl", (dl) =>
+      [...dl.querySelectorAll("dt")].map((dt) => `${dt.textContent} = ${dt.nextElementSibling?.textContent}`),
+    );
+    expect(settings).toContain("keep-deleted = 3d");
+    expect(settings).toContain("keep-versions = 90d");
+    await page.locator(summary).click();
     expect((await storeJson("brand")).status).toBe(200);
     await screenshot(page, "stores");
 
@@ -42,7 +76,7 @@ describeWithChromium("console stores (Chromium)", (chromium) => {
     await page.locator("#setting-value-0").fill("1d");
     await page.locator("dialog button::-p-text(Save)").click();
     await page.waitForSelector("[role=status]::-p-text(Store brand updated.)");
-    expect((await row())[3]).toContain("keep-deleted = 1d");
+    expect(await page.$eval(summary, (s) => s.textContent)).toMatch(/^keep-deleted 1d, /);
 
     // One resource in it: the confirmation counts it.
     const put = await fetch(`${rig.url}/resources/v2/data/brand/logo.svg`, {
@@ -57,6 +91,11 @@ describeWithChromium("console stores (Chromium)", (chromium) => {
     await page.waitForSelector("[role=status]::-p-text(Store brand deleted.)");
     expect(await page.$("a[href='/console/browse/brand/']")).toBeNull();
     expect((await storeJson("brand")).status).toBe(404);
+  });
+
+  it("the header names the signed-in user (issue 30): the development issuer's subject", async () => {
+    const { page } = rig;
+    expect(await page.$eval("header .who", (e) => e.textContent)).toBe("Signed in as developer");
   });
 
   it("a store name the API refuses is said in the form, and nothing is created", async () => {

@@ -48,6 +48,38 @@ describe("ChangeService", () => {
     });
   });
 
+  it("a change event carries its time from the server: a file's and a deletion's is the time the change was made, a live directory's is 0 (issue 30, docs/change-feed.md)", async () => {
+    const start = await client().poll({});
+    const cursor = start.events[0]?.kind.value?.eventId ?? 0n;
+    const mkdir = await fetch(`${t.url}/resources/v2/data/home/timed/`, { method: "PUT" });
+    expect(mkdir.status).toBe(201);
+    const put = await fetch(`${t.url}/resources/v2/data/home/timed/t.txt`, { method: "PUT", body: "t" });
+    expect(put.status).toBe(201);
+    const changes = async (from: bigint) =>
+      (await client().poll({ cursors: [{ store: "home", eventId: from }] })).events.flatMap((e) =>
+        e.kind.case === "change" ? [e.kind.value] : [],
+      );
+    const events = await changes(cursor);
+    const written = events.find((e) => e.path === "timed/t.txt");
+    expect(written?.operation).toBe(Operation.MODIFY);
+    const del = await fetch(`${t.url}/resources/v2/data/home/timed/t.txt`, { method: "DELETE" });
+    expect(del.status).toBe(200);
+    const deleted = (await changes(written?.eventId ?? 0n)).find((e) => e.path === "timed/t.txt");
+    expect(deleted?.operation).toBe(Operation.DELETE);
+    // Its time is the one the listing shows for that state (the server's clock), to the millisecond:
+    // the deletion's is the tombstone's modification time.
+    const listing = await fetch(`${t.url}/resources/v2/data/home/timed/?include-deleted=true`);
+    const modified = /name="t\.txt"[^>]*last-modified="([^"]+)"/.exec(await listing.text())?.[1];
+    expect(modified).toBeDefined();
+    expect(Number(deleted?.timeMillis)).toBe(Date.parse(modified as string));
+    expect(Number(written?.timeMillis)).toBeGreaterThan(0);
+    expect(Number(written?.timeMillis)).toBeLessThanOrEqual(Number(deleted?.timeMillis));
+    // A live directory's event may be a re-tag, whose time is not kept: 0, not a wrong time.
+    const dir = events.filter((e) => e.path === "timed" && e.directory);
+    expect(dir.length).toBeGreaterThan(0);
+    expect(dir.every((e) => e.timeMillis === 0n)).toBe(true);
+  });
+
   it("Poll with a malformed cursor answers InvalidArgument", async () => {
     await expect(client().poll({ cursors: [{ store: "bad name", eventId: 1n }] })).rejects.toSatisfy(
       (err) => err instanceof ConnectError && err.code === Code.InvalidArgument,

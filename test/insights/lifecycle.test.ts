@@ -132,15 +132,21 @@ describe("generation is a durable job", () => {
       environmentId: example.environments.production,
     });
     const states: ReportState[] = [];
+    const expires: number[] = [];
     let href = "";
     const w = worker();
     for await (const message of client.watchReport({ key })) {
       states.push(message.status?.state ?? ReportState.UNSPECIFIED);
       href = message.status?.href ?? "";
+      expires.push(Number(message.status?.expires?.seconds ?? 0n) * 1000 + (message.status?.expires?.nanos ?? 0) / 1e6);
       // Generation starts only once the watcher has seen GENERATING.
       if (states.length === 1) await w.runOnce();
     }
     expect(states).toEqual([ReportState.GENERATING, ReportState.GENERATED]);
+    // Issue 30: the status says when the report expires (the console's report list shows it): 90
+    // days after it was requested while generating, 90 days after it finished once generated.
+    const stored = await t.storage.insights.getReport(id);
+    expect(expires).toEqual([(stored?.created ?? 0) + 90 * DAY_MS, (stored?.finished ?? 0) + 90 * DAY_MS]);
     expect(href).toBe(
       `${REPORTS}/${id}/document?projectID=${example.projectID}&environmentID=${example.environments.production}`,
     );

@@ -27,17 +27,37 @@ export function isExpired(tokens: Pick<TokenSet, "expiresAt">, now: number, skew
   return tokens.expiresAt - skew <= now;
 }
 
-/** The `exp` of a JWT, in epoch milliseconds; undefined when the token is opaque or has none. */
-export function jwtExpiry(token: string): number | undefined {
+/** The claims of a JWT's payload; undefined when the token is opaque (not a JWT). */
+export function jwtClaims(token: string): Record<string, unknown> | undefined {
   const payload = token.split(".")[1];
   if (payload === undefined) return undefined;
   try {
-    const json = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
-    const exp = (JSON.parse(json) as { exp?: unknown }).exp;
-    return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined;
+    const binary = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
+    const json = new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+    const claims = JSON.parse(json) as unknown;
+    return claims !== null && typeof claims === "object" ? (claims as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The `exp` of a JWT, in epoch milliseconds; undefined when the token is opaque or has none. */
+export function jwtExpiry(token: string): number | undefined {
+  const exp = jwtClaims(token)?.exp;
+  return typeof exp === "number" && Number.isFinite(exp) ? exp * 1000 : undefined;
+}
+
+/**
+ * Who the token says the user is, for the header: the first of OpenID Connect's `name`,
+ * `preferred_username`, `email`, then the subject (`sub`); undefined for an opaque token.
+ */
+export function userNameOf(token: string): string | undefined {
+  const claims = jwtClaims(token);
+  for (const claim of ["name", "preferred_username", "email", "sub"]) {
+    const value = claims?.[claim];
+    if (typeof value === "string" && value.trim() !== "") return value.trim();
+  }
+  return undefined;
 }
 
 /** The token set of a token endpoint's answer (RFC 6749 5.1). */

@@ -1,16 +1,22 @@
 // A modal dialog on the native <dialog> (focus moves in, Escape closes, the page behind is inert).
 
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useMemo, useRef } from "preact/hooks";
 
 export interface DialogProps {
   title: string;
+  /** Most of the window's width (a side-by-side comparison), rather than a form's. */
+  wide?: boolean;
   onClose(): void;
   children: ComponentChildren;
 }
 
-export function Dialog({ title, onClose, children }: DialogProps) {
+let dialogs = 0;
+
+export function Dialog({ title, wide, onClose, children }: DialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Unique, since a confirmation may open over another dialog (a restore over the history).
+  const titleId = useMemo(() => `dialog-title-${++dialogs}`, []);
   useEffect(() => {
     const dialog = ref.current;
     const opener = document.activeElement as HTMLElement | null;
@@ -23,13 +29,14 @@ export function Dialog({ title, onClose, children }: DialogProps) {
   return (
     <dialog
       ref={ref}
-      aria-labelledby="dialog-title"
+      class={wide ? "wide" : undefined}
+      aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();
         onClose();
       }}
     >
-      <h2 id="dialog-title">{title}</h2>
+      <h2 id={titleId}>{title}</h2>
       {children}
     </dialog>
   );

@@ -4,7 +4,8 @@
 import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Resource } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
 import { formatShortTime, formatSize, formatTime } from "../lib/format.js";
-import { browseHref } from "../lib/paths.js";
+import { typeLabel } from "../lib/kinds.js";
+import { asOfHref, browseHref } from "../lib/paths.js";
 import { ariaSort, type Sort, type SortKey } from "../lib/sort.js";
 import { visibleRows } from "../lib/virtual.js";
 
@@ -21,6 +22,8 @@ const COLUMNS: Array<{ key: SortKey; label: string }> = [
 
 export interface ListingProps {
   store: string;
+  /** Set when the listing shows a directory as it was (docs/history.md): read-only, links keep the moment. */
+  asOf?: string;
   entries: Resource[];
   sort: Sort;
   onSort(key: SortKey): void;
@@ -87,7 +90,7 @@ export function Listing(props: ListingProps) {
 function Row(props: ListingProps & { entry: Resource; index: number }) {
   const { entry } = props;
   const label = entry.directory ? `${entry.name}/` : entry.name;
-  const type = entry.directory ? "directory" : entry.type;
+  const type = entry.directory ? "directory" : entry.type || "no media type";
   const millis = Number(entry.lastModifiedMillis);
   // Long values end with an ellipsis on screen (CSS); the whole text stays in the DOM, so it is the
   // accessible name of the link or button, and in a tooltip (title) for the mouse.
@@ -102,7 +105,7 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
             <span class="badge">deleted</span>
           </span>
         ) : entry.directory ? (
-          <a class="cut" href={browseHref(props.store, entry.path)} title={label}>
+          <a class="cut" href={asOfHref(browseHref(props.store, entry.path), props.asOf)} title={label}>
             {label}
           </a>
         ) : (
@@ -112,8 +115,9 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
         )}
       </td>
       <td class="type">
+        {/* The kind or the type's readable form on screen; the media type whole in the tooltip. */}
         <span class="cut" title={type}>
-          <TypeText type={type} />
+          {typeLabel(entry.type, entry.directory)}
         </span>
       </td>
       <td class="size">
@@ -151,7 +155,7 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
             <Icon path={DOWNLOAD} />
           </button>
         )}
-        {!entry.deleted && (
+        {!entry.deleted && !props.asOf && (
           <button
             type="button"
             class="danger icon"
@@ -164,21 +168,6 @@ function Row(props: ListingProps & { entry: Resource; index: number }) {
         )}
       </td>
     </tr>
-  );
-}
-
-/**
- * A media type with "application/" hidden on screen (most files are application/something, and the
- * column is narrow), but read out and copied whole: it stays in the text, visually hidden.
- */
-function TypeText(props: { type: string }) {
-  const prefix = "application/";
-  if (!props.type.startsWith(prefix) || props.type.length === prefix.length) return <>{props.type}</>;
-  return (
-    <>
-      <span class="visually-hidden">{prefix}</span>
-      {props.type.slice(prefix.length)}
-    </>
   );
 }
 

@@ -13,7 +13,16 @@ import { ErrorLine } from "./error-line.js";
 
 const MAX_VIEW = 2 * 1024 * 1024;
 
-export function Viewer(props: { store: string; entry: Resource; onClose(): void; onSaved(): void }) {
+export function Viewer(props: {
+  store: string;
+  entry: Resource;
+  /** The moment the entry is shown as of (read-only); absent: the current version, editable. */
+  asOf?: string;
+  onClose(): void;
+  onSaved(): void;
+  /** Opens the resource's history (docs/console.md, "History"). */
+  onHistory?(): void;
+}) {
   const { clients, session } = useApp();
   const { entry } = props;
   const [text, setText] = useState<string>();
@@ -24,11 +33,12 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
   const [status, setStatus] = useState("");
   const [busy, setBusy] = useState(false);
   const viewable = isText(entry.type) && Number(entry.size) <= MAX_VIEW;
+  const at = props.asOf ? { asOf: props.asOf } : {};
 
   const load = async () => {
     setError(undefined);
     try {
-      const content = await readResource(clients, props.store, entry.path);
+      const content = await readResource(clients, props.store, entry.path, undefined, at);
       const body = await content.bytes.text();
       setText(body);
       setEdited(body);
@@ -84,7 +94,7 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
 
   const download = async () => {
     try {
-      saveAs((await readResource(clients, props.store, entry.path)).bytes, entry.name);
+      saveAs((await readResource(clients, props.store, entry.path, undefined, at)).bytes, entry.name);
     } catch (err) {
       setError(errorText(err));
     }
@@ -92,6 +102,7 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
 
   return (
     <Dialog title={entry.path} onClose={props.onClose}>
+      {props.asOf && <p class="hint">As it was at {props.asOf}: read-only.</p>}
       <p class="hint">
         {entry.type || "no type"} · {formatSize(entry.size)} · tag <code>{"tag" in seen ? seen.tag : ""}</code>
       </p>
@@ -121,6 +132,7 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
             id="viewer-text"
             class="viewer"
             value={edited}
+            readOnly={props.asOf !== undefined}
             spellcheck={false}
             onInput={(e) => setEdited((e.target as HTMLTextAreaElement).value)}
           />
@@ -130,7 +142,7 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
         {status}
       </p>
       <div class="buttons">
-        {viewable && (
+        {viewable && !props.asOf && (
           <button type="button" onClick={() => save(seen)} disabled={busy || text === undefined || edited === text}>
             Save
           </button>
@@ -138,6 +150,11 @@ export function Viewer(props: { store: string; entry: Resource; onClose(): void;
         <button type="button" class="secondary" onClick={download}>
           Download
         </button>
+        {props.onHistory && !props.asOf && (
+          <button type="button" class="secondary" onClick={props.onHistory}>
+            History
+          </button>
+        )}
         <button type="button" class="secondary" onClick={props.onClose}>
           Close
         </button>

@@ -44,6 +44,26 @@ export function browseHref(store: string, path = ""): string {
   return `${CONSOLE_ROOT}browse/${encodeURIComponent(store)}/${tail}`;
 }
 
+/** A browse URL showing the directory as of a moment (`?as-of=`, docs/history.md); as it is now without one. */
+export function asOfHref(href: string, asOf: string | undefined): string {
+  return asOf ? `${href}?as-of=${encodeURIComponent(asOf)}` : href;
+}
+
+/** The moment a browse URL's query names (`?as-of=`), or "" for now. */
+export function asOfOf(search: string): string {
+  return new URLSearchParams(search).get("as-of")?.trim() ?? "";
+}
+
+/**
+ * The moment of a `datetime-local` field (the browser's zone, no zone in the value) as the API
+ * takes it: an ISO 8601 instant in UTC. Undefined for an empty or invalid value.
+ */
+export function momentOfLocal(value: string): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(value)) return undefined;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}
+
 /** The store and path a /console/browse/... URL names; undefined for any other URL or a bad escape. */
 export function parseBrowseHref(pathname: string): { store: string; path: string } | undefined {
   const prefix = `${CONSOLE_ROOT}browse/`;

@@ -1,6 +1,8 @@
 // Sorting a directory listing by a column: directories first, then the column, then the name;
 // names compare as people read them (file2 before file10).
 
+import { typeLabel } from "./kinds.js";
+
 export type SortKey = "name" | "type" | "size" | "modified" | "tag" | "md5";
 export type SortDirection = "asc" | "desc";
 
@@ -28,7 +30,8 @@ function compareBy(key: SortKey, a: Sortable, b: Sortable): number {
     case "name":
       return collator.compare(a.name, b.name);
     case "type":
-      return collator.compare(a.type, b.type);
+      // By what the column shows ("block", "JSON"), then by the media type.
+      return collator.compare(typeLabel(a.type), typeLabel(b.type)) || collator.compare(a.type, b.type);
     case "size":
       return Number(a.size) - Number(b.size);
     case "modified":

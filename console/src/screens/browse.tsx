@@ -5,10 +5,11 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Resource } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
+import type { Resource, RestoreResponse } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
 import { Dialog, errorText } from "../components/dialog.js";
 import { ErrorLine } from "../components/error-line.js";
 import { type FeedEntry, FeedPanel, LiveBadge } from "../components/feed.js";
+import { HistoryDialog } from "../components/history.js";
 import { Listing } from "../components/listing.js";
 import { FolderTree } from "../components/tree.js";
 import { Viewer } from "../components/viewer.js";
@@ -16,7 +17,16 @@ import { readResource, saveAs } from "../content.js";
 import { useApp } from "../context.js";
 import { overwriteSeen, type Seen } from "../lib/conflict.js";
 import { formatTime } from "../lib/format.js";
-import { breadcrumbs, joinPath, nameProblem, parentPath } from "../lib/paths.js";
+import {
+  asOfHref,
+  asOfOf,
+  breadcrumbs,
+  browseHref,
+  joinPath,
+  momentOfLocal,
+  nameProblem,
+  parentPath,
+} from "../lib/paths.js";
 import { nextSort, type Sort, sortListing } from "../lib/sort.js";
 import { followStore, type LiveState } from "../live.js";
 import { droppedFiles, type PickedFile, pickedFiles, putResource } from "../upload.js";
@@ -35,10 +45,14 @@ interface Upload {
 const MAX_FEED = 200;
 let uploadIds = 0;
 
-export function BrowseScreen({ params }: ScreenProps) {
+export function BrowseScreen({ params, search }: ScreenProps) {
   const store = params.store as string;
   const path = params.path ?? "";
-  const { clients, session } = useApp();
+  // A moment (docs/history.md): the directory as it was then, read-only.
+  const asOf = asOfOf(search);
+  const { clients, session, navigate } = useApp();
+  const [history, setHistory] = useState<string>();
+  const [restoringFolder, setRestoringFolder] = useState(false);
   const [entries, setEntries] = useState<Resource[]>();
   const [error, setError] = useState<string>();
   const [showDeleted, setShowDeleted] = useState(false);
@@ -62,7 +76,7 @@ export function BrowseScreen({ params }: ScreenProps) {
     (async () => {
       const all: Resource[] = [];
       for await (const page of clients.resources.list(
-        { store, path, includeDeleted: showDeleted },
+        { store, path, includeDeleted: showDeleted, asOf },
         { signal: abort.signal },
       )) {
         all.push(...page.entries);
@@ -75,7 +89,7 @@ export function BrowseScreen({ params }: ScreenProps) {
       setEntries([]);
     });
     return () => abort.abort();
-  }, [store, path, showDeleted, version]);
+  }, [store, path, showDeleted, version, asOf]);
 
   const relist = () => {
     clearTimeout(relistTimer.current);
@@ -92,9 +106,8 @@ export function BrowseScreen({ params }: ScreenProps) {
       store,
       onState: (state, reason) => setLive({ state, reason }),
       onEvent: (event) => {
-        const time = formatTime(Date.now()).slice(11);
         if (event.kind === "reset") {
-          add({ id: `reset-${event.eventId}-${Date.now()}`, time, text: `RESET at event ${event.eventId}: relisting` });
+          add({ id: `reset-${event.eventId}-${Date.now()}`, text: `RESET at event ${event.eventId}: relisting` });
           relist();
           return;
         }
@@ -102,7 +115,8 @@ export function BrowseScreen({ params }: ScreenProps) {
         const op = c.operation === 2 ? "DELETE" : "MODIFY";
         add({
           id: `${c.eventId}`,
-          time,
+          // The event's own time, from the server (0 for a live directory: not recorded).
+          millis: Number(c.timeMillis),
           text: `#${c.eventId} ${op} /${c.path}${c.directory && c.path !== "" ? "/" : ""}`,
         });
         const here = pathRef.current;
@@ -184,7 +198,7 @@ export function BrowseScreen({ params }: ScreenProps) {
 
   const download = async (entry: Resource) => {
     try {
-      saveAs((await readResource(clients, store, entry.path)).bytes, entry.name);
+      saveAs((await readResource(clients, store, entry.path, undefined, asOf ? { asOf } : {})).bytes, entry.name);
     } catch (err) {
       setStatus(`Download failed: ${errorText(err)}`);
     }
@@ -218,7 +232,13 @@ export function BrowseScreen({ params }: ScreenProps) {
           <h1 id="directory-title">/{path}</h1>
           <LiveBadge state={live.state} reason={live.reason} />
         </div>
-        <div class="toolbar">
+        <AsOfBar
+          asOf={asOf}
+          onShow={(moment) => navigate(asOfHref(browseHref(store, path), moment))}
+          onRestore={() => setRestoringFolder(true)}
+          nowHref={browseHref(store, path)}
+        />
+        <div class="toolbar" hidden={asOf !== ""}>
           <button type="button" onClick={() => setMaking(true)}>
             New folder
           </button>
@@ -268,6 +288,7 @@ export function BrowseScreen({ params }: ScreenProps) {
         ) : (
           <Listing
             store={store}
+            asOf={asOf || undefined}
             entries={sorted}
             sort={sort}
             onSort={(key) => setSort(nextSort(sort, key))}
@@ -278,7 +299,35 @@ export function BrowseScreen({ params }: ScreenProps) {
         )}
       </section>
       <FeedPanel entries={feed} />
-      {viewing && <Viewer store={store} entry={viewing} onClose={() => setViewing(undefined)} onSaved={relist} />}
+      {viewing && (
+        <Viewer
+          store={store}
+          entry={viewing}
+          asOf={asOf || undefined}
+          onClose={() => setViewing(undefined)}
+          onSaved={relist}
+          onHistory={() => {
+            setViewing(undefined);
+            setHistory(viewing.path);
+          }}
+        />
+      )}
+      {history !== undefined && (
+        <HistoryDialog store={store} path={history} onClose={() => setHistory(undefined)} onRestored={relist} />
+      )}
+      {restoringFolder && (
+        <RestoreFolder
+          store={store}
+          path={path}
+          asOf={asOf}
+          onClose={() => setRestoringFolder(false)}
+          onRestored={(text) => {
+            setRestoringFolder(false);
+            setStatus(text);
+            navigate(browseHref(store, path));
+          }}
+        />
+      )}
       {making && (
         <MakeFolder
           store={store}
@@ -443,6 +492,142 @@ function DeleteEntry(props: { store: string; entry: Resource; onClose(): void; o
           disabled={busy || (entry.directory && counts === undefined)}
         >
           Delete
+        </button>
+        <button type="button" class="secondary" onClick={props.onClose} autofocus>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/**
+ * "Browse as of": a moment picked in the browser's zone shows the directory as it was then
+ * (ListRequest.as_of); in that view, the way back to now and "Restore this folder as it was".
+ */
+function AsOfBar(props: { asOf: string; nowHref: string; onShow(moment: string): void; onRestore(): void }) {
+  const [value, setValue] = useState("");
+  const [error, setError] = useState<string>();
+  if (props.asOf) {
+    const millis = Date.parse(props.asOf);
+    const shown = /^\d+$/.test(props.asOf)
+      ? `event ${props.asOf}`
+      : Number.isNaN(millis)
+        ? props.asOf
+        : formatTime(millis);
+    return (
+      <section class="as-of-banner" aria-label="Earlier state">
+        <p>
+          Showing this folder <strong>as it was at {shown}</strong> (read-only).
+        </p>
+        <div class="buttons">
+          <button type="button" class="danger" onClick={props.onRestore}>
+            Restore this folder as it was…
+          </button>
+          <a href={props.nowHref} class="button secondary">
+            Back to now
+          </a>
+        </div>
+      </section>
+    );
+  }
+  return (
+    <form
+      class="as-of"
+      aria-label="Browse as of a moment"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const moment = momentOfLocal(value);
+        if (!moment) {
+          setError("Choose a date and time.");
+          return;
+        }
+        setError(undefined);
+        props.onShow(moment);
+      }}
+    >
+      <label for="as-of-moment">Browse as of</label>
+      <input
+        id="as-of-moment"
+        type="datetime-local"
+        step={1}
+        value={value}
+        onInput={(e) => setValue(e.currentTarget.value)}
+      />
+      <button type="submit" class="secondary">
+        Show
+      </button>
+      <ErrorLine text={error} />
+    </form>
+  );
+}
+
+/** The subtree back to the moment: a dry run lists what would change, then the restore makes it so. */
+function RestoreFolder(props: {
+  store: string;
+  path: string;
+  asOf: string;
+  onClose(): void;
+  onRestored(text: string): void;
+}) {
+  const { clients } = useApp();
+  const [plan, setPlan] = useState<RestoreResponse>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    clients.resources
+      .restore({ store: props.store, path: props.path, asOf: props.asOf, dryRun: true })
+      .then(setPlan, (err) => setError(errorText(err)));
+  }, [props.store, props.path, props.asOf]);
+
+  const restore = async () => {
+    if (!plan) return;
+    setBusy(true);
+    try {
+      // The event the dry run resolved the moment to: the same moment, even if the store moved on.
+      const r = await clients.resources.restore({
+        store: props.store,
+        path: props.path,
+        asOf: String(plan.asOfEventId),
+      });
+      const n = r.changes.length;
+      props.onRestored(
+        `/${props.path} restored as it was at event ${plan.asOfEventId}: ${n} ${n === 1 ? "change" : "changes"}.`,
+      );
+    } catch (err) {
+      setError(errorText(err));
+      setBusy(false);
+    }
+  };
+
+  const n = plan?.changes.length ?? 0;
+  return (
+    <Dialog title={`Restore /${props.path} as it was?`} wide onClose={props.onClose}>
+      <ErrorLine text={error} />
+      {!plan && !error && <p class="loading">Working out what would change (a dry run)…</p>}
+      {plan && n === 0 && <p>Nothing differs: the folder is as it was at event {String(plan.asOfEventId)}.</p>}
+      {plan && n > 0 && (
+        <>
+          <p>
+            {n} {n === 1 ? "change" : "changes"} bring the folder back to event {String(plan.asOfEventId)}, each an
+            ordinary change that followers see; what is replaced or deleted stays in the history.
+          </p>
+          <ul class="restore-plan" aria-label="What the restore changes">
+            {plan.changes.map((c) => (
+              <li key={`${c.operation} ${c.path}`} class={c.operation}>
+                <span class="badge">{c.operation === "create" ? "restore" : c.operation}</span>{" "}
+                <code>
+                  /{c.path}
+                  {c.directory ? "/" : ""}
+                </code>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+      <div class="buttons">
+        <button type="button" class="danger" onClick={restore} disabled={busy || !plan || n === 0}>
+          Restore {n} {n === 1 ? "change" : "changes"}
         </button>
         <button type="button" class="secondary" onClick={props.onClose} autofocus>
           Cancel

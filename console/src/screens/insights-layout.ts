@@ -49,9 +49,11 @@ export const NODE_HEIGHT = 26;
 /** The width the layout is chosen for: the graph's frame in a 1024 px wide window. */
 export const VIEW_WIDTH = 960;
 const MARGIN = 10;
+// Tuned so that edges run between boxes, never over a name: room between the boxes of a rank for
+// the edges passing it (nodesep, edgesep), and between ranks for the bends (ranksep).
 const SPACING: Record<Direction, { nodesep: number; ranksep: number }> = {
-  TB: { nodesep: 16, ranksep: 60 },
-  LR: { nodesep: 8, ranksep: 90 },
+  TB: { nodesep: 24, ranksep: 70 },
+  LR: { nodesep: 14, ranksep: 110 },
 };
 
 /** The graph of the report, or of `root` and what it uses (directly or not) when given. */
@@ -92,10 +94,47 @@ export function dependencyGraph(entries: ReportEntry[], root?: string): Dependen
   return { nodes, edges };
 }
 
+/** What the drawing shows: a resource's neighbourhood, the problems, or (asked for) everything. */
+export type GraphScope = { kind: "focus"; path: string } | { kind: "problems" } | { kind: "all" };
+
+/**
+ * The part of the graph a scope shows. A focus: the resource, what it uses (directly or not, as
+ * ExportGraph's `root`) and what uses it directly. The problems: every missing target with the
+ * resources that refer to it, and every reference on a cycle with its two ends. Edges between the
+ * nodes kept are kept.
+ */
+export function scopedGraph(entries: ReportEntry[], scope: GraphScope): DependencyGraphModel {
+  const all = dependencyGraph(entries);
+  if (scope.kind === "all") return all;
+  const keep = new Set<string>();
+  if (scope.kind === "focus") {
+    for (const n of dependencyGraph(entries, scope.path).nodes) keep.add(n.path);
+    for (const e of all.edges) if (e.to === scope.path) keep.add(e.from);
+  } else {
+    const missing = new Set(all.nodes.filter((n) => n.missing).map((n) => n.path));
+    for (const e of all.edges) {
+      if (missing.has(e.to) || e.cycle) {
+        keep.add(e.from);
+        keep.add(e.to);
+      }
+    }
+  }
+  return {
+    nodes: all.nodes.filter((n) => keep.has(n.path)),
+    edges: all.edges.filter((e) => keep.has(e.from) && keep.has(e.to)),
+  };
+}
+
+/** Whether the report has problems (a missing target or a cycle) to open the graph on. */
+export function hasProblems(entries: ReportEntry[]): boolean {
+  const g = dependencyGraph(entries);
+  return g.nodes.some((n) => n.missing) || g.edges.some((e) => e.cycle);
+}
+
 /** Places the graph with dagre in one direction: referrers before (above, or left of) what they use. */
 export function placeGraph(graph: DependencyGraphModel, direction: Direction): GraphLayout {
   const g = new graphlib.Graph({});
-  g.setGraph({ rankdir: direction, ...SPACING[direction], edgesep: 8, marginx: MARGIN, marginy: MARGIN });
+  g.setGraph({ rankdir: direction, ...SPACING[direction], edgesep: 12, marginx: MARGIN, marginy: MARGIN });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of graph.nodes) g.setNode(n.path, { width: NODE_WIDTH, height: NODE_HEIGHT });
   for (const e of graph.edges) g.setEdge(e.from, e.to);
@@ -118,13 +157,18 @@ export function fitScale(layout: { width: number }, width: number): number {
   return layout.width <= 0 ? 1 : Math.min(1, width / layout.width);
 }
 
+/** "Fit all": the scale at which the whole layout shows in a frame of `width` x `height` (at most 100 %). */
+export function fitAllScale(layout: { width: number; height: number }, width: number, height: number): number {
+  return Math.min(fitScale(layout, width), layout.height <= 0 ? 1 : Math.min(1, height / layout.height));
+}
+
 /**
  * The graph laid out in `direction`, or (by default) in the direction whose drawing is the larger
  * once fitted to VIEW_WIDTH; top to bottom when both fit. A wide environment (many resources using
  * the same few blocks) reads left to right: its ranks become columns, and the frame scrolls down.
  */
-export function layoutGraph(entries: ReportEntry[], root?: string, direction?: Direction): GraphLayout {
-  const graph = dependencyGraph(entries, root);
+export function layoutGraph(entries: ReportEntry[], scope: GraphScope, direction?: Direction): GraphLayout {
+  const graph = scopedGraph(entries, scope);
   if (direction) return placeGraph(graph, direction);
   const tb = placeGraph(graph, "TB");
   if (fitScale(tb, VIEW_WIDTH) === 1) return tb;
@@ -198,4 +242,34 @@ export function nodeLabel(path: string): { text: string; squeeze?: number } {
   const text = path.slice(path.lastIndexOf("/") + 1);
   const natural = text.length * CHAR_WIDTH;
   return natural <= LABEL_ROOM ? { text } : { text, squeeze: Math.round(Math.max(LABEL_ROOM, natural * 0.7)) };
+}
+
+/** How each kind is drawn (the legend's and the Resources tab's chips' colours): fill, stroke, shape. */
+export const KIND_STYLES: Record<string, { label: string; fill: string; stroke: string; shape: string }> = {
+  template: { label: "template", fill: "#e6effb", stroke: "#1a4f9c", shape: "rectangle" },
+  block: { label: "block", fill: "#e5f4ea", stroke: "#1d6b3a", shape: "pill" },
+  plugin: { label: "plugin", fill: "#fdf0dc", stroke: "#7a4a00", shape: "parallelogram" },
+  datamodel: { label: "data model", fill: "#f2e8f8", stroke: "#6a2c8c", shape: "hexagon" },
+  theme: { label: "theme", fill: "#fbe8f0", stroke: "#8a2350", shape: "tab" },
+  other: { label: "other", fill: "#f2f4f7", stroke: "#4a4a4a", shape: "rectangle" },
+};
+
+/** The outline of a node's box of `shape`, `w` x `h`, as an SVG path (inset half a pixel). */
+export function shapePath(shape: string, w: number, h: number): string {
+  const a = 0.5;
+  const b = w - 0.5;
+  const c = h - 0.5;
+  const m = h / 2;
+  switch (shape) {
+    case "pill":
+      return `M${a + m},${a} H${b - m} A${m - a},${m - a} 0 0 1 ${b - m},${c} H${a + m} A${m - a},${m - a} 0 0 1 ${a + m},${a} Z`;
+    case "parallelogram":
+      return `M${a + 8},${a} H${b} L${b - 8},${c} H${a} Z`;
+    case "hexagon":
+      return `M${a + 8},${a} H${b - 8} L${b},${m} L${b - 8},${c} H${a + 8} L${a},${m} Z`;
+    case "tab":
+      return `M${a},${a} H${b - 10} L${b},${a + 10} V${c} H${a} Z`;
+    default:
+      return `M${a + 2},${a} H${b - 2} Q${b},${a} ${b},${a + 2} V${c - 2} Q${b},${c} ${b - 2},${c} H${a + 2} Q${a},${c} ${a},${c - 2} V${a + 2} Q${a},${a} ${a + 2},${a} Z`;
+  }
 }

@@ -76,3 +76,41 @@ export const queryRows = {
     refs.map((r) => `${r.path} → ${r.absolutePath} (${r.kind}, missing)`),
   cycles: (cycles: { cycle: string[] }[]): string[] => cycles.map((c) => c.cycle.join(" → ")),
 };
+
+export interface ResourceSort {
+  key: "path" | "type" | "references" | "promoted";
+  direction: "asc" | "desc";
+}
+
+const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
+
+/**
+ * The Resources tab's rows: those whose path or tags contain `text` (case aside) and whose type is
+ * `type` (all when empty), sorted by the column, then by path.
+ */
+export function resourceTable(
+  rows: ReportRow[],
+  filter: { text: string; type: string },
+  sort: ResourceSort,
+): ReportRow[] {
+  const text = filter.text.trim().toLowerCase();
+  const kept = rows.filter(
+    (r) =>
+      (filter.type === "" || r.type === filter.type) &&
+      (text === "" || r.path.toLowerCase().includes(text) || r.tags.toLowerCase().includes(text)),
+  );
+  const by = (a: ReportRow, b: ReportRow): number => {
+    switch (sort.key) {
+      case "type":
+        return collator.compare(a.type, b.type);
+      case "references":
+        return a.references.length - b.references.length;
+      case "promoted":
+        return collator.compare(a.lastPromoted, b.lastPromoted);
+      default:
+        return 0;
+    }
+  };
+  const sign = sort.direction === "asc" ? 1 : -1;
+  return kept.sort((a, b) => sign * (by(a, b) || collator.compare(a.path, b.path)));
+}

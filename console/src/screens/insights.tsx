@@ -1,335 +1,458 @@
-// Insights: projects and their environments, reports (created with the additional fields, watched
-// from generating to generated with WatchReport, read as a table) and the report queries.
+// Insights as an application (issue 30): projects → a project's environments (and promotion, with a
+// preview of what changes) → an environment's reports (status, creator, created, expiry; a new one
+// followed where it was asked for) → one report, on tabs: Problems, Resources, Dependencies,
+// Graph. Every place has its own URL (lib/insights-routes.ts).
 
 import { create as createMessage } from "@bufbuild/protobuf";
+import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ComponentType } from "preact";
-import { useEffect, useState } from "preact/hooks";
-import type { Environment, Project, PromoteResponse } from "../../../sdk/src/gen/trove/insights/v1/projects_pb.js";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { Environment, Project } from "../../../sdk/src/gen/trove/insights/v1/projects_pb.js";
 import {
+  type CompareEnvironmentsResponse,
+  DiffKind,
+  type GetDependenciesResponse,
+  type ListCyclesResponse,
+  type ListMissingReferencesResponse,
   type ReportKey,
   ReportKeySchema,
   ReportState,
   type ReportStatus,
 } from "../../../sdk/src/gen/trove/insights/v1/reports_pb.js";
-import { errorText } from "../components/dialog.js";
+import { Dialog, errorText } from "../components/dialog.js";
 import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
+import { formatTime } from "../lib/format.js";
+import { type InsightsPlace, insightsHref, type ReportTab } from "../lib/insights-routes.js";
+import { kindOfReportType, reportTypeLabel } from "../lib/kinds.js";
 import type { GraphProps } from "./insights-graph.js";
-import { type QueryResult, queryRows, type ReportDocument, type ReportEntry, reportRows } from "./insights-model.js";
+import {
+  type ReportDocument,
+  type ReportEntry,
+  type ResourceSort,
+  reportRows,
+  resourceTable,
+} from "./insights-model.js";
+import type { ScreenProps } from "./registry.js";
 
 const ADDITIONAL_FIELDS = ["lastPromotedDate", "lastPromotedBy"] as const;
 
-export function InsightsScreen() {
-  const { clients } = useApp();
-  const [projects, setProjects] = useState<Project[]>();
-  const [project, setProject] = useState<Project>();
-  const [error, setError] = useState<string>();
-  const [status, setStatus] = useState("");
+const millis = (t: Timestamp | undefined) => (t ? timestampMs(t) : 0);
 
-  const reload = () =>
-    clients.projects.listProjects({}).then(
-      (r) => {
-        setProjects(r.projects);
-        setError(undefined);
-      },
+export function InsightsScreen({ params, search }: ScreenProps) {
+  const place = params as InsightsPlace;
+  const query = new URLSearchParams(search);
+  const { clients } = useApp();
+  const [project, setProject] = useState<Project>();
+  const [environment, setEnvironment] = useState<Environment>();
+  const [error, setError] = useState<string>();
+
+  useEffect(() => {
+    setError(undefined);
+    if (!place.project) return setProject(undefined);
+    clients.projects.getProject({ projectId: place.project }).then(
+      (r) => setProject(r.project),
       (err) => setError(errorText(err)),
     );
+  }, [place.project]);
   useEffect(() => {
-    void reload();
-  }, []);
+    if (!place.project || !place.environment) return setEnvironment(undefined);
+    clients.projects.getEnvironment({ projectId: place.project, environmentId: place.environment }).then(
+      (r) => setEnvironment(r.environment),
+      (err) => setError(errorText(err)),
+    );
+  }, [place.project, place.environment]);
 
+  const ready =
+    (!place.project || project?.id === place.project) && (!place.environment || environment?.id === place.environment);
   return (
-    <section aria-labelledby="insights-title">
-      <div class="title-row">
-        <h1 id="insights-title">Insights</h1>
-      </div>
-      <p class="status" role="status">
-        {status}
-      </p>
+    <section aria-labelledby="insights-title" class="insights">
+      <nav aria-label="Insights" class="crumbs">
+        <ol>
+          <li>
+            <a href={insightsHref({})} aria-current={!place.project ? "page" : undefined}>
+              Insights
+            </a>
+          </li>
+          {place.project && (
+            <li>
+              <a href={insightsHref({ project: place.project })} aria-current={!place.environment ? "page" : undefined}>
+                {project?.name ?? "…"}
+              </a>
+            </li>
+          )}
+          {place.environment && (
+            <li>
+              <a
+                href={insightsHref({ project: place.project, environment: place.environment })}
+                aria-current={!place.report ? "page" : undefined}
+              >
+                {environment?.name ?? "…"}
+              </a>
+            </li>
+          )}
+          {place.report && (
+            <li>
+              <a href={insightsHref({ ...place, tab: "problems" })} aria-current="page">
+                Report {place.report.slice(0, 8)}
+              </a>
+            </li>
+          )}
+        </ol>
+      </nav>
       <ErrorLine text={error} />
-      <h2>Projects</h2>
+      {!place.project && <ProjectsPage />}
+      {ready && project && !place.environment && <ProjectPage project={project} />}
+      {ready && project && environment && !place.report && (
+        <EnvironmentPage project={project} environment={environment} />
+      )}
+      {ready && project && environment && place.report && (
+        <ReportPage
+          key={place.report}
+          project={project}
+          environment={environment}
+          reportId={place.report}
+          tab={place.tab ?? "problems"}
+          path={query.get("path") ?? ""}
+          show={query.get("show") ?? ""}
+        />
+      )}
+    </section>
+  );
+}
+
+function ProjectsPage() {
+  const { clients, navigate } = useApp();
+  const [projects, setProjects] = useState<Project[]>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    clients.projects.listProjects({}).then(
+      (r) => setProjects(r.projects),
+      (err) => setError(errorText(err)),
+    );
+  }, []);
+  return (
+    <>
+      <div class="title-row">
+        <h1 id="insights-title">Projects</h1>
+      </div>
+      <ErrorLine text={error} />
       {projects === undefined && !error && <p class="loading">Loading projects…</p>}
       {projects && (
         <table class="grid projects">
           <thead>
             <tr>
-              <th scope="col">Name</th>
+              <th scope="col">Project</th>
               <th scope="col">Account</th>
               <th scope="col">Store</th>
-              <th scope="col">ID</th>
+              <th scope="col">Created</th>
+              <th scope="col">Creator</th>
             </tr>
           </thead>
           <tbody>
             {projects.length === 0 && (
               <tr>
-                <td colSpan={4}>No projects yet.</td>
+                <td colSpan={5}>No projects yet: create one below.</td>
               </tr>
             )}
             {projects.map((p) => (
               <tr key={p.id}>
                 <th scope="row">
-                  <button
-                    type="button"
-                    class="secondary"
-                    aria-pressed={project?.id === p.id}
-                    onClick={() => setProject(p)}
-                    aria-label={`Open project ${p.name}`}
-                  >
-                    {p.name}
-                  </button>
+                  <a href={insightsHref({ project: p.id })}>{p.name}</a>
                 </th>
                 <td>{p.account}</td>
                 <td>{p.store}</td>
-                <td>
-                  <code>{p.id}</code>
+                <td>{formatTime(millis(p.created))}</td>
+                <td>{p.creator}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <NameForm
+        legend="New project"
+        field="Name"
+        id="project-name"
+        extra={{ id: "project-account", label: "Account (optional)" }}
+        submit="Create project"
+        onSubmit={async (name, account) => {
+          const r = await clients.projects.createProject({ name, account: account ?? "" });
+          if (r.project) navigate(insightsHref({ project: r.project.id }));
+        }}
+      />
+    </>
+  );
+}
+
+/** A compact one-line form: a name (and an optional second field), a button, the API's refusal. */
+function NameForm(props: {
+  legend: string;
+  field: string;
+  id: string;
+  extra?: { id: string; label: string };
+  submit: string;
+  onSubmit(name: string, extra?: string): Promise<void>;
+}) {
+  const [name, setName] = useState("");
+  const [extra, setExtra] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="inline-form"
+      aria-label={props.legend}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        setError(undefined);
+        try {
+          await props.onSubmit(name.trim(), extra.trim());
+          setName("");
+        } catch (err) {
+          setError(errorText(err));
+        }
+        setBusy(false);
+      }}
+    >
+      <strong>{props.legend}</strong>
+      <label for={props.id}>{props.field}</label>
+      <input id={props.id} size={18} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      {props.extra && (
+        <>
+          <label for={props.extra.id}>{props.extra.label}</label>
+          <input id={props.extra.id} size={14} value={extra} onInput={(e) => setExtra(e.currentTarget.value)} />
+        </>
+      )}
+      <button type="submit" disabled={busy}>
+        {props.submit}
+      </button>
+      <ErrorLine text={error} />
+    </form>
+  );
+}
+
+function ProjectPage({ project }: { project: Project }) {
+  const { clients, navigate } = useApp();
+  const [environments, setEnvironments] = useState<Environment[]>();
+  const [error, setError] = useState<string>();
+  const [promoting, setPromoting] = useState<Environment>();
+  const [status, setStatus] = useState("");
+  useEffect(() => {
+    clients.projects.listEnvironments({ projectId: project.id }).then(
+      (r) => setEnvironments(r.environments),
+      (err) => setError(errorText(err)),
+    );
+  }, [project.id]);
+  return (
+    <>
+      <div class="title-row">
+        <h1 id="insights-title">Project {project.name}</h1>
+      </div>
+      <p class="hint">
+        Account {project.account}, store{" "}
+        <a href={`/console/browse/${encodeURIComponent(project.store)}/`}>{project.store}</a>, created{" "}
+        {formatTime(millis(project.created))} by {project.creator}.
+      </p>
+      <p class="status" role="status">
+        {status}
+      </p>
+      <ErrorLine text={error} />
+      <h2>Environments</h2>
+      {environments && (
+        <table class="grid environments">
+          <thead>
+            <tr>
+              <th scope="col">Environment</th>
+              <th scope="col">Created</th>
+              <th scope="col">Creator</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {environments.length === 0 && (
+              <tr>
+                <td colSpan={4}>No environments yet: create one below.</td>
+              </tr>
+            )}
+            {environments.map((e) => (
+              <tr key={e.id}>
+                <th scope="row">
+                  <a href={insightsHref({ project: project.id, environment: e.id })}>{e.name}</a>
+                </th>
+                <td>{formatTime(millis(e.created))}</td>
+                <td>{e.creator}</td>
+                <td class="actions">
+                  {environments.length > 1 && (
+                    <button
+                      type="button"
+                      class="secondary"
+                      onClick={() => setPromoting(e)}
+                      aria-label={`Promote from ${e.name}…`}
+                    >
+                      Promote from {e.name}…
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
-      <NewProject
-        onCreated={(p) => {
-          setStatus(`Project ${p.name} created.`);
-          setProject(p);
-          void reload();
+      <NameForm
+        legend="New environment"
+        field={`Name (a top-level folder of ${project.store})`}
+        id="environment-name"
+        submit="Create environment"
+        onSubmit={async (name) => {
+          const r = await clients.projects.createEnvironment({ projectId: project.id, name });
+          if (r.environment) navigate(insightsHref({ project: project.id, environment: r.environment.id }));
         }}
       />
-      {project && <ProjectView key={project.id} project={project} onStatus={setStatus} />}
-    </section>
+      {promoting && environments && (
+        <Promote
+          project={project}
+          from={promoting}
+          targets={environments.filter((e) => e.id !== promoting.id)}
+          onClose={() => setPromoting(undefined)}
+          onPromoted={(text) => {
+            setPromoting(undefined);
+            setStatus(text);
+          }}
+        />
+      )}
+    </>
   );
 }
 
-function NewProject(props: { onCreated(p: Project): void }) {
+function EnvironmentPage({ project, environment }: { project: Project; environment: Environment }) {
   const { clients } = useApp();
-  const [name, setName] = useState("");
-  const [account, setAccount] = useState("");
+  const [reports, setReports] = useState<ReportStatus[]>();
+  const [fields, setFields] = useState<string[]>([...ADDITIONAL_FIELDS]);
   const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      const r = await clients.projects.createProject({ name: name.trim(), account: account.trim() });
-      if (r.project) props.onCreated(r.project);
-      setName("");
-    } catch (err) {
-      setError(errorText(err));
-    }
-    setBusy(false);
-  };
-  return (
-    <form class="form" onSubmit={submit} aria-label="New project">
-      <fieldset>
-        <legend>New project</legend>
-        <ErrorLine text={error} />
-        <label for="project-name">Name</label>
-        <input id="project-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
-        <label for="project-account">Account</label>
-        <input id="project-account" value={account} onInput={(e) => setAccount((e.target as HTMLInputElement).value)} />
-        <div class="buttons">
-          <button type="submit" disabled={busy}>
-            Create project
-          </button>
-        </div>
-      </fieldset>
-    </form>
-  );
-}
-
-function ProjectView(props: { project: Project; onStatus(s: string): void }) {
-  const { clients } = useApp();
-  const { project } = props;
-  const [environments, setEnvironments] = useState<Environment[]>();
-  const [environment, setEnvironment] = useState<Environment>();
-  const [name, setName] = useState("");
-  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState("");
+  const [watching, setWatching] = useState<string>();
 
   const reload = () =>
-    clients.projects.listEnvironments({ projectId: project.id }).then(
-      (r) => setEnvironments(r.environments),
+    clients.reports.listReports({ projectId: project.id, environmentId: environment.id }).then(
+      (r) => setReports(r.reports),
       (err) => setError(errorText(err)),
     );
   useEffect(() => {
     void reload();
-  }, [project.id]);
+  }, [environment.id]);
 
-  const create = async (event: Event) => {
-    event.preventDefault();
-    setError(undefined);
-    try {
-      const r = await clients.projects.createEnvironment({ projectId: project.id, name: name.trim() });
-      props.onStatus(`Environment ${r.environment?.name} created.`);
-      setName("");
-      if (r.environment) setEnvironment(r.environment);
-      await reload();
-    } catch (err) {
-      setError(errorText(err));
-    }
-  };
-
-  return (
-    <section aria-labelledby="project-title">
-      <h2 id="project-title">Project {project.name}: environments</h2>
-      <ErrorLine text={error} />
-      {environments && (
-        <ul class="environments">
-          {environments.length === 0 && <li>No environments yet.</li>}
-          {environments.map((e) => (
-            <li key={e.id}>
-              <button
-                type="button"
-                class="secondary"
-                aria-pressed={environment?.id === e.id}
-                onClick={() => setEnvironment(e)}
-                aria-label={`Open environment ${e.name}`}
-              >
-                {e.name}
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-      <form class="form" onSubmit={create} aria-label="New environment">
-        <label for="environment-name">New environment (a top-level directory of {project.store})</label>
-        <input id="environment-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
-        <div class="buttons">
-          <button type="submit">Create environment</button>
-        </div>
-      </form>
-      {environment && (
-        <EnvironmentView
-          key={environment.id}
-          project={project}
-          environment={environment}
-          others={(environments ?? []).filter((e) => e.id !== environment.id)}
-          onStatus={props.onStatus}
-        />
-      )}
-    </section>
-  );
-}
-
-function EnvironmentView(props: {
-  project: Project;
-  environment: Environment;
-  others: Environment[];
-  onStatus(s: string): void;
-}) {
-  const { clients } = useApp();
-  const { project, environment } = props;
-  const [fields, setFields] = useState<string[]>([...ADDITIONAL_FIELDS]);
-  const [report, setReport] = useState<ReportStatus>();
-  const [key, setKey] = useState<ReportKey>();
-  const [document, setDocument] = useState<ReportDocument>();
-  const [reportFields, setReportFields] = useState<string[]>([]);
-  const [selected, setSelected] = useState<string[]>([]);
-  const [error, setError] = useState<string>();
-
-  // Follows the report with WatchReport until it is no longer generating, then reads the document.
+  // A new report is followed (WatchReport) in its row, at the top of the list, next to the button.
   useEffect(() => {
-    if (!key) return;
+    if (!watching) return;
     const abort = new AbortController();
+    const key = createMessage(ReportKeySchema, {
+      reportId: watching,
+      projectId: project.id,
+      environmentId: environment.id,
+    });
     (async () => {
-      let last: ReportStatus | undefined;
       for await (const m of clients.reports.watchReport({ key }, { signal: abort.signal })) {
-        last = m.status;
-        setReport(m.status);
+        const s = m.status;
+        if (!s) continue;
+        setReports((list) => [s, ...(list ?? []).filter((r) => r.id[0] !== watching)]);
+        setStatus(`Report ${watching.slice(0, 8)}: ${stateName(s.state)}${s.reason ? ` (${s.reason})` : ""}.`);
       }
-      if (last?.state !== ReportState.GENERATED) return;
-      let text = "";
-      const decoder = new TextDecoder();
-      for await (const m of clients.reports.getReportDocument({ key }, { signal: abort.signal })) {
-        text += decoder.decode(m.chunk, { stream: true });
-      }
-      text += decoder.decode();
-      setDocument(JSON.parse(text) as ReportDocument);
     })().catch((err) => {
       if (!abort.signal.aborted) setError(errorText(err));
     });
     return () => abort.abort();
-  }, [key]);
+  }, [watching]);
 
-  const create = async (event: Event) => {
+  const createReport = async (event: Event) => {
     event.preventDefault();
     setError(undefined);
-    setDocument(undefined);
-    setReport(undefined);
     try {
       const r = await clients.reports.createReport({
         projectId: project.id,
         environmentId: environment.id,
         additionalFields: fields,
       });
-      const reportId = r.reportId[0] ?? "";
-      setReportFields(fields);
-      setSelected([]);
-      setKey(createMessage(ReportKeySchema, { reportId, projectId: project.id, environmentId: environment.id }));
+      const id = r.reportId[0] ?? "";
+      setStatus(`Report ${id.slice(0, 8)}: requested.`);
+      setWatching(id);
     } catch (err) {
       setError(errorText(err));
     }
   };
 
-  const toggle = (field: string, on: boolean) =>
-    setFields(ADDITIONAL_FIELDS.filter((f) => (f === field ? on : fields.includes(f))));
-
   return (
-    <section aria-labelledby="environment-title">
-      <h2 id="environment-title">Environment {environment.name}</h2>
-      <form class="form" onSubmit={create} aria-label="New report">
-        <fieldset>
-          <legend>Additional fields</legend>
-          {ADDITIONAL_FIELDS.map((f) => (
-            <label key={f} class="check">
-              <input
-                type="checkbox"
-                checked={fields.includes(f)}
-                onChange={(e) => toggle(f, (e.target as HTMLInputElement).checked)}
-              />{" "}
-              {f}
-            </label>
-          ))}
-        </fieldset>
-        <div class="buttons">
-          <button type="submit">Create report</button>
-        </div>
+    <>
+      <div class="title-row">
+        <h1 id="insights-title">Environment {environment.name}</h1>
+      </div>
+      <form class="inline-form" onSubmit={createReport} aria-label="New report">
+        <button type="submit">Create report</button>
+        <span>with</span>
+        {ADDITIONAL_FIELDS.map((f) => (
+          <label key={f} class="check">
+            <input
+              type="checkbox"
+              checked={fields.includes(f)}
+              onChange={(e) =>
+                setFields(ADDITIONAL_FIELDS.filter((x) => (x === f ? e.currentTarget.checked : fields.includes(x))))
+              }
+            />
+            {f}
+          </label>
+        ))}
+        <span class="report-progress" role="status">
+          {status}
+        </span>
       </form>
       <ErrorLine text={error} />
-      {report && (
-        <p class="report-state" aria-live="polite">
-          Report <code>{report.id[0]}</code>: <strong>{stateName(report.state)}</strong>
-          {report.reason && ` (${report.reason})`}
-        </p>
+      <h2>Reports</h2>
+      {reports === undefined && !error && <p class="loading">Loading reports…</p>}
+      {reports && (
+        <table class="grid reports">
+          <thead>
+            <tr>
+              <th scope="col">Report</th>
+              <th scope="col">Status</th>
+              <th scope="col">Creator</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+            </tr>
+          </thead>
+          <tbody>
+            {reports.length === 0 && (
+              <tr>
+                <td colSpan={5}>No reports yet: create one above.</td>
+              </tr>
+            )}
+            {reports.map((r) => {
+              const id = r.id[0] ?? "";
+              return (
+                <tr key={id} data-report={id}>
+                  <th scope="row">
+                    {r.state === ReportState.GENERATED ? (
+                      <a href={insightsHref({ project: project.id, environment: environment.id, report: id })}>
+                        <code>{id.slice(0, 8)}</code>
+                      </a>
+                    ) : (
+                      <code>{id.slice(0, 8)}</code>
+                    )}
+                  </th>
+                  <td>
+                    <span class={`state ${stateName(r.state)}`}>{stateName(r.state)}</span>
+                    {r.reason && <span class="hint"> {r.reason}</span>}
+                  </td>
+                  <td>{r.creator}</td>
+                  <td>{formatTime(millis(r.created[0]))}</td>
+                  <td>{r.expires ? formatTime(millis(r.expires)) : ""}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
       )}
-      {key && document && <Queries reportKey={key} />}
-      {key && document && (
-        <GraphLoader
-          key={key.reportId}
-          entries={document.resources}
-          reportKey={key}
-          store={project.store}
-          environmentName={environment.name}
-        />
-      )}
-      {document && props.others.length > 0 && (
-        <Promote
-          project={project}
-          from={environment}
-          targets={props.others}
-          paths={selected}
-          onPromoted={(n, to) => props.onStatus(`${n} promoted to ${to}.`)}
-        />
-      )}
-      {document && (
-        <ReportTable
-          entries={document.resources}
-          fields={reportFields}
-          selected={selected}
-          onSelect={(path, on) => setSelected(on ? [...selected, path] : selected.filter((p) => p !== path))}
-        />
-      )}
-    </section>
+    </>
   );
 }
 
@@ -346,254 +469,544 @@ export function stateName(state: ReportState): string {
   }
 }
 
-function ReportTable(props: {
-  entries: ReportEntry[];
-  fields: string[];
-  selected: string[];
-  onSelect(path: string, on: boolean): void;
+const TAB_LABELS: Record<ReportTab, string> = {
+  problems: "Problems",
+  resources: "Resources",
+  related: "Dependencies",
+  graph: "Graph",
+};
+
+function ReportPage(props: {
+  project: Project;
+  environment: Environment;
+  reportId: string;
+  tab: ReportTab;
+  path: string;
+  show: string;
 }) {
-  const rows = reportRows(props.entries);
+  const { clients } = useApp();
+  const { project, environment } = props;
+  const key = useMemo(
+    () =>
+      createMessage(ReportKeySchema, {
+        reportId: props.reportId,
+        projectId: project.id,
+        environmentId: environment.id,
+      }),
+    [props.reportId],
+  );
+  const [document, setDocument] = useState<ReportDocument>();
+  const [status, setStatus] = useState<ReportStatus>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    const abort = new AbortController();
+    (async () => {
+      const s = await clients.reports.getReport({ key }, { signal: abort.signal });
+      setStatus(s.status);
+      let text = "";
+      const decoder = new TextDecoder();
+      for await (const m of clients.reports.getReportDocument({ key }, { signal: abort.signal })) {
+        text += decoder.decode(m.chunk, { stream: true });
+      }
+      text += decoder.decode();
+      setDocument(JSON.parse(text) as ReportDocument);
+    })().catch((err) => {
+      if (!abort.signal.aborted) setError(errorText(err));
+    });
+    return () => abort.abort();
+  }, [key]);
+
+  const place = { project: project.id, environment: environment.id, report: props.reportId };
   return (
-    <table class="grid report" aria-label={`Report: ${rows.length} resources`}>
-      <caption>{rows.length} resources</caption>
-      <thead>
-        <tr>
-          <th scope="col">Resource</th>
-          <th scope="col">Type</th>
-          <th scope="col">Tags</th>
-          <th scope="col">References</th>
-          <th scope="col">Last promoted</th>
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((r) => (
-          <tr key={r.path}>
-            <th scope="row">
-              <input
-                type="checkbox"
-                aria-label={`Select ${r.path}`}
-                checked={props.selected.includes(r.path)}
-                onChange={(e) => props.onSelect(r.path, (e.target as HTMLInputElement).checked)}
-              />{" "}
-              <code>{r.path}</code>
-            </th>
-            <td>{r.type}</td>
-            <td>{r.tags}</td>
-            <td>
-              {r.references.map((ref) => (
-                <div key={ref.path} class={ref.missing ? "error" : undefined}>
-                  <code>{ref.path}</code>
-                  {ref.missing && " (missing)"}
-                </div>
-              ))}
-            </td>
-            <td>{props.fields.includes("lastPromotedDate") ? r.lastPromoted : "not requested"}</td>
-          </tr>
+    <>
+      <div class="title-row">
+        <h1 id="insights-title">
+          Report {props.reportId.slice(0, 8)} of {environment.name}
+        </h1>
+      </div>
+      {status && (
+        <p class="hint">
+          {document ? `${document.resources.length} resources, ` : ""}created {formatTime(millis(status.created[0]))} by{" "}
+          {status.creator}
+          {status.expires ? `, expires ${formatTime(millis(status.expires))}` : ""}.
+        </p>
+      )}
+      <nav aria-label="Report views" class="tabs">
+        {(Object.keys(TAB_LABELS) as ReportTab[]).map((tab) => (
+          <a
+            key={tab}
+            href={insightsHref({ ...place, tab }, tab === "related" || tab === "graph" ? { path: props.path } : {})}
+            aria-current={props.tab === tab ? "page" : undefined}
+          >
+            {TAB_LABELS[tab]}
+          </a>
         ))}
-      </tbody>
-    </table>
+      </nav>
+      <ErrorLine text={error} />
+      {!document && !error && <p class="loading">Loading the report…</p>}
+      {document && props.tab === "problems" && <Problems reportKey={key} place={place} />}
+      {document && props.tab === "resources" && <Resources entries={document.resources} place={place} />}
+      {document && props.tab === "related" && (
+        <Related reportKey={key} entries={document.resources} place={place} path={props.path} />
+      )}
+      {document && props.tab === "graph" && (
+        <GraphLoader
+          entries={document.resources}
+          reportKey={key}
+          store={project.store}
+          environmentName={environment.name}
+          focus={props.path}
+          show={props.show}
+          hrefFor={(query) => insightsHref({ ...place, tab: "graph" }, query)}
+        />
+      )}
+    </>
   );
 }
 
-type QueryName = "dependencies" | "dependents" | "unused" | "missing" | "cycles";
+type Place = { project: string; environment: string; report: string };
 
-function Queries(props: { reportKey: ReportKey }) {
-  const { clients } = useApp();
-  const key = props.reportKey;
-  const [path, setPath] = useState("");
-  const [result, setResult] = useState<QueryResult>();
-  const [error, setError] = useState<string>();
-
-  const run = async (query: QueryName) => {
-    setError(undefined);
-    try {
-      switch (query) {
-        case "dependencies": {
-          const r = await clients.reports.getDependencies({ key, path });
-          setResult({ title: `Dependencies of ${r.resource}`, rows: queryRows.related(r.all) });
-          break;
-        }
-        case "dependents": {
-          const r = await clients.reports.getDependents({ key, path });
-          setResult({ title: `Dependents of ${r.resource}`, rows: queryRows.related(r.all) });
-          break;
-        }
-        case "unused": {
-          const r = await clients.reports.listUnusedResources({ key });
-          setResult({ title: "Unused resources", rows: queryRows.related(r.resources) });
-          break;
-        }
-        case "missing": {
-          const r = await clients.reports.listMissingReferences({ key });
-          setResult({ title: "Missing references", rows: queryRows.missing(r.references) });
-          break;
-        }
-        case "cycles": {
-          const r = await clients.reports.listCycles({ key });
-          setResult({ title: "Cycles", rows: queryRows.cycles(r.cycles) });
-          break;
-        }
-      }
-    } catch (err) {
-      setResult(undefined);
-      setError(errorText(err));
-    }
-  };
-
+/** A resource path that wraps after each "/" rather than inside a name. */
+export function WrappingPath({ path }: { path: string }) {
+  const parts = path.split("/");
   return (
-    <section aria-labelledby="queries-title" class="queries">
-      <h2 id="queries-title">Queries</h2>
-      <form class="form" onSubmit={(e) => e.preventDefault()} aria-label="Queries">
-        <label for="query-path">Resource path (for dependencies and dependents)</label>
+    <code class="path">
+      {parts.map((p, i) => (
+        <span key={i}>
+          {p}
+          {i < parts.length - 1 && (
+            <>
+              /<wbr />
+            </>
+          )}
+        </span>
+      ))}
+    </code>
+  );
+}
+
+/** A resource type as a chip: its kind's colour (the graph's legend), its name in words. */
+export function TypeChip({ type }: { type: string }) {
+  return <span class={`chip kind-${kindOfReportType(type) ?? "other"}`}>{reportTypeLabel(type)}</span>;
+}
+
+function Problems({ reportKey, place }: { reportKey: ReportKey; place: Place }) {
+  const { clients } = useApp();
+  const [missing, setMissing] = useState<ListMissingReferencesResponse>();
+  const [cycles, setCycles] = useState<ListCyclesResponse>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    Promise.all([
+      clients.reports.listMissingReferences({ key: reportKey }),
+      clients.reports.listCycles({ key: reportKey }),
+    ]).then(
+      ([m, c]) => {
+        setMissing(m);
+        setCycles(c);
+      },
+      (err) => setError(errorText(err)),
+    );
+  }, [reportKey]);
+  if (error) return <ErrorLine text={error} />;
+  if (!missing || !cycles) return <p class="loading">Looking for problems…</p>;
+  const graphOf = (path: string) => insightsHref({ ...place, tab: "graph" }, { path });
+  return (
+    <section aria-labelledby="problems-title" class="problems">
+      <h2 id="problems-title" class="visually-hidden">
+        Problems
+      </h2>
+      {missing.references.length === 0 && cycles.cycles.length === 0 && (
+        <p>No problems: every reference resolves, and no resource depends on itself.</p>
+      )}
+      {(missing.references.length > 0 || cycles.cycles.length > 0) && (
+        <p>
+          <a href={insightsHref({ ...place, tab: "graph" }, { show: "problems" })}>Show the problems in the graph</a>
+        </p>
+      )}
+      <h3>Missing references: {missing.references.length}</h3>
+      {missing.references.length > 0 && (
+        <table class="grid missing" aria-label="Missing references">
+          <thead>
+            <tr>
+              <th scope="col">Resource</th>
+              <th scope="col">Refers to (missing)</th>
+              <th scope="col">As</th>
+            </tr>
+          </thead>
+          <tbody>
+            {missing.references.map((r) => (
+              <tr key={`${r.path}>${r.absolutePath}`}>
+                <th scope="row">
+                  <a href={graphOf(r.path)} aria-label={`${r.path} in the graph`}>
+                    <WrappingPath path={r.path} />
+                  </a>
+                </th>
+                <td class="error">
+                  <WrappingPath path={r.absolutePath} />
+                </td>
+                <td>
+                  <TypeChip type={r.kind} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h3>Cycles: {cycles.cycles.length}</h3>
+      {cycles.cycles.length > 0 && (
+        <ol class="cycles">
+          {cycles.cycles.map((c) => (
+            <li key={c.cycle.join(">")}>
+              {c.cycle.map((p, i) => (
+                <span key={`${i}-${p}`}>
+                  {i > 0 && (
+                    <>
+                      <span aria-hidden="true"> → </span>
+                      <span class="visually-hidden"> refers to </span>
+                    </>
+                  )}
+                  <a href={graphOf(p)}>
+                    <WrappingPath path={p} />
+                  </a>
+                </span>
+              ))}
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}
+
+function Resources({ entries, place }: { entries: ReportEntry[]; place: Place }) {
+  const [filter, setFilter] = useState("");
+  const [kind, setKind] = useState("");
+  const [sort, setSort] = useState<ResourceSort>({ key: "path", direction: "asc" });
+  const rows = useMemo(
+    () => resourceTable(reportRows(entries), { text: filter, type: kind }, sort),
+    [entries, filter, kind, sort],
+  );
+  const types = useMemo(() => [...new Set(entries.map((e) => e.type))].sort(), [entries]);
+  const header = (key: ResourceSort["key"], label: string) => (
+    <th scope="col" aria-sort={sort.key === key ? (sort.direction === "asc" ? "ascending" : "descending") : undefined}>
+      <button
+        type="button"
+        class="sort"
+        onClick={() => setSort({ key, direction: sort.key === key && sort.direction === "asc" ? "desc" : "asc" })}
+      >
+        {label}
+        <span aria-hidden="true">{sort.key === key ? (sort.direction === "asc" ? " ▲" : " ▼") : ""}</span>
+      </button>
+    </th>
+  );
+  return (
+    <section aria-labelledby="resources-title">
+      <h2 id="resources-title" class="visually-hidden">
+        Resources
+      </h2>
+      <search class="inline-form">
+        <label for="resource-filter">Filter</label>
         <input
-          id="query-path"
-          value={path}
-          placeholder="/templates/letters/welcome-letter.template"
-          onInput={(e) => setPath((e.target as HTMLInputElement).value)}
+          id="resource-filter"
+          type="search"
+          size={24}
+          value={filter}
+          placeholder="part of a path or tag"
+          onInput={(e) => setFilter(e.currentTarget.value)}
         />
-        <div class="buttons">
-          <button type="button" class="secondary" onClick={() => run("dependencies")}>
-            Dependencies
-          </button>
-          <button type="button" class="secondary" onClick={() => run("dependents")}>
-            Dependents
-          </button>
-          <button type="button" class="secondary" onClick={() => run("unused")}>
-            Unused
-          </button>
-          <button type="button" class="secondary" onClick={() => run("missing")}>
-            Missing references
-          </button>
-          <button type="button" class="secondary" onClick={() => run("cycles")}>
-            Cycles
-          </button>
-        </div>
+        <label for="resource-type">Type</label>
+        <select id="resource-type" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
+          <option value="">all</option>
+          {types.map((t) => (
+            <option key={t} value={t}>
+              {reportTypeLabel(t)}
+            </option>
+          ))}
+        </select>
+        <span role="status">
+          {rows.length} of {entries.length} resources
+        </span>
+      </search>
+      <table class="grid report" aria-label={`Resources: ${rows.length}`}>
+        <thead>
+          <tr>
+            {header("path", "Resource")}
+            {header("type", "Type")}
+            <th scope="col">Tags</th>
+            {header("references", "References")}
+            {header("promoted", "Last promoted")}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.path} data-path={r.path}>
+              <th scope="row">
+                <a href={insightsHref({ ...place, tab: "related" }, { path: r.path })}>
+                  <WrappingPath path={r.path} />
+                </a>
+              </th>
+              <td>
+                <TypeChip type={r.type} />
+              </td>
+              <td>{r.tags}</td>
+              <td>
+                {r.references.length}
+                {r.references.some((x) => x.missing) && (
+                  <span class="error"> ({r.references.filter((x) => x.missing).length} missing)</span>
+                )}
+              </td>
+              <td>{r.lastPromoted}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+type RelatedList = Pick<GetDependenciesResponse, "all">;
+
+function Related(props: { reportKey: ReportKey; entries: ReportEntry[]; place: Place; path: string }) {
+  const { clients, navigate } = useApp();
+  const [deps, setDeps] = useState<RelatedList>();
+  const [dependents, setDependents] = useState<RelatedList>();
+  const [error, setError] = useState<string>();
+  const [typed, setTyped] = useState(props.path);
+  useEffect(() => {
+    setDeps(undefined);
+    setDependents(undefined);
+    setError(undefined);
+    if (!props.path) return;
+    Promise.all([
+      clients.reports.getDependencies({ key: props.reportKey, path: props.path }),
+      clients.reports.getDependents({ key: props.reportKey, path: props.path }),
+    ]).then(
+      ([a, b]) => {
+        setDeps(a);
+        setDependents(b);
+      },
+      (err) => setError(errorText(err)),
+    );
+  }, [props.path]);
+  const list = (title: string, r: RelatedList | undefined) => (
+    <section class="related-list" aria-label={title}>
+      <h3>
+        {title}: {r?.all.length ?? "…"}
+      </h3>
+      {r && r.all.length === 0 && <p>None.</p>}
+      {r && r.all.length > 0 && (
+        <ul>
+          {r.all.map((x) => (
+            <li key={x.path} class={x.missing ? "error" : undefined}>
+              {x.missing ? (
+                <WrappingPath path={x.path} />
+              ) : (
+                <a href={insightsHref({ ...props.place, tab: "related" }, { path: x.path })}>
+                  <WrappingPath path={x.path} />
+                </a>
+              )}{" "}
+              <TypeChip type={x.type} /> {x.depth > 1 ? `depth ${x.depth}` : "direct"}
+              {x.missing && " (missing)"}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+  return (
+    <section aria-labelledby="related-title">
+      <h2 id="related-title" class="visually-hidden">
+        Dependencies and dependents
+      </h2>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          navigate(insightsHref({ ...props.place, tab: "related" }, { path: typed.trim() }));
+        }}
+      >
+        <label for="related-path">Resource</label>
+        <input
+          id="related-path"
+          list="report-paths"
+          size={48}
+          value={typed}
+          onInput={(e) => setTyped(e.currentTarget.value)}
+        />
+        <datalist id="report-paths">
+          {props.entries.map((e) => (
+            <option key={e.path} value={e.path} />
+          ))}
+        </datalist>
+        <button type="submit" class="secondary">
+          Show
+        </button>
+        {props.path && <a href={insightsHref({ ...props.place, tab: "graph" }, { path: props.path })}>In the graph</a>}
       </form>
       <ErrorLine text={error} />
-      {result && (
-        <div class="query-result" aria-live="polite">
-          <h3>
-            {result.title}: {result.rows.length}
-          </h3>
-          {result.rows.length === 0 ? (
-            <p>None.</p>
-          ) : (
-            <ul>
-              {result.rows.map((row) => (
-                <li key={row}>
-                  <code>{row}</code>
-                </li>
-              ))}
-            </ul>
-          )}
+      {!props.path && <p class="hint">Choose a resource (or open one from the Resources tab).</p>}
+      {props.path && !error && (
+        <div class="related">
+          {list("Dependencies (what it uses)", deps)}
+          {list("Dependents (what uses it)", dependents)}
         </div>
       )}
     </section>
   );
 }
 
-/** The dependency graph is its own chunk, loaded when asked for. */
+/** The dependency graph is its own chunk, loaded with its tab. */
 function GraphLoader(props: GraphProps) {
   const [Graph, setGraph] = useState<ComponentType<GraphProps>>();
   const [error, setError] = useState<string>();
-  if (Graph) return <Graph {...props} />;
-  return (
-    <div class="buttons">
-      <button
-        type="button"
-        class="secondary"
-        onClick={() =>
-          import("./insights-graph.js").then(
-            (m) => setGraph(() => m.DependencyGraph),
-            (err) => setError(errorText(err)),
-          )
-        }
-      >
-        Show dependency graph
-      </button>
-      <ErrorLine text={error} />
-    </div>
-  );
+  useEffect(() => {
+    import("./insights-graph.js").then(
+      (m) => setGraph(() => m.DependencyGraph),
+      (err) => setError(errorText(err)),
+    );
+  }, []);
+  if (error) return <ErrorLine text={error} />;
+  if (!Graph) return <p class="loading">Loading the graph…</p>;
+  return <Graph {...props} />;
 }
 
-/** Promotes the resources selected in the report to another environment; shows each file's outcome. */
+/**
+ * Promotion from one environment to another, previewed first: the comparison of the target with
+ * the source (CompareEnvironments) lists what the promotion would add and replace; the user picks
+ * among those, then promotes. Resources only in the target are listed as kept (promotion deletes
+ * nothing).
+ */
 function Promote(props: {
   project: Project;
   from: Environment;
   targets: Environment[];
-  paths: string[];
-  onPromoted(count: number, to: string): void;
+  onClose(): void;
+  onPromoted(text: string): void;
 }) {
   const { clients } = useApp();
   const [to, setTo] = useState(props.targets[0]?.id ?? "");
-  const [outcome, setOutcome] = useState<PromoteResponse>();
+  const [preview, setPreview] = useState<CompareEnvironmentsResponse>();
+  const [chosen, setChosen] = useState<string[]>([]);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
-  const target = props.targets.find((t) => t.id === to) ?? props.targets[0];
+  const target = props.targets.find((t) => t.id === to);
 
-  const promote = async (event: Event) => {
-    event.preventDefault();
+  useEffect(() => {
+    setPreview(undefined);
     setError(undefined);
-    setOutcome(undefined);
-    // No selection would mean "the whole environment" to the API: the console never sends that by accident.
-    if (props.paths.length === 0 || !target) {
-      setError("Select the resources to promote in the table first.");
+    if (!to) return;
+    // Before: the target now; after: the source now. Added and changed are what a promotion writes.
+    clients.reports
+      .compareEnvironments({
+        projectId: props.project.id,
+        from: { environmentId: to },
+        to: { environmentId: props.from.id },
+      })
+      .then(
+        (r) => {
+          setPreview(r);
+          setChosen(r.resources.filter((d) => d.kind !== DiffKind.REMOVED).map((d) => d.path));
+        },
+        (err) => setError(errorText(err)),
+      );
+  }, [to]);
+
+  const promote = async () => {
+    if (!target) return;
+    if (chosen.length === 0) {
+      // No selection would mean "the whole environment" to the API: never sent by a slip.
+      setError("Choose at least one resource to promote.");
       return;
     }
     setBusy(true);
+    setError(undefined);
     try {
       const r = await clients.projects.promote({
         projectId: props.project.id,
         fromEnvironmentId: props.from.id,
         toEnvironmentId: target.id,
-        resources: props.paths.map((path) => ({ path })),
+        resources: chosen.map((path) => ({ path })),
       });
-      setOutcome(r);
-      props.onPromoted(r.promotedCount, target.name);
+      const failed = r.resources.filter((x) => x.error).map((x) => `${x.path}: ${x.code} ${x.error}`);
+      props.onPromoted(
+        `${r.promotedCount} promoted from ${props.from.name} to ${target.name} by ${r.promotedBy}` +
+          (r.failedCount > 0 ? `; ${r.failedCount} failed: ${failed.join("; ")}` : "."),
+      );
     } catch (err) {
       setError(errorText(err));
+      setBusy(false);
     }
-    setBusy(false);
   };
 
+  const writes = preview?.resources.filter((d) => d.kind !== DiffKind.REMOVED) ?? [];
+  const kept = preview?.resources.filter((d) => d.kind === DiffKind.REMOVED) ?? [];
   return (
-    <form class="form promote" onSubmit={promote} aria-label="Promote">
-      <fieldset>
-        <legend>Promote the selected resources ({props.paths.length})</legend>
+    <Dialog title={`Promote from ${props.from.name}`} wide onClose={props.onClose}>
+      <div class="inline-form">
         <label for="promote-to">To environment</label>
-        <select id="promote-to" value={target?.id} onChange={(e) => setTo((e.target as HTMLSelectElement).value)}>
+        <select id="promote-to" value={to} onChange={(e) => setTo(e.currentTarget.value)}>
           {props.targets.map((t) => (
             <option key={t.id} value={t.id}>
               {t.name}
             </option>
           ))}
         </select>
-        <div class="buttons">
-          <button type="submit" disabled={busy}>
-            Promote
-          </button>
-        </div>
-        <ErrorLine text={error} />
-        {outcome && (
-          <table class="grid promoted" aria-label="Promotion result">
-            <caption>
-              {outcome.promotedCount} promoted, {outcome.failedCount} failed, by {outcome.promotedBy}
-            </caption>
-            <tbody>
-              {outcome.resources.map((r) => (
-                <tr key={r.path}>
-                  <th scope="row">
-                    <code>{r.path}</code>
-                  </th>
-                  <td class={r.error ? "error" : undefined}>
-                    {r.error ? `${r.code}: ${r.error}` : `promoted, tag ${r.tag}`}
-                  </td>
-                </tr>
+      </div>
+      <ErrorLine text={error} />
+      {!preview && !error && <p class="loading">Comparing the two environments…</p>}
+      {preview && (
+        <>
+          <p>
+            {writes.length === 0
+              ? `Nothing to promote: every resource of ${props.from.name} is the same in ${target?.name}.`
+              : `What the promotion changes in ${target?.name}: ${writes.filter((d) => d.kind === DiffKind.ADDED).length} added, ${writes.filter((d) => d.kind === DiffKind.CHANGED).length} replaced. Untick what should stay as it is.`}
+          </p>
+          {writes.length > 0 && (
+            <ul class="promote-preview" aria-label="Resources the promotion writes">
+              {writes.map((d) => (
+                <li key={d.path}>
+                  <label class="check">
+                    <input
+                      type="checkbox"
+                      checked={chosen.includes(d.path)}
+                      onChange={(e) => {
+                        const on = e.currentTarget.checked;
+                        setChosen((c) => (on ? [...c, d.path] : c.filter((p) => p !== d.path)));
+                      }}
+                    />
+                    <span class="badge">{d.kind === DiffKind.ADDED ? "add" : "replace"}</span>{" "}
+                    <WrappingPath path={d.path} />
+                  </label>
+                </li>
               ))}
-            </tbody>
-          </table>
-        )}
-      </fieldset>
-    </form>
+            </ul>
+          )}
+          {kept.length > 0 && (
+            <p class="hint">
+              {kept.length} {kept.length === 1 ? "resource is" : "resources are"} only in {target?.name}: promotion
+              keeps {kept.length === 1 ? "it" : "them"}.
+            </p>
+          )}
+          {preview.references.length > 0 && (
+            <p class="hint">
+              References that change: {preview.references.filter((r) => r.kind === DiffKind.ADDED).length} added,{" "}
+              {preview.references.filter((r) => r.kind === DiffKind.REMOVED).length} removed
+              {preview.references.some((r) => r.kind === DiffKind.ADDED && r.missing)
+                ? `, ${preview.references.filter((r) => r.kind === DiffKind.ADDED && r.missing).length} of the added ones to a missing resource`
+                : ""}
+              .
+            </p>
+          )}
+        </>
+      )}
+      <div class="buttons">
+        <button type="button" onClick={promote} disabled={busy || !preview || writes.length === 0}>
+          Promote {chosen.length} {chosen.length === 1 ? "resource" : "resources"}
+        </button>
+        <button type="button" class="secondary" onClick={props.onClose} autofocus>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
   );
 }

@@ -2,10 +2,13 @@
 // A new screen is one entry here; a heavy one (the dependency graph) stays out of the first load.
 
 import type { ComponentType } from "preact";
+import { parseInsightsHref } from "../lib/insights-routes.js";
 import { CONSOLE_ROOT, parseBrowseHref } from "../lib/paths.js";
 
 export interface ScreenProps {
   params: Record<string, string>;
+  /** The URL's query ("?as-of=12"), for the state a screen keeps there. */
+  search: string;
 }
 
 export interface ScreenDefinition {
@@ -35,9 +38,12 @@ export const SCREENS: ScreenDefinition[] = [
   },
   {
     id: "insights",
-    match: (p) => (p === `${CONSOLE_ROOT}insights` ? {} : undefined),
+    match: (p) => {
+      const place = parseInsightsHref(p);
+      return place && Object.fromEntries(Object.entries(place).filter((e): e is [string, string] => !!e[1]));
+    },
     load: () => import("./insights.js").then((m) => m.InsightsScreen),
-    title: () => "Insights",
+    title: (params) => (params.report ? `Report · Insights` : "Insights"),
     nav: { label: "Insights", href: `${CONSOLE_ROOT}insights` },
   },
 ];

@@ -74,11 +74,7 @@ export function StoresScreen() {
                 <td>{s.type}</td>
                 <td>{s.features.join(", ")}</td>
                 <td>
-                  {s.settings.map((x) => (
-                    <div key={x.name}>
-                      <code>{x.name}</code> = <code>{x.value}</code>
-                    </div>
-                  ))}
+                  <StoreSettings store={s} />
                 </td>
                 <td>{String(s.lastEventId)}</td>
                 <td class="actions">
@@ -117,6 +113,36 @@ export function StoresScreen() {
         />
       )}
     </section>
+  );
+}
+
+/**
+ * The deployment settings, folded: one line ("keep-deleted 7d, keep-versions 30d, 9 settings")
+ * that opens onto the whole list, so each store is one line in the table.
+ */
+function StoreSettings({ store }: { store: Store }) {
+  if (store.settings.length === 0) return <span class="hint">none</span>;
+  const retention = ["keep-deleted", "keep-versions"]
+    .map((name) => store.settings.find((x) => x.name === name))
+    .filter((x) => x !== undefined)
+    .map((x) => `${x.name} ${x.value}`);
+  const count = `${store.settings.length} ${store.settings.length === 1 ? "setting" : "settings"}`;
+  return (
+    <details class="settings">
+      <summary>{retention.length > 0 ? `${retention.join(", ")} · ${count}` : count}</summary>
+      <dl aria-label={`Settings of ${store.name}`}>
+        {store.settings.map((x) => (
+          <div key={x.name} class="setting-line">
+            <dt>
+              <code>{x.name}</code>
+            </dt>
+            <dd>
+              <code>{x.value}</code>
+            </dd>
+          </div>
+        ))}
+      </dl>
+    </details>
   );
 }
 
