@@ -14,7 +14,33 @@ export interface ServerLimits {
   maxConcurrentStreams: number;
   /** Connections open at once; beyond it a connection is answered 503 (HTTP/1.1) or closed (HTTP/2). */
   maxConnections: number;
+  /**
+   * Long-lived requests (long polls, watches, report downloads, large uploads: `longLivedWork` in
+   * fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
+   * `maxConnections`, so that short requests always keep the connections left over.
+   * Undefined: four fifths of `maxConnections` (capacity.ts).
+   */
+  maxLongLived: number | undefined;
 }
+
+/**
+ * The limits whose hits are counted (`trove_limit_refusals_total{limit}`): the connection cap, the
+ * long-lived budget, a caller's share of it, the unauthenticated callers' share, the minimum body
+ * rate, and HTTP/2 sessions closed for idleness.
+ */
+export const LIMIT_NAMES = [
+  "connections",
+  "long_lived",
+  "long_lived_per_caller",
+  "long_lived_unauthenticated",
+  "body_rate",
+  "session_idle",
+] as const;
+
+export type LimitName = (typeof LIMIT_NAMES)[number];
+
+/** Told of every hit of a limit. */
+export type LimitObserver = (limit: LimitName) => void;
 
 export const DEFAULT_LIMITS: ServerLimits = {
   firstByteTimeout: 10_000,
@@ -23,6 +49,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
   sessionIdleTimeout: 120_000,
   maxConcurrentStreams: 256,
   maxConnections: 1000,
+  maxLongLived: undefined,
 };
 
 /**

@@ -11,6 +11,7 @@ import { SERVER_HEADER } from "../rest/http.js";
 import {
   CLOSE_LINGER_MS,
   headersCheckingInterval,
+  type LimitObserver,
   RETRY_AFTER_SECONDS,
   SESSION_CLOSE_GRACE_MS,
   type ServerLimits,
@@ -24,6 +25,8 @@ export type RequestHandler = (
 export interface ListenerOptions {
   handler: RequestHandler;
   limits: ServerLimits;
+  /** Told of every connection or session a limit refuses or closes (metrics). */
+  refused?: LimitObserver;
 }
 
 export interface Listener {
@@ -64,6 +67,11 @@ export interface RequestRecord {
   requestId: string | undefined;
   /** How an observer reads the request's outcome at its end, where the HTTP status is not it (RPC status). */
   outcome: (() => string) | undefined;
+  /**
+   * The request's place in the long-lived budget (fair-share.ts): held until its response closes,
+   * then released; undefined for a short request not over yet.
+   */
+  longLived: "held" | "released" | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -71,6 +79,7 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   arrived = Number.NaN;
   requestId: string | undefined = undefined;
   outcome: (() => string) | undefined = undefined;
+  longLived: "held" | "released" | undefined = undefined;
 
   override writeHead(
     statusCode: number,
@@ -90,6 +99,7 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   arrived = Number.NaN;
   requestId: string | undefined = undefined;
   outcome: (() => string) | undefined = undefined;
+  longLived: "held" | "released" | undefined = undefined;
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;
@@ -170,6 +180,7 @@ const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
 export function createListener(options: ListenerOptions): Listener {
   const { handler, limits } = options;
+  const refused = options.refused ?? (() => {});
   const h1 = http.createServer(
     {
       ServerResponse: RecordedResponse,
@@ -273,7 +284,7 @@ export function createListener(options: ListenerOptions): Listener {
   // and a listener on every connection for its whole life (issue 14).
   const sniffing = new Map<net.Socket, number>();
   // Connections over the limit, answered 503 (or closed) at their first byte.
-  const refused = new Set<net.Socket>();
+  const overCap = new Set<net.Socket>();
   let firstByteTimer: NodeJS.Timeout | undefined;
   const armFirstByteTimer = () => {
     if (firstByteTimer !== undefined) return;
@@ -295,7 +306,7 @@ export function createListener(options: ListenerOptions): Listener {
   }
   function connectionClosed(this: net.Socket): void {
     sniffing.delete(this);
-    refused.delete(this);
+    overCap.delete(this);
     sockets.delete(this);
   }
   function firstBytes(this: net.Socket, chunk: Buffer): void {
@@ -304,7 +315,8 @@ export function createListener(options: ListenerOptions): Listener {
     this.pause();
     const n = Math.min(chunk.length, H2_PREFACE.length);
     const h2c = n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
-    if (refused.delete(this)) {
+    if (overCap.delete(this)) {
+      refused("connections");
       // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
       if (h2c) this.destroy();
       else
@@ -327,7 +339,7 @@ export function createListener(options: ListenerOptions): Listener {
     }
   }
   const tcp = net.createServer((socket) => {
-    if (sockets.size >= limits.maxConnections) refused.add(socket);
+    if (sockets.size >= limits.maxConnections) overCap.add(socket);
     sockets.add(socket);
     sniffing.set(socket, performance.now() + limits.firstByteTimeout);
     armFirstByteTimer();
