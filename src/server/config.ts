@@ -110,6 +110,12 @@ Limits (docs/security.md): a connection that never finishes a request is closed.
   --max-long-lived N        long polls, watches, report downloads and large uploads in flight at
                             once; beyond it 503 / UNAVAILABLE, so the other connections stay for
                             short requests (TROVE_MAX_LONG_LIVED, default auto, 4/5 of --max-connections)
+  --max-long-lived-per-caller N  long-lived requests one authenticated subject may have in flight;
+                            beyond it 429 + Retry-After / RESOURCE_EXHAUSTED, others unaffected
+                            (TROVE_MAX_LONG_LIVED_PER_CALLER, default 1000)
+  --max-long-lived-unauthenticated N  long-lived requests all callers without a token may have in
+                            flight together (health watches, reflection); beyond it 429
+                            (TROVE_MAX_LONG_LIVED_UNAUTHENTICATED, default 100)
   -h, --help                show this help
 `;
 
@@ -219,6 +225,8 @@ export function parseServeArgs(
       "max-concurrent-streams": { type: "string" },
       "max-connections": { type: "string" },
       "max-long-lived": { type: "string" },
+      "max-long-lived-per-caller": { type: "string" },
+      "max-long-lived-unauthenticated": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
       "console-client-id": { type: "string" },
       workers: { type: "string" },
@@ -326,6 +334,17 @@ export function parseServeArgs(
       ),
       maxConnections: workerConnections,
       maxLongLived: Math.ceil(maxLongLived / workers),
+      // A caller's share is per worker: its connections go to any of them.
+      maxLongLivedPerCaller: count(
+        values["max-long-lived-per-caller"] ?? env.TROVE_MAX_LONG_LIVED_PER_CALLER,
+        "max-long-lived-per-caller",
+        "maxLongLivedPerCaller",
+      ),
+      maxLongLivedUnauthenticated: count(
+        values["max-long-lived-unauthenticated"] ?? env.TROVE_MAX_LONG_LIVED_UNAUTHENTICATED,
+        "max-long-lived-unauthenticated",
+        "maxLongLivedUnauthenticated",
+      ),
     },
   };
 }

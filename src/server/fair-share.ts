@@ -54,13 +54,19 @@ export function longLivedWork(req: RestRequest): boolean {
 export interface LongLivedBudgetOptions {
   /** Long-lived requests in flight at once, in all. */
   max: number;
+  /** Long-lived requests in flight at once of one authenticated subject. */
+  perCaller: number;
+  /** Long-lived requests in flight at once of every unauthenticated caller together (open paths: health watches, reflection). */
+  unauthenticated: number;
   /** Told of the budget that refused a request. */
   refused?: LimitObserver;
 }
 
-/** What a response holds of a long-lived budget until it closes (a field of the listener's responses). */
+/** What a response holds of a long-lived budget until it closes (fields of the listener's responses). */
 export interface LongLivedHold {
   longLived: "held" | "released" | undefined;
+  /** Whose share the place counts against (the caller's subject). */
+  longLivedCaller: string | undefined;
 }
 
 /**
@@ -70,6 +76,8 @@ export interface LongLivedHold {
  */
 export class LongLivedBudget {
   private inFlight = 0;
+  /** Long-lived requests in flight by caller (subject; `nobody` for every unauthenticated caller). */
+  private readonly byCaller = new Map<string, number>();
 
   constructor(private readonly options: LongLivedBudgetOptions) {}
 
@@ -79,9 +87,24 @@ export class LongLivedBudget {
   }
 
   /** Admits `req` (marking `res`), or returns the refusal to answer it with. */
-  admit(req: RestRequest, res: LongLivedHold, _caller: Caller = nobody): ConnectError | undefined {
+  admit(req: RestRequest, res: LongLivedHold, caller: Caller): ConnectError | undefined {
     // A response that closed already (its client left while the token was checked) takes no place.
     if (res.longLived === "released" || !longLivedWork(req)) return undefined;
+    const unauthenticated = caller === nobody;
+    const key = caller.subject;
+    const share = unauthenticated ? this.options.unauthenticated : this.options.perCaller;
+    const held = this.byCaller.get(key) ?? 0;
+    // The caller's own share first: a caller over it is told so (429), whether or not the server is full.
+    if (held >= share) {
+      this.options.refused?.(unauthenticated ? "long_lived_unauthenticated" : "long_lived_per_caller");
+      return new ConnectError(
+        unauthenticated
+          ? `too many long-lived requests without credentials: unauthenticated callers may have at most ${share} at once`
+          : `too many long-lived requests (polls, watches, uploads) of ${key}: one caller may have at most ${share} at once`,
+        Code.ResourceExhausted,
+        { [RETRY_AFTER_KEY]: String(RETRY_AFTER_SECONDS) },
+      );
+    }
     if (this.inFlight >= this.options.max) {
       this.options.refused?.("long_lived");
       return new ConnectError(
@@ -91,13 +114,22 @@ export class LongLivedBudget {
       );
     }
     this.inFlight += 1;
+    this.byCaller.set(key, held + 1);
     res.longLived = "held";
+    res.longLivedCaller = key;
     return undefined;
   }
 
   /** Gives back what `res` held, once: its response closed. */
   release(res: LongLivedHold): void {
-    if (res.longLived === "held") this.inFlight -= 1;
+    if (res.longLived === "held") {
+      this.inFlight -= 1;
+      const key = res.longLivedCaller as string;
+      const held = (this.byCaller.get(key) as number) - 1;
+      // A caller with nothing in flight costs no entry.
+      if (held === 0) this.byCaller.delete(key);
+      else this.byCaller.set(key, held);
+    }
     res.longLived = "released";
   }
 }

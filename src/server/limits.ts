@@ -21,6 +21,10 @@ export interface ServerLimits {
    * Undefined: four fifths of `maxConnections` (capacity.ts).
    */
   maxLongLived: number | undefined;
+  /** Long-lived requests one authenticated subject may have in flight; beyond it 429 (RESOURCE_EXHAUSTED). */
+  maxLongLivedPerCaller: number;
+  /** Long-lived requests every unauthenticated caller together may have in flight (open paths); beyond it 429. */
+  maxLongLivedUnauthenticated: number;
 }
 
 /**
@@ -50,6 +54,8 @@ export const DEFAULT_LIMITS: ServerLimits = {
   maxConcurrentStreams: 256,
   maxConnections: 1000,
   maxLongLived: undefined,
+  maxLongLivedPerCaller: 1000,
+  maxLongLivedUnauthenticated: 100,
 };
 
 /**

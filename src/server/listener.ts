@@ -72,6 +72,8 @@ export interface RequestRecord {
    * then released; undefined for a short request not over yet.
    */
   longLived: "held" | "released" | undefined;
+  /** Whose share of the long-lived budget that place counts against. */
+  longLivedCaller: string | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -80,6 +82,7 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   requestId: string | undefined = undefined;
   outcome: (() => string) | undefined = undefined;
   longLived: "held" | "released" | undefined = undefined;
+  longLivedCaller: string | undefined = undefined;
 
   override writeHead(
     statusCode: number,
@@ -100,6 +103,7 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   requestId: string | undefined = undefined;
   outcome: (() => string) | undefined = undefined;
   longLived: "held" | "released" | undefined = undefined;
+  longLivedCaller: string | undefined = undefined;
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;

@@ -142,6 +142,8 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const longLived = new LongLivedBudget({
     max: limits.maxLongLived ?? defaultMaxLongLived(limits.maxConnections),
+    perCaller: limits.maxLongLivedPerCaller,
+    unauthenticated: limits.maxLongLivedUnauthenticated,
     refused: metrics?.limitHit,
   });
   metrics?.watchLongLived(longLived);

@@ -4,12 +4,15 @@
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createJwtAuthenticator } from "../../src/auth/verifier.js";
+import { Health as HealthService } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { defaultMaxConnections, defaultMaxLongLived } from "../../src/server/capacity.js";
 import { parseServeArgs, type ServeConfig } from "../../src/server/config.js";
+import { ADMIN, AUDIENCE, type Issuer, startIssuer } from "../auth/support.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 /** Waits until `check` holds (something that must happen; the bound only ends a failing run). */
@@ -168,3 +171,94 @@ describe("separate budgets: long-lived work never takes the connections short re
     }
   });
 });
+
+describe("a fair share per caller (issue 29, item 3)", () => {
+  let issuer: Issuer;
+  let t: TestServer;
+  let alice: Record<string, string>;
+  let bob: Record<string, string>;
+  beforeAll(async () => {
+    issuer = await startIssuer();
+    t = await startServer({
+      auth: createJwtAuthenticator({ issuer: issuer.url, audience: AUDIENCE, jwksCooldown: 0 }),
+      limits: { maxConnections: 20, maxLongLived: 10, maxLongLivedPerCaller: 2, maxLongLivedUnauthenticated: 1 },
+      pollWait: 300_000,
+    });
+    alice = { Authorization: `Bearer ${await issuer.token({ ...ADMIN, sub: "alice" })}` };
+    bob = { Authorization: `Bearer ${await issuer.token({ ...ADMIN, sub: "bob" })}` };
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await issuer?.stop();
+  });
+
+  it("a subject beyond its cap gets 429 with Retry-After (RESOURCE_EXHAUSTED on gRPC); another subject's polls and its own short requests answer", async () => {
+    const cursor = await cursorOf(t.url, alice);
+    const polls = [park(t.url, cursor, alice), park(t.url, cursor, alice)];
+    const others: Array<ReturnType<typeof park>> = [];
+    try {
+      await until(() => t.server.notifier.waiterCount === 2, "alice's two parked polls");
+      const refused = await fetch(`${t.url}/resources/v2/poll?store=home:${cursor}&wait=300`, { headers: alice });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(await refused.text()).toBe(
+        "too many long-lived requests (polls, watches, uploads) of alice: one caller may have at most 2 at once\n",
+      );
+      const grpc = createClient(
+        ChangeService,
+        createGrpcTransport({ baseUrl: t.url, idleConnectionTimeoutMs: 1000, interceptors: [bearer(alice)] }),
+      );
+      const err = await grpc
+        .poll({ cursors: [{ store: "home", eventId: BigInt(cursor) }], waitMillis: 300_000 })
+        .catch((e: unknown) => ConnectError.from(e));
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+
+      // Bob is not affected: his polls park.
+      others.push(park(t.url, cursor, bob), park(t.url, cursor, bob));
+      await until(() => t.server.notifier.waiterCount === 4, "bob's two parked polls");
+      // Alice's short requests are not long-lived work: they answer.
+      const list = await fetch(`${t.url}/resources/v2/data/home/`, { headers: alice });
+      expect(list.status).toBe(200);
+
+      const metrics = await scrape(t.url);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived_per_caller" })).toBe(2);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived" })).toBe(0);
+      expect(sample(metrics, "trove_long_lived_requests")).toBe(4);
+    } finally {
+      for (const p of [...polls, ...others]) p.abort();
+    }
+  });
+
+  it("callers without a token share the smallest budget: a second health Watch is refused RESOURCE_EXHAUSTED", async () => {
+    const health = createClient(HealthService, createGrpcTransport({ baseUrl: t.url, idleConnectionTimeoutMs: 1000 }));
+    const controller = new AbortController();
+    const first = health.watch({ service: "" }, { signal: controller.signal })[Symbol.asyncIterator]();
+    try {
+      expect((await first.next()).done).toBe(false);
+      const err = await (async () => {
+        for await (const _ of health.watch({ service: "" })) break;
+      })().catch((e: unknown) => ConnectError.from(e));
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+      expect((err as ConnectError).rawMessage).toBe(
+        "too many long-lived requests without credentials: unauthenticated callers may have at most 1 at once",
+      );
+      // The one-shot Check is not long-lived: it answers.
+      expect((await health.check({ service: "" })).status).toBe(1);
+      const metrics = await scrape(t.url);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived_unauthenticated" })).toBe(1);
+    } finally {
+      controller.abort();
+      await first.return?.();
+    }
+  });
+});
+
+/** An interceptor that sends `headers` (the bearer token) with every call. */
+function bearer(headers: Record<string, string>): Interceptor {
+  return (next) => (req) => {
+    for (const [k, v] of Object.entries(headers)) req.header.set(k, v);
+    return next(req);
+  };
+}
