@@ -100,8 +100,9 @@ Limits (docs/security.md): a connection that never finishes a request is closed.
                             (TROVE_HEADERS_TIMEOUT, default 20)
   --keep-alive-timeout S    seconds an HTTP/1.1 connection may stay idle between requests
                             (TROVE_KEEP_ALIVE_TIMEOUT, default 15)
-  --session-idle-timeout S  seconds an HTTP/2 connection may stay without an open stream
-                            (TROVE_SESSION_IDLE_TIMEOUT, default 120)
+  --session-idle-timeout S  seconds an HTTP/2 connection may stay without an open stream (PINGs
+                            do not count; an unfinished header block gets --headers-timeout)
+                            (TROVE_SESSION_IDLE_TIMEOUT, default 30)
   --max-concurrent-streams N  streams one HTTP/2 connection may have open at once
                             (TROVE_MAX_CONCURRENT_STREAMS, default 256)
   --max-connections N       connections open at once; beyond it HTTP/1.1 gets 503 with Retry-After
@@ -110,6 +111,8 @@ Limits (docs/security.md): a connection that never finishes a request is closed.
   --max-long-lived N        long polls, watches, report downloads and large uploads in flight at
                             once; beyond it 503 / UNAVAILABLE, so the other connections stay for
                             short requests (TROVE_MAX_LONG_LIVED, default auto, 4/5 of --max-connections)
+  --min-body-rate BYTES     bytes a second a request body must bring over every --headers-timeout
+                            window, else 408 and closed; 0: no minimum (TROVE_MIN_BODY_RATE, default 500)
   --max-long-lived-per-caller N  long-lived requests one authenticated subject may have in flight;
                             beyond it 429 + Retry-After / RESOURCE_EXHAUSTED, others unaffected
                             (TROVE_MAX_LONG_LIVED_PER_CALLER, default 1000)
@@ -227,6 +230,7 @@ export function parseServeArgs(
       "max-long-lived": { type: "string" },
       "max-long-lived-per-caller": { type: "string" },
       "max-long-lived-unauthenticated": { type: "string" },
+      "min-body-rate": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
       "console-client-id": { type: "string" },
       workers: { type: "string" },
@@ -344,6 +348,12 @@ export function parseServeArgs(
         values["max-long-lived-unauthenticated"] ?? env.TROVE_MAX_LONG_LIVED_UNAUTHENTICATED,
         "max-long-lived-unauthenticated",
         "maxLongLivedUnauthenticated",
+      ),
+      minBodyRate: integer(
+        values["min-body-rate"] ?? env.TROVE_MIN_BODY_RATE ?? String(DEFAULT_LIMITS.minBodyRate),
+        "min-body-rate",
+        0,
+        1_000_000_000,
       ),
     },
   };
