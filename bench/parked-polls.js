@@ -25,7 +25,8 @@
 // File descriptors: each side holds one per poll. Both the server and the client inherit this
 // shell's `ulimit -n` (20,000 on the machine of the recorded runs); the client raises nothing
 // (Node cannot), so a lower limit is an error that names it. Trove is started with
-// `--max-connections` above the polls (its default, 1,000, would answer the rest 503) and
+// `--max-connections`, `--max-long-lived` and `--max-long-lived-per-caller` above the polls (the
+// defaults follow the open-file limit, docs/security.md "Capacity", and give one token 1,000) and
 // `--poll-wait 600` so that the polls outlast the measurement.
 
 import { fork } from "node:child_process";
@@ -202,7 +203,15 @@ async function startMeasured(kind, { serveArgs = [], mongodbUrl, polls, snapshot
     logLevel: "silent",
     mongodbUrl,
     pollWait: POLL_WAIT,
-    serveArgs: ["--max-connections", String(polls + 1000), ...serveArgs],
+    serveArgs: [
+      "--max-connections",
+      String(polls + 1000),
+      "--max-long-lived",
+      String(polls),
+      "--max-long-lived-per-caller",
+      String(polls),
+      ...serveArgs,
+    ],
     nodeArgs,
     env,
   });

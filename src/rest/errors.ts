@@ -8,6 +8,7 @@ import {
   HISTORY_PURGED_KEY,
   INSUFFICIENT_STORAGE_KEY,
   NOT_EMPTY_KEY,
+  RETRY_AFTER_KEY,
   toConnectError,
 } from "../services/connect-errors.js";
 import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
@@ -44,6 +45,8 @@ export const INSIGHTS_STATUS: StatusTable = {
 export function statusOf(err: ConnectError, table: StatusTable = RESOURCES_STATUS): number {
   // Both "too large" and "the disk is full" are ResourceExhausted; the second is 507 (RFC 4918 11.5).
   if (err.code === Code.ResourceExhausted && err.metadata.get(INSUFFICIENT_STORAGE_KEY) !== null) return 507;
+  // A caller over its share, who may try again later (docs/security.md, "Fair share"): not "too large".
+  if (err.code === Code.ResourceExhausted && err.metadata.get(RETRY_AFTER_KEY) !== null) return 429;
   // A directory that is not empty (version 1's DELETE) is a conflict with what is stored, not a failed If-Match.
   if (err.code === Code.FailedPrecondition && err.metadata.get(NOT_EMPTY_KEY) !== null) return 409;
   // A moment older than the store keeps (docs/history.md): gone, not a failed If-Match.
@@ -81,6 +84,8 @@ export function sendError(
   } else if (err.code === Code.PermissionDenied) {
     headers["WWW-Authenticate"] = `Bearer realm="${REALM}", error="insufficient_scope"`;
   }
+  const retryAfter = err.metadata.get(RETRY_AFTER_KEY);
+  if (retryAfter !== null) headers["Retry-After"] = retryAfter;
   const deletedTag = err.metadata.get(DELETED_TAG_KEY);
   if (deletedTag !== null) {
     headers.ETag = quoteTag(deletedTag);

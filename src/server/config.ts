@@ -3,6 +3,7 @@
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../domain/store.js";
+import { type Capacity, defaultMaxConnections, defaultMaxLongLived, measureCapacity } from "./capacity.js";
 import { parseCorsOrigin } from "./cors.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 import { DEFAULT_LOG_BUFFER } from "./log-destination.js";
@@ -99,12 +100,25 @@ Limits (docs/security.md): a connection that never finishes a request is closed.
                             (TROVE_HEADERS_TIMEOUT, default 20)
   --keep-alive-timeout S    seconds an HTTP/1.1 connection may stay idle between requests
                             (TROVE_KEEP_ALIVE_TIMEOUT, default 15)
-  --session-idle-timeout S  seconds an HTTP/2 connection may stay without an open stream
-                            (TROVE_SESSION_IDLE_TIMEOUT, default 120)
+  --session-idle-timeout S  seconds an HTTP/2 connection may stay without an open stream (PINGs
+                            do not count; an unfinished header block gets --headers-timeout)
+                            (TROVE_SESSION_IDLE_TIMEOUT, default 30)
   --max-concurrent-streams N  streams one HTTP/2 connection may have open at once
                             (TROVE_MAX_CONCURRENT_STREAMS, default 256)
   --max-connections N       connections open at once; beyond it HTTP/1.1 gets 503 with Retry-After
-                            and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default 1000)
+                            and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default auto, from the
+                            open-file limit and the memory: docs/security.md, Capacity)
+  --max-long-lived N        long polls, watches, report downloads and large uploads in flight at
+                            once; beyond it 503 / UNAVAILABLE, so the other connections stay for
+                            short requests (TROVE_MAX_LONG_LIVED, default auto, 4/5 of --max-connections)
+  --min-body-rate BYTES     bytes a second a request body must bring over every --headers-timeout
+                            window, else 408 and closed; 0: no minimum (TROVE_MIN_BODY_RATE, default 500)
+  --max-long-lived-per-caller N  long-lived requests one authenticated subject may have in flight;
+                            beyond it 429 + Retry-After / RESOURCE_EXHAUSTED, others unaffected
+                            (TROVE_MAX_LONG_LIVED_PER_CALLER, default 1000)
+  --max-long-lived-unauthenticated N  long-lived requests all callers without a token may have in
+                            flight together (health watches, reflection); beyond it 429
+                            (TROVE_MAX_LONG_LIVED_UNAUTHENTICATED, default 100)
   -h, --help                show this help
 `;
 
@@ -115,13 +129,16 @@ function integer(text: string, what: string, min: number, max: number): number {
   return Number(text);
 }
 
+/** The limits with a fixed default. */
+type FixedLimit = Exclude<keyof ServerLimits, "maxLongLived">;
+
 /** A timeout in whole seconds (1 s to a day), as milliseconds; the default when not given. */
-function seconds(text: string | undefined, what: string, limit: keyof ServerLimits): number {
+function seconds(text: string | undefined, what: string, limit: FixedLimit): number {
   if (text === undefined) return DEFAULT_LIMITS[limit];
   return integer(text, what, 1, 86400) * 1000;
 }
 
-function count(text: string | undefined, what: string, limit: keyof ServerLimits): number {
+function count(text: string | undefined, what: string, limit: FixedLimit): number {
   if (text === undefined) return DEFAULT_LIMITS[limit];
   return integer(text, what, 1, 1_000_000);
 }
@@ -169,7 +186,20 @@ function reportAvailability(text: string): number {
   return ms;
 }
 
-export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeConfig | "help" {
+/** A count, or `auto` (the default) for what `derive` says. */
+function countOrAuto(text: string | undefined, what: string, derive: () => number): number {
+  if (text === undefined || text === "auto") return derive();
+  return integer(text, what, 1, 1_000_000);
+}
+
+/**
+ * `capacity` is measured only when a default needs it (capacity.ts); tests pass their own.
+ */
+export function parseServeArgs(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  capacity: () => Capacity = measureCapacity,
+): ServeConfig | "help" {
   const { values } = parseArgs({
     args,
     options: {
@@ -197,6 +227,10 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
       "session-idle-timeout": { type: "string" },
       "max-concurrent-streams": { type: "string" },
       "max-connections": { type: "string" },
+      "max-long-lived": { type: "string" },
+      "max-long-lived-per-caller": { type: "string" },
+      "max-long-lived-unauthenticated": { type: "string" },
+      "min-body-rate": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
       "console-client-id": { type: "string" },
       workers: { type: "string" },
@@ -216,11 +250,18 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
   }
   const workersText = values.workers ?? env.TROVE_WORKERS ?? "1";
   const workers = workersText === "auto" ? availableParallelism() : integer(workersText, "workers", 1, 64);
-  const maxConnections = count(
-    values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS,
-    "max-connections",
-    "maxConnections",
+  const maxConnections = countOrAuto(values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS, "max-connections", () =>
+    defaultMaxConnections(capacity()),
   );
+  // Each worker counts its own connections and long-lived requests: the limits are split between them.
+  const workerConnections = Math.ceil(maxConnections / workers);
+  const longLivedText = values["max-long-lived"] ?? env.TROVE_MAX_LONG_LIVED;
+  const maxLongLived = countOrAuto(longLivedText, "max-long-lived", () => defaultMaxLongLived(maxConnections));
+  if (longLivedText !== undefined && longLivedText !== "auto" && maxLongLived >= maxConnections) {
+    throw new Error(
+      `--max-long-lived (${maxLongLived}) must be below --max-connections (${maxConnections}): short requests need the connections left over`,
+    );
+  }
   return {
     workers,
     host: values.host ?? env.TROVE_HOST ?? "127.0.0.1",
@@ -295,8 +336,25 @@ export function parseServeArgs(args: string[], env: NodeJS.ProcessEnv): ServeCon
         "max-concurrent-streams",
         "maxConcurrentStreams",
       ),
-      // Each worker counts its own connections: the limit is split between them.
-      maxConnections: Math.ceil(maxConnections / workers),
+      maxConnections: workerConnections,
+      maxLongLived: Math.ceil(maxLongLived / workers),
+      // A caller's share is per worker: its connections go to any of them.
+      maxLongLivedPerCaller: count(
+        values["max-long-lived-per-caller"] ?? env.TROVE_MAX_LONG_LIVED_PER_CALLER,
+        "max-long-lived-per-caller",
+        "maxLongLivedPerCaller",
+      ),
+      maxLongLivedUnauthenticated: count(
+        values["max-long-lived-unauthenticated"] ?? env.TROVE_MAX_LONG_LIVED_UNAUTHENTICATED,
+        "max-long-lived-unauthenticated",
+        "maxLongLivedUnauthenticated",
+      ),
+      minBodyRate: integer(
+        values["min-body-rate"] ?? env.TROVE_MIN_BODY_RATE ?? String(DEFAULT_LIMITS.minBodyRate),
+        "min-body-rate",
+        0,
+        1_000_000_000,
+      ),
     },
   };
 }

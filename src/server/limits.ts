@@ -14,15 +14,56 @@ export interface ServerLimits {
   maxConcurrentStreams: number;
   /** Connections open at once; beyond it a connection is answered 503 (HTTP/1.1) or closed (HTTP/2). */
   maxConnections: number;
+  /**
+   * Long-lived requests (long polls, watches, report downloads, large uploads: `longLivedWork` in
+   * fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
+   * `maxConnections`, so that short requests always keep the connections left over.
+   * Undefined: four fifths of `maxConnections` (capacity.ts).
+   */
+  maxLongLived: number | undefined;
+  /** Long-lived requests one authenticated subject may have in flight; beyond it 429 (RESOURCE_EXHAUSTED). */
+  maxLongLivedPerCaller: number;
+  /** Long-lived requests every unauthenticated caller together may have in flight (open paths); beyond it 429. */
+  maxLongLivedUnauthenticated: number;
+  /**
+   * Bytes a second a request body must bring over every window of `headersTimeout`, else 408 and
+   * closed (body-rate.ts); 0: no minimum.
+   */
+  minBodyRate: number;
 }
+
+/**
+ * The limits whose hits are counted (`trove_limit_refusals_total{limit}`): the connection cap, the
+ * long-lived budget, a caller's share of it, the unauthenticated callers' share, the minimum body
+ * rate, request heads not complete in time (HTTP/1.1 408, HTTP/2 unfinished header blocks), and
+ * HTTP/2 sessions closed for idleness.
+ */
+export const LIMIT_NAMES = [
+  "connections",
+  "long_lived",
+  "long_lived_per_caller",
+  "long_lived_unauthenticated",
+  "body_rate",
+  "headers",
+  "session_idle",
+] as const;
+
+export type LimitName = (typeof LIMIT_NAMES)[number];
+
+/** Told of every hit of a limit. */
+export type LimitObserver = (limit: LimitName) => void;
 
 export const DEFAULT_LIMITS: ServerLimits = {
   firstByteTimeout: 10_000,
   headersTimeout: 20_000,
   keepAliveTimeout: 15_000,
-  sessionIdleTimeout: 120_000,
+  sessionIdleTimeout: 30_000,
   maxConcurrentStreams: 256,
   maxConnections: 1000,
+  maxLongLived: undefined,
+  maxLongLivedPerCaller: 1000,
+  maxLongLivedUnauthenticated: 100,
+  minBodyRate: 500,
 };
 
 /**
@@ -45,14 +86,14 @@ export const CLOSE_LINGER_MS = 1000;
  * the latest this much later (docs/security.md, "Limits"). First byte: at the timeout (the socket is
  * destroyed). Request head: one checking interval (at most 1 s) until Node notices, then the 408 and
  * CLOSE_LINGER_MS. Keep-alive idle: the 1 s Node adds so that a client reusing the connection at the
- * advertised timeout does not race the close. HTTP/2 idle session: GOAWAY, at most 1 s for the
- * session to close, then CLOSE_LINGER_MS. A busy event loop's timer delays come on top of these.
+ * advertised timeout does not race the close. HTTP/2 idle session (or unfinished header block): one
+ * check (at most 1 s), GOAWAY, at most 1 s for the session to close, then CLOSE_LINGER_MS. A busy event loop's timer delays come on top of these.
  */
 export const TIMEOUT_SLACK_MS = {
   firstByte: 0,
   headers: 1000 + CLOSE_LINGER_MS,
   keepAlive: 1000,
-  sessionIdle: 1000 + CLOSE_LINGER_MS,
+  sessionIdle: 2000 + CLOSE_LINGER_MS,
 } as const;
 
 /** Grace an idle HTTP/2 session gets between its GOAWAY and its destruction. */

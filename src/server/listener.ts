@@ -8,9 +8,12 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import * as net from "node:net";
 import { SERVER_HEADER } from "../rest/http.js";
+import { CountedHttp2Request, CountedRequest, createBodyRate } from "./body-rate.js";
 import {
   CLOSE_LINGER_MS,
   headersCheckingInterval,
+  type LimitName,
+  type LimitObserver,
   RETRY_AFTER_SECONDS,
   SESSION_CLOSE_GRACE_MS,
   type ServerLimits,
@@ -24,6 +27,8 @@ export type RequestHandler = (
 export interface ListenerOptions {
   handler: RequestHandler;
   limits: ServerLimits;
+  /** Told of every connection or session a limit refuses or closes (metrics). */
+  refused?: LimitObserver;
 }
 
 export interface Listener {
@@ -64,6 +69,13 @@ export interface RequestRecord {
   requestId: string | undefined;
   /** How an observer reads the request's outcome at its end, where the HTTP status is not it (RPC status). */
   outcome: (() => string) | undefined;
+  /**
+   * The request's place in the long-lived budget (fair-share.ts): held until its response closes,
+   * then released; undefined for a short request not over yet.
+   */
+  longLived: "held" | "released" | undefined;
+  /** Whose share of the long-lived budget that place counts against. */
+  longLivedCaller: string | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -71,6 +83,8 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   arrived = Number.NaN;
   requestId: string | undefined = undefined;
   outcome: (() => string) | undefined = undefined;
+  longLived: "held" | "released" | undefined = undefined;
+  longLivedCaller: string | undefined = undefined;
 
   override writeHead(
     statusCode: number,
@@ -90,6 +104,8 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   arrived = Number.NaN;
   requestId: string | undefined = undefined;
   outcome: (() => string) | undefined = undefined;
+  longLived: "held" | "released" | undefined = undefined;
+  longLivedCaller: string | undefined = undefined;
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;
@@ -170,8 +186,12 @@ const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
 export function createListener(options: ListenerOptions): Listener {
   const { handler, limits } = options;
+  const refused = options.refused ?? (() => {});
+  const bodyRate = createBodyRate({ minRate: limits.minBodyRate, window: limits.headersTimeout, refused });
   const h1 = http.createServer(
     {
+      // (typed as Node's own class: the server's generic types tie the response class to the request's)
+      IncomingMessage: CountedRequest as typeof http.IncomingMessage,
       ServerResponse: RecordedResponse,
       // A request whose body makes progress is never cut (large uploads, long polls): only its head is timed.
       requestTimeout: 0,
@@ -191,6 +211,7 @@ export function createListener(options: ListenerOptions): Listener {
       socket.destroy();
       return;
     }
+    if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") refused("headers");
     const [status, text] =
       err.code === "HPE_HEADER_OVERFLOW"
         ? ["431 Request Header Fields Too Large", "request headers too large"]
@@ -212,6 +233,7 @@ export function createListener(options: ListenerOptions): Listener {
   const h2 = http2.createServer(
     {
       // (typed as Node's own class: @types/node's generic constructor signature admits no subclass)
+      Http2ServerRequest: CountedHttp2Request as unknown as typeof http2.Http2ServerRequest,
       Http2ServerResponse: RecordedHttp2Response as unknown as typeof http2.Http2ServerResponse,
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams, initialWindowSize: H2_STREAM_WINDOW },
     },
@@ -220,28 +242,69 @@ export function createListener(options: ListenerOptions): Listener {
   // Node's compatibility layer gives CONNECT to this event and answers a bare 405 when nobody listens.
   h2.on("connect", handler);
   const sessions = new Set<http2.ServerHttp2Session>();
+  // Sessions with no open stream, with performance.now() since when, and since when a header block
+  // has been coming on it (NaN: none). PINGs and SETTINGS are not activity: only a stream is.
+  const idleSessions = new Map<http2.ServerHttp2Session, { since: number; block: number; lastStream: number }>();
+  let idleTimer: NodeJS.Timeout | undefined;
+  const closeSession = (session: http2.ServerHttp2Session, limit: LimitName) => {
+    idleSessions.delete(session);
+    refused(limit);
+    session.close();
+    setTimeout(() => session.destroy(), SESSION_CLOSE_GRACE_MS).unref();
+  };
+  function checkIdleSessions(): void {
+    const now = performance.now();
+    for (const [session, idle] of idleSessions) {
+      if (session.destroyed || session.closed) {
+        idleSessions.delete(session);
+        continue;
+      }
+      if (now - idle.since >= limits.sessionIdleTimeout) {
+        closeSession(session, "session_idle");
+        continue;
+      }
+      // A header block begun (nghttp2 has seen its HEADERS) but not finished (no stream yet).
+      if ((session.state.lastProcStreamID ?? 0) > idle.lastStream) {
+        if (Number.isNaN(idle.block)) idle.block = now;
+        else if (now - idle.block >= limits.headersTimeout) closeSession(session, "headers");
+      }
+    }
+    if (idleSessions.size === 0) {
+      clearInterval(idleTimer);
+      idleTimer = undefined;
+    }
+  }
+  const becameIdle = (session: http2.ServerHttp2Session, lastStream: number) => {
+    idleSessions.set(session, { since: performance.now(), block: Number.NaN, lastStream });
+    if (idleTimer === undefined) {
+      idleTimer = setInterval(
+        checkIdleSessions,
+        headersCheckingInterval(Math.min(limits.sessionIdleTimeout, limits.headersTimeout)),
+      );
+      idleTimer.unref();
+    }
+  };
   h2.on("session", (session) => {
     // The session's own window (the sum over its streams) is not a setting: raise it once connected.
     session.setLocalWindowSize(H2_SESSION_WINDOW);
     sessions.add(session);
-    session.once("close", () => sessions.delete(session));
+    session.once("close", () => {
+      sessions.delete(session);
+      idleSessions.delete(session);
+    });
     // A session is idle when no stream is open: a long poll or a watch keeps it, silence does not.
     let streams = 0;
+    let lastStream = 0;
     session.on("stream", (stream: http2.ServerHttp2Stream) => {
       streams++;
+      lastStream = Math.max(lastStream, stream.id ?? 0);
+      idleSessions.delete(session);
       stream.once("close", () => {
         streams--;
+        if (streams === 0 && !session.closed && !session.destroyed) becameIdle(session, lastStream);
       });
     });
-    const idle = () => {
-      if (streams > 0) {
-        session.setTimeout(limits.sessionIdleTimeout, idle);
-        return;
-      }
-      session.close();
-      setTimeout(() => session.destroy(), SESSION_CLOSE_GRACE_MS).unref();
-    };
-    session.setTimeout(limits.sessionIdleTimeout, idle);
+    becameIdle(session, 0);
   });
 
   // Requests in flight (their responses until 'close') and the drain, if one runs.
@@ -262,6 +325,7 @@ export function createListener(options: ListenerOptions): Listener {
     // During a drain, an HTTP/1.1 connection closes after its answer.
     if (draining && res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
     res.on("close", requestClosed);
+    bodyRate.watch(req, res);
   };
   h1.on("request", track);
   h2.on("request", track);
@@ -273,7 +337,7 @@ export function createListener(options: ListenerOptions): Listener {
   // and a listener on every connection for its whole life (issue 14).
   const sniffing = new Map<net.Socket, number>();
   // Connections over the limit, answered 503 (or closed) at their first byte.
-  const refused = new Set<net.Socket>();
+  const overCap = new Set<net.Socket>();
   let firstByteTimer: NodeJS.Timeout | undefined;
   const armFirstByteTimer = () => {
     if (firstByteTimer !== undefined) return;
@@ -295,7 +359,7 @@ export function createListener(options: ListenerOptions): Listener {
   }
   function connectionClosed(this: net.Socket): void {
     sniffing.delete(this);
-    refused.delete(this);
+    overCap.delete(this);
     sockets.delete(this);
   }
   function firstBytes(this: net.Socket, chunk: Buffer): void {
@@ -304,7 +368,8 @@ export function createListener(options: ListenerOptions): Listener {
     this.pause();
     const n = Math.min(chunk.length, H2_PREFACE.length);
     const h2c = n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
-    if (refused.delete(this)) {
+    if (overCap.delete(this)) {
+      refused("connections");
       // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
       if (h2c) this.destroy();
       else
@@ -327,7 +392,7 @@ export function createListener(options: ListenerOptions): Listener {
     }
   }
   const tcp = net.createServer((socket) => {
-    if (sockets.size >= limits.maxConnections) refused.add(socket);
+    if (sockets.size >= limits.maxConnections) overCap.add(socket);
     sockets.add(socket);
     sniffing.set(socket, performance.now() + limits.firstByteTimeout);
     armFirstByteTimer();
@@ -351,6 +416,8 @@ export function createListener(options: ListenerOptions): Listener {
     },
     async close() {
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      bodyRate.close();
+      clearInterval(idleTimer);
       clearTimeout(firstByteTimer);
       firstByteTimer = undefined;
       for (const session of sessions) session.destroy();
@@ -393,6 +460,8 @@ export function createListener(options: ListenerOptions): Listener {
         const allClosed = Promise.all([...sockets].map((s) => new Promise((r) => s.once("close", r))));
         await Promise.race([allClosed, new Promise((r) => setTimeout(r, CLOSE_LINGER_MS).unref())]);
       }
+      bodyRate.close();
+      clearInterval(idleTimer);
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
       h1.closeAllConnections();

@@ -112,6 +112,9 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
       host: address.address,
       port: address.port,
       data: config.dataDir,
+      // The budgets in force (docs/security.md, "Capacity"), per process with --workers.
+      maxConnections: config.limits.maxConnections,
+      maxLongLived: config.limits.maxLongLived,
     },
     `Trove ${TROVE_VERSION} listening on http://${config.host}:${address.port} (storage: ${backend})`,
   );

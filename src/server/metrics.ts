@@ -31,6 +31,8 @@ import type { SkipReason } from "../storage/filesystem/reconciler.js";
 import type { ScanSummary } from "../storage/filesystem/scanner.js";
 import { TROVE_VERSION } from "../version.js";
 import { type OpenRoute, TROVE_SERVICES } from "./faces.js";
+import type { LongLivedBudget } from "./fair-share.js";
+import { LIMIT_NAMES, type LimitObserver } from "./limits.js";
 import type { StorageObserver } from "./metrics-storage.js";
 import type { ObservedResponse, RequestObserver } from "./pipeline.js";
 import { dropUnreadBody, type RpcProtocol, rpcProtocol } from "./rpc-refusals.js";
@@ -421,6 +423,10 @@ export interface Metrics {
   readonly filesystemScanned: (summary: ScanSummary) => void;
   /** Reads the armed waiters from the cores at each scrape. */
   watch(cores: { notifier: ChangeNotifier; reportNotifier: ReportNotifier }): void;
+  /** Reads the long-lived requests in flight from the budget at each scrape. */
+  watchLongLived(budget: LongLivedBudget): void;
+  /** Counts a hit of a limit (a connection, a request or a session refused or closed by it). */
+  readonly limitHit: LimitObserver;
   /** Counts the token checks of `auth` until `close`. */
   observeAuth(auth: Authenticator | "anonymous"): void;
   close(): void;
@@ -509,6 +515,23 @@ export function createMetrics(options: MetricsOptions): Metrics {
       this.set(cores?.reportNotifier.waiterCount ?? 0);
     },
   });
+
+  let longLived: LongLivedBudget | undefined;
+  new Gauge({
+    name: "trove_long_lived_requests",
+    help: "Long-lived requests in flight (long polls, watches, report downloads, large uploads): the budget --max-long-lived bounds.",
+    registers,
+    collect() {
+      this.set(longLived?.count ?? 0);
+    },
+  });
+  const limitHits = new Counter({
+    name: "trove_limit_refusals_total",
+    help: "Connections, requests and sessions refused or closed by a limit (docs/security.md): connections (--max-connections), long_lived (--max-long-lived), long_lived_per_caller, long_lived_unauthenticated, body_rate (--min-body-rate), session_idle (HTTP/2 sessions closed without an open stream).",
+    labelNames: ["limit"],
+    registers,
+  });
+  for (const limit of LIMIT_NAMES) limitHits.inc({ limit }, 0);
 
   const changes = new Counter({
     name: "trove_change_events_total",
@@ -660,6 +683,12 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
     watch(c) {
       cores = c;
+    },
+    watchLongLived(budget) {
+      longLived = budget;
+    },
+    limitHit(limit) {
+      limitHits.inc({ limit });
     },
     observeAuth(auth) {
       if (auth === "anonymous" || auth.observe === undefined) return;

@@ -12,6 +12,7 @@ import type { Authenticator } from "../auth/verifier.js";
 import { serverErrorOf } from "../rest/errors.js";
 import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
 import { callerOf, type Faces, isOpenPath } from "./faces.js";
+import type { LongLivedBudget } from "./fair-share.js";
 import {
   ALLOWED_METHODS,
   INVALID_TARGET,
@@ -56,6 +57,8 @@ export interface PipelineOptions {
   crossOrigin?: CrossOrigin;
   /** Observers besides the request log. */
   observers?: readonly RequestObserver[];
+  /** The budgets of long-lived work: a request beyond them is refused before its face sees it. */
+  longLived?: LongLivedBudget;
 }
 
 /** A request target Node's HTTP/1.1 parser would take: printable ASCII. HTTP/2 lets any byte through. */
@@ -92,7 +95,7 @@ export function requestLog(logger: Logger): RequestObserver {
 }
 
 export function createPipeline(options: PipelineOptions): (req: RestRequest, res: RestResponse) => void {
-  const { faces, auth, devIssuer, crossOrigin } = options;
+  const { faces, auth, devIssuer, crossOrigin, longLived } = options;
   const observers = [requestLog(options.logger), ...(options.observers ?? [])];
   const arrivedObservers = observers.filter((o) => o.arrived !== undefined);
   const finishedObservers = observers.filter((o) => o.finished !== undefined);
@@ -102,14 +105,22 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
     for (const observer of finishedObservers) observer.finished?.(this.req, this);
   }
   function closed(this: ObservedResponse): void {
+    longLived?.release(this);
     for (const observer of closedObservers) observer.closed?.(this.req, this);
   }
   const idPrefix = randomBytes(4).toString("hex");
   let counter = 0;
 
+  // The caller is known: long-lived work takes its place in the budgets, or is refused.
+  const admitted = (req: RestRequest, res: RestResponse, caller: Caller) => {
+    const refusal = longLived?.admit(req, res as ObservedResponse, caller);
+    if (refusal) faces.refuse(req, res, refusal);
+    else faces.dispatch(req, res, caller);
+  };
+
   const authenticated = (req: RestRequest, res: RestResponse) => {
     if (auth === "anonymous") {
-      faces.dispatch(req, res, anonymousCaller);
+      admitted(req, res, anonymousCaller);
       return;
     }
     let caller: Caller | Promise<Caller>;
@@ -121,11 +132,11 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
     }
     if (caller instanceof Promise) {
       caller.then(
-        (c) => faces.dispatch(req, res, c),
+        (c) => admitted(req, res, c),
         (err) => faces.refuse(req, res, err),
       );
     } else {
-      faces.dispatch(req, res, caller);
+      admitted(req, res, caller);
     }
   };
 
@@ -166,7 +177,7 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
       return;
     }
     if (isOpenPath(splitUrl(req.url ?? "/").pathname)) {
-      faces.dispatch(req, res, nobody);
+      admitted(req, res, nobody);
       return;
     }
     authenticated(req, res);

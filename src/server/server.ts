@@ -11,10 +11,12 @@ import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import { createFilesystemStorage, type FilesystemStorageOptions } from "../storage/filesystem/filesystem-storage.js";
 import type { PeerChannel, StoragePort } from "../storage/port.js";
+import { defaultMaxLongLived } from "./capacity.js";
 import { CONSOLE_PREFIX, type ConsoleOptions, consoleRoutes } from "./console.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
 import { createCrossOrigin } from "./cors.js";
 import { createFaces, TROVE_SERVICES } from "./faces.js";
+import { LongLivedBudget } from "./fair-share.js";
 import { Health, healthRoutes, healthService } from "./health.js";
 import { type ShutdownResult, startLifecycle } from "./lifecycle.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
@@ -137,6 +139,14 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     openTrees: new Map(webConsole ? [[CONSOLE_PREFIX, webConsole.tree]] : []),
     openServices: [healthService(health, TROVE_SERVICES), reflectionService(TROVE_SERVICES)],
   });
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const longLived = new LongLivedBudget({
+    max: limits.maxLongLived ?? defaultMaxLongLived(limits.maxConnections),
+    perCaller: limits.maxLongLivedPerCaller,
+    unauthenticated: limits.maxLongLivedUnauthenticated,
+    refused: metrics?.limitHit,
+  });
+  metrics?.watchLongLived(longLived);
   const crossOrigin = options.corsOrigins?.length ? createCrossOrigin(options.corsOrigins) : undefined;
   const handler = createPipeline({
     faces,
@@ -145,8 +155,9 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     devIssuer,
     crossOrigin,
     observers: metrics ? [metrics.requests] : [],
+    longLived,
   });
-  const listener = createListener({ handler, limits: { ...DEFAULT_LIMITS, ...options.limits } });
+  const listener = createListener({ handler, limits, refused: metrics?.limitHit });
   const lifecycle = startLifecycle({
     storage,
     cores,

@@ -28,6 +28,8 @@ export const DELETED_TAG_KEY = "trove-deleted-tag";
  * large": REST answers them 507 Insufficient Storage instead of 413.
  */
 export const INSUFFICIENT_STORAGE_KEY = "trove-insufficient-storage";
+/** Metadata of a refusal the client may try again: seconds to wait (REST's and Connect's `Retry-After`). */
+export const RETRY_AFTER_KEY = "retry-after";
 
 /**
  * Metadata key set on FailedPrecondition errors of a directory that is not empty (a delete with

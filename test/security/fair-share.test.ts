@@ -1,0 +1,264 @@
+// Fair under pressure (issue 29): long-lived work has a budget of its own below the connection cap,
+// so short requests keep the rest; the default budgets come from the open-file limit and the memory.
+// Small configured limits keep the cases fast; they assert statuses, reasons and which client is refused.
+
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createJwtAuthenticator } from "../../src/auth/verifier.js";
+import { Health as HealthService } from "../../src/gen/grpc/health/v1/health_pb.js";
+import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
+import { defaultMaxConnections, defaultMaxLongLived } from "../../src/server/capacity.js";
+import { parseServeArgs, type ServeConfig } from "../../src/server/config.js";
+import { ADMIN, AUDIENCE, type Issuer, startIssuer } from "../auth/support.js";
+import { startServer, type TestServer } from "../support/server.js";
+
+/** Waits until `check` holds (something that must happen; the bound only ends a failing run). */
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 1500; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** One series of a Prometheus text answer, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  const names = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(",");
+  const series = names === "" ? `${name} ` : `${name}{${names}} `;
+  const line = text.split("\n").find((l) => l.startsWith(series));
+  return line === undefined ? 0 : Number(line.slice(series.length));
+}
+
+async function scrape(url: string): Promise<string> {
+  return (await fetch(`${url}/metrics`)).text();
+}
+
+/** The current event id of the store `home` (a status poll). */
+async function cursorOf(url: string, headers: Record<string, string> = {}): Promise<string> {
+  const text = await (await fetch(`${url}/resources/v2/poll`, { headers })).text();
+  const cursor = /^RESET home (\d+)$/m.exec(text)?.[1];
+  if (cursor === undefined) throw new Error(`no cursor in ${JSON.stringify(text)}`);
+  return cursor;
+}
+
+/** A long poll on its own connection that the test ends by aborting it. */
+function park(
+  url: string,
+  cursor: string,
+  headers: Record<string, string> = {},
+): { answer: Promise<Response | string>; abort(): void } {
+  const controller = new AbortController();
+  const answer = fetch(`${url}/resources/v2/poll?store=home:${cursor}&wait=300`, {
+    headers,
+    signal: controller.signal,
+  }).catch((err: Error) => err.name);
+  return { answer, abort: () => controller.abort() };
+}
+
+const config = (args: string[], openFiles: number | undefined, memory = 24 * 2 ** 30) =>
+  parseServeArgs(args, {}, () => ({ openFiles, memory })) as ServeConfig;
+
+describe("capacity: the default connection budget (issue 29, item 1)", () => {
+  it("comes from the open-file limit, less a reserve, and from a quarter of the memory, whichever is smaller", () => {
+    // This machine's kind: a 20,000 limit, 24 GiB.
+    expect(defaultMaxConnections({ openFiles: 20_000, memory: 24 * 2 ** 30 })).toBe(15_795);
+    // systemd's default hard limit, which Node raises the soft one to: memory decides (1 GiB cgroup).
+    expect(defaultMaxConnections({ openFiles: 524_288, memory: 2 ** 30 })).toBe(4096);
+    // Where the limit cannot be read, POSIX's usual 1,024 is assumed.
+    expect(defaultMaxConnections({ openFiles: undefined, memory: 24 * 2 ** 30 })).toBe(614);
+    // A tiny limit still serves a few clients.
+    expect(defaultMaxConnections({ openFiles: 100, memory: 2 ** 30 })).toBe(64);
+  });
+
+  it("leaves room for 10,000 parked polls and streams at the defaults where the limit allows it, and a fifth for short requests", () => {
+    const c = config([], 20_000);
+    expect(c.limits.maxConnections).toBe(15_795);
+    expect(c.limits.maxLongLived).toBe(12_636);
+    expect(c.limits.maxLongLived).toBeGreaterThanOrEqual(10_000);
+    expect(c.limits.maxConnections - (c.limits.maxLongLived as number)).toBe(3159);
+    expect(defaultMaxLongLived(10)).toBe(8);
+    expect(defaultMaxLongLived(1)).toBe(1);
+  });
+
+  it("--max-connections and --max-long-lived override the defaults; a long-lived budget not below the connections is refused", () => {
+    const c = config(["--max-connections", "500", "--max-long-lived", "300"], 20_000);
+    expect([c.limits.maxConnections, c.limits.maxLongLived]).toEqual([500, 300]);
+    expect(config(["--max-connections", "500"], 20_000).limits.maxLongLived).toBe(400);
+    expect(() => config(["--max-connections", "500", "--max-long-lived", "500"], 20_000)).toThrow(
+      "--max-long-lived (500) must be below --max-connections (500): short requests need the connections left over",
+    );
+    // Split between workers as --max-connections is.
+    const w = config(["--workers", "2", "--max-connections", "500", "--max-long-lived", "301"], 20_000);
+    expect([w.limits.maxConnections, w.limits.maxLongLived]).toEqual([250, 151]);
+  });
+
+  it("the open-file limit read is the hard limit, the soft one raised at start-up (a process started with ulimit -Sn 1024)", async () => {
+    const script = 'import("./src/server/capacity.ts").then((m) => console.log(m.openFileLimit()))';
+    const { stdout } = await promisify(execFile)(
+      "/bin/sh",
+      [
+        "-c",
+        `ulimit -Sn 1024 && ulimit -Hn && exec "${process.execPath}" --experimental-strip-types --no-warnings -e '${script}'`,
+      ],
+      { cwd: new URL("../..", import.meta.url).pathname },
+    );
+    const [hard, read] = stdout.trim().split("\n");
+    expect(Number(read)).toBe(hard === "unlimited" ? 1_000_000 : Number(hard));
+    expect(Number(read)).toBeGreaterThan(1024);
+  });
+});
+
+describe("separate budgets: long-lived work never takes the connections short requests need (issue 29, item 2)", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startServer({ limits: { maxConnections: 8, maxLongLived: 3 }, pollWait: 300_000 });
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  it("beyond --max-long-lived a poll answers 503 with Retry-After and a reason, WatchChanges UNAVAILABLE, while GETs and PUTs answer", async () => {
+    const cursor = await cursorOf(t.url);
+    const polls = Array.from({ length: 3 }, () => park(t.url, cursor));
+    try {
+      await until(() => t.server.notifier.waiterCount === 3, "three parked polls");
+      const refused = await fetch(`${t.url}/resources/v2/poll?store=home:${cursor}&wait=300`);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(refused.headers.get("server")).toBe("resources/1.0");
+      expect(await refused.text()).toBe(
+        "too many long-lived requests (polls, watches, uploads): this server takes at most 3 at once\n",
+      );
+
+      const client = createClient(
+        ChangeService,
+        createGrpcTransport({ baseUrl: t.url, idleConnectionTimeoutMs: 1000 }),
+      );
+      const watch = async () => {
+        for await (const _ of client.watchChanges({ cursors: [{ store: "home", eventId: BigInt(cursor) }] })) break;
+      };
+      const err = await watch().catch((e: unknown) => ConnectError.from(e));
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.Unavailable);
+      expect((err as ConnectError).rawMessage).toBe(
+        "too many long-lived requests (polls, watches, uploads): this server takes at most 3 at once",
+      );
+
+      const metrics = await scrape(t.url);
+      expect(sample(metrics, "trove_long_lived_requests")).toBe(3);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived" })).toBe(2);
+      // Short requests of anyone: a PUT (its change answers the parked polls), a GET, a listing.
+      const put = await fetch(`${t.url}/resources/v2/data/home/short.txt`, { method: "PUT", body: "short" });
+      expect(put.status).toBe(201);
+      const get = await fetch(`${t.url}/resources/v2/data/home/short.txt`);
+      expect([get.status, await get.text()]).toEqual([200, "short"]);
+      expect((await fetch(`${t.url}/resources/v2/data/home/`)).status).toBe(200);
+    } finally {
+      for (const p of polls) p.abort();
+    }
+    // A place given back is taken again: the released polls' places admit new ones.
+    await until(() => t.server.notifier.waiterCount === 0, "the aborted polls to leave");
+    const again = park(t.url, await cursorOf(t.url));
+    try {
+      await until(() => t.server.notifier.waiterCount === 1, "a new parked poll");
+    } finally {
+      again.abort();
+    }
+  });
+});
+
+describe("a fair share per caller (issue 29, item 3)", () => {
+  let issuer: Issuer;
+  let t: TestServer;
+  let alice: Record<string, string>;
+  let bob: Record<string, string>;
+  beforeAll(async () => {
+    issuer = await startIssuer();
+    t = await startServer({
+      auth: createJwtAuthenticator({ issuer: issuer.url, audience: AUDIENCE, jwksCooldown: 0 }),
+      limits: { maxConnections: 20, maxLongLived: 10, maxLongLivedPerCaller: 2, maxLongLivedUnauthenticated: 1 },
+      pollWait: 300_000,
+    });
+    alice = { Authorization: `Bearer ${await issuer.token({ ...ADMIN, sub: "alice" })}` };
+    bob = { Authorization: `Bearer ${await issuer.token({ ...ADMIN, sub: "bob" })}` };
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await issuer?.stop();
+  });
+
+  it("a subject beyond its cap gets 429 with Retry-After (RESOURCE_EXHAUSTED on gRPC); another subject's polls and its own short requests answer", async () => {
+    const cursor = await cursorOf(t.url, alice);
+    const polls = [park(t.url, cursor, alice), park(t.url, cursor, alice)];
+    const others: Array<ReturnType<typeof park>> = [];
+    try {
+      await until(() => t.server.notifier.waiterCount === 2, "alice's two parked polls");
+      const refused = await fetch(`${t.url}/resources/v2/poll?store=home:${cursor}&wait=300`, { headers: alice });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(await refused.text()).toBe(
+        "too many long-lived requests (polls, watches, uploads) of alice: one caller may have at most 2 at once\n",
+      );
+      const grpc = createClient(
+        ChangeService,
+        createGrpcTransport({ baseUrl: t.url, idleConnectionTimeoutMs: 1000, interceptors: [bearer(alice)] }),
+      );
+      const err = await grpc
+        .poll({ cursors: [{ store: "home", eventId: BigInt(cursor) }], waitMillis: 300_000 })
+        .catch((e: unknown) => ConnectError.from(e));
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+
+      // Bob is not affected: his polls park.
+      others.push(park(t.url, cursor, bob), park(t.url, cursor, bob));
+      await until(() => t.server.notifier.waiterCount === 4, "bob's two parked polls");
+      // Alice's short requests are not long-lived work: they answer.
+      const list = await fetch(`${t.url}/resources/v2/data/home/`, { headers: alice });
+      expect(list.status).toBe(200);
+
+      const metrics = await scrape(t.url);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived_per_caller" })).toBe(2);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived" })).toBe(0);
+      expect(sample(metrics, "trove_long_lived_requests")).toBe(4);
+    } finally {
+      for (const p of [...polls, ...others]) p.abort();
+    }
+  });
+
+  it("callers without a token share the smallest budget: a second health Watch is refused RESOURCE_EXHAUSTED", async () => {
+    const health = createClient(HealthService, createGrpcTransport({ baseUrl: t.url, idleConnectionTimeoutMs: 1000 }));
+    const controller = new AbortController();
+    const first = health.watch({ service: "" }, { signal: controller.signal })[Symbol.asyncIterator]();
+    try {
+      expect((await first.next()).done).toBe(false);
+      const err = await (async () => {
+        for await (const _ of health.watch({ service: "" })) break;
+      })().catch((e: unknown) => ConnectError.from(e));
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+      expect((err as ConnectError).rawMessage).toBe(
+        "too many long-lived requests without credentials: unauthenticated callers may have at most 1 at once",
+      );
+      // The one-shot Check is not long-lived: it answers.
+      expect((await health.check({ service: "" })).status).toBe(1);
+      const metrics = await scrape(t.url);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived_unauthenticated" })).toBe(1);
+    } finally {
+      controller.abort();
+      await first.return?.();
+    }
+  });
+});
+
+/** An interceptor that sends `headers` (the bearer token) with every call. */
+function bearer(headers: Record<string, string>): Interceptor {
+  return (next) => (req) => {
+    for (const [k, v] of Object.entries(headers)) req.header.set(k, v);
+    return next(req);
+  };
+}
