@@ -152,8 +152,9 @@ describe("trove mirror reconnects (issue 30)", () => {
     const first = await serve(dataDir);
     await createRestClient({ baseUrl: first.url }).put("home", "before.txt", "before");
     const target = join(work, "mirrored");
-    // REST long polls: docs/cli.md ("Known gap", under Exit codes) says why not the gRPC follow.
-    const m = start(["mirror", "home", target, "--follow", "poll"], first.url);
+    // The default follow (gRPC WatchChanges when reachable): a watch that hears nothing for 35 s
+    // is given up and retried, so a stream the stop left hanging reconnects too (docs/cli.md).
+    const m = start(["mirror", "home", target], first.url);
     await until(
       () =>
         readFile(join(target, "before.txt"), "utf8").then(
