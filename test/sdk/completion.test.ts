@@ -390,6 +390,10 @@ describe("completion of remote STORE/PATH arguments (issue 30): the scripts ask 
     expect(await complete(["trove", "stores", "get", "ar"])).toEqual(["compadd -S  --", "compadd -- archive"]);
     expect(await complete(["trove", "put", "fix"])).toEqual(["_files"]);
     expect(await complete(["trove", "ls", "--url", silentUrl(), "ho"])).toEqual(["compadd -S  --", "compadd --"]);
+    expect(await complete(["trove", "get", "-o", "out.json", "--url", server.url, "home/the"])).toEqual([
+      "compadd -S  -- home/themes/",
+      "compadd --",
+    ]);
   });
 
   it("fish: complete -C answers remote candidates", async (context) => {
@@ -417,5 +421,7 @@ describe("completion of remote STORE/PATH arguments (issue 30): the scripts ask 
     expect(await complete("trove stores show ar")).toEqual(["archive"]);
     expect(await complete("trove put fix")).toEqual(["fixture.json"]);
     expect(await complete(`trove ls --url ${silentUrl()} ho`)).toEqual([]);
+    // An option's value is not counted as an argument; the --url given is the one asked.
+    expect(await complete(`trove get --output out.json --url ${server.url} home/the`)).toEqual(["home/themes/"]);
   });
 });
