@@ -5,11 +5,14 @@
 
 import { execFile } from "node:child_process";
 import { accessSync, constants } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRestClient } from "../../sdk/src/index.js";
+import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt, ROOT_BIN, SDK_BIN } from "./build.js";
 import { runTrove } from "./support.js";
 
@@ -61,7 +64,7 @@ afterAll(async () => {
 });
 
 /** What bash's completion function answers for the words of a command line (the last may be ""). */
-async function bashComplete(script: string, words: string[]): Promise<string[]> {
+async function bashComplete(script: string, words: string[], env?: NodeJS.ProcessEnv): Promise<string[]> {
   const quoted = words.map((w) => `'${w}'`).join(" ");
   const { stdout } = await exec(
     "bash",
@@ -71,7 +74,7 @@ async function bashComplete(script: string, words: string[]): Promise<string[]> 
       "bash",
       script,
     ],
-    { cwd: work },
+    { cwd: work, ...(env ? { env } : {}) },
   );
   return stdout.split("\n").filter((l) => l !== "");
 }
@@ -263,3 +266,162 @@ async function readText(file: string): Promise<string> {
   const { readFile } = await import("node:fs/promises");
   return readFile(file, "utf8");
 }
+
+describe("completion of remote STORE/PATH arguments (issue 30): the scripts ask the server through trove", () => {
+  let server: TestServer;
+  /** Accepts connections and never answers: a server that does not answer in time. */
+  let silent: Server;
+  const held = new Set<Socket>();
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    server = await startServer();
+    const rest = createRestClient({ baseUrl: server.url });
+    await rest.mkdir("home", "templates");
+    await rest.put("home", "templates/invoice.json", "{}");
+    await rest.put("home", "templates/letter.json", "{}");
+    await rest.mkdir("home", "themes");
+    await rest.stores.create("archive");
+    silent = createServer((socket) => {
+      held.add(socket);
+      socket.on("close", () => held.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    // `trove` on PATH, as the scripts call it.
+    const bin = join(work, "bin");
+    await mkdir(bin, { recursive: true });
+    await writeFile(join(bin, "trove"), `#!/bin/sh\nexec "${process.execPath}" "${SDK_BIN}" "$@"\n`);
+    await chmod(join(bin, "trove"), 0o755);
+    env = { PATH: `${bin}${delimiter}${process.env.PATH}`, HOME: work, TROVE_URL: server.url };
+  }, 120_000);
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await new Promise((resolve) => silent?.close(resolve));
+    await server?.stop();
+  });
+
+  const silentUrl = () => `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+
+  it("bash: stores, then directories and files under them; store names where a command takes one", async () => {
+    const script = scripts["sdk.bash"] as string;
+    const complete = (words: string[]) => bashComplete(script, words, env);
+    expect(await complete(["trove", "ls", "ho"])).toEqual(["home/"]);
+    expect(await complete(["trove", "ls", ""])).toEqual(["archive/", "home/"]);
+    expect(await complete(["trove", "ls", "home/t"])).toEqual(["home/templates/", "home/themes/"]);
+    expect(await complete(["trove", "get", "home/templates/"])).toEqual([
+      "home/templates/invoice.json",
+      "home/templates/letter.json",
+    ]);
+    expect(await complete(["trove", "rm", "--if-match", "t0", "home/templates/l"])).toEqual([
+      "home/templates/letter.json",
+    ]);
+    // The second argument of put and push is the remote one; the first stays a local file.
+    expect(await complete(["trove", "put", "fix"])).toEqual(["fixture.json"]);
+    expect(await complete(["trove", "put", "fixture.json", "home/th"])).toEqual(["home/themes/"]);
+    expect(await complete(["trove", "push", "--transfers", "2", "fixture.json", "home/te"])).toEqual([
+      "home/templates/",
+    ]);
+    expect(await complete(["trove", "pull", "home/te"])).toEqual(["home/templates/"]);
+    // Store names alone: stores get|show|update|delete NAME, watch STORE...
+    expect(await complete(["trove", "stores", "show", "a"])).toEqual(["archive"]);
+    expect(await complete(["trove", "watch", "home", "a"])).toEqual(["archive"]);
+    // The connection options on the command line are the ones used.
+    expect(await complete(["trove", "ls", "--url", "http://127.0.0.1:1", "ho"])).toEqual([]);
+    expect(await complete(["trove", "ls", `--url=${silentUrl()}`, "ho"])).toEqual([]);
+    expect(await complete(["trove", "ls", "--url", server.url, "home/the"])).toEqual(["home/themes/"]);
+  });
+
+  it("the helper: nothing, quietly (exit 0, no stderr), when the server does not answer or refuses", async () => {
+    const run = (args: string[], extra: Record<string, string> = {}) =>
+      runTrove(args, { env: { ...env, ...extra }, cwd: work });
+    expect(await run(["__complete", "path", "home/te"])).toEqual({ code: 0, stdout: "home/templates/\n", stderr: "" });
+    expect(await run(["__complete", "path", "ho"], { TROVE_URL: silentUrl() })).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: "",
+    });
+    expect(await run(["__complete", "path", "ho"], { TROVE_URL: "http://127.0.0.1:1" })).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: "",
+    });
+    expect(await run(["__complete", "path", "nostore/x"])).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect(await run(["__complete", "store", "h", "--", "ls", "--token", "not-a-token"])).toEqual({
+      code: 0,
+      stdout: "home\n",
+      stderr: "",
+    });
+    // Not a command of the help, nor of the completion.
+    expect((await run(["--help"])).stdout).not.toContain("__complete");
+  });
+
+  it("zsh: the completion function adds remote candidates, directories without a suffix", async (context) => {
+    const zsh = shell("zsh");
+    if (!zsh) {
+      context.annotate("zsh is not installed");
+      return;
+    }
+    const script = scripts["sdk.zsh"] as string;
+    // compadd and _files stand in for the completion system's: they print what they are given.
+    const complete = async (words: string[]) => {
+      const { stdout } = await exec(
+        zsh,
+        [
+          "-f",
+          "-c",
+          `source "$1"; shift; compadd() { print -r -- "compadd $*" }; _files() { print -r -- "_files" }; ` +
+            `_describe() { print -r -- "_describe" }; words=("$@"); CURRENT=$#words; PREFIX=$words[-1]; _trove`,
+          "zsh",
+          script,
+          ...words,
+        ],
+        { cwd: work, env },
+      );
+      return stdout.split("\n").filter((l) => l !== "");
+    };
+    expect(await complete(["trove", "ls", "home/t"])).toEqual([
+      "compadd -S  -- home/templates/ home/themes/",
+      "compadd --",
+    ]);
+    expect(await complete(["trove", "get", "home/templates/i"])).toEqual([
+      "compadd -S  --",
+      "compadd -- home/templates/invoice.json",
+    ]);
+    expect(await complete(["trove", "stores", "get", "ar"])).toEqual(["compadd -S  --", "compadd -- archive"]);
+    expect(await complete(["trove", "put", "fix"])).toEqual(["_files"]);
+    expect(await complete(["trove", "ls", "--url", silentUrl(), "ho"])).toEqual(["compadd -S  --", "compadd --"]);
+    expect(await complete(["trove", "get", "-o", "out.json", "--url", server.url, "home/the"])).toEqual([
+      "compadd -S  -- home/themes/",
+      "compadd --",
+    ]);
+  });
+
+  it("fish: complete -C answers remote candidates", async (context) => {
+    const fish = shell("fish");
+    if (!fish) {
+      context.annotate("fish is not installed");
+      return;
+    }
+    const script = scripts["sdk.fish"] as string;
+    const complete = async (line: string) => {
+      const { stdout } = await exec(fish, ["--no-config", "-c", `source $argv[1]; complete -C '${line}'`, script], {
+        cwd: work,
+        env,
+      });
+      return stdout
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => l.split("\t")[0]);
+    };
+    expect(await complete("trove ls home/t")).toEqual(["home/templates/", "home/themes/"]);
+    expect(await complete("trove get home/templates/")).toEqual([
+      "home/templates/invoice.json",
+      "home/templates/letter.json",
+    ]);
+    expect(await complete("trove stores show ar")).toEqual(["archive"]);
+    expect(await complete("trove put fix")).toEqual(["fixture.json"]);
+    expect(await complete(`trove ls --url ${silentUrl()} ho`)).toEqual([]);
+    // An option's value is not counted as an argument; the --url given is the one asked.
+    expect(await complete(`trove get --output out.json --url ${server.url} home/the`)).toEqual(["home/themes/"]);
+  });
+});

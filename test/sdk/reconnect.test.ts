@@ -2,7 +2,7 @@
 // backoff, saying so on stderr, and exit 7 only with --no-retry. The server is a real one, stopped
 // and started again on the same port and data directory while the child process runs.
 
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +12,8 @@ import { createRestClient } from "../../sdk/src/index.js";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer } from "../../src/server/server.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
-import { ensureSdkBuilt, SDK_BIN } from "./build.js";
+import { ensureSdkBuilt } from "./build.js";
+import { startTrove, until } from "./support.js";
 
 vi.setConfig({ testTimeout: 180_000 });
 
@@ -23,7 +24,7 @@ interface Serving {
 }
 
 let work: string;
-const children = new Set<ChildProcessWithoutNullStreams>();
+const children = new Set<ChildProcess>();
 const servers = new Set<Serving>();
 
 beforeAll(async () => {
@@ -61,38 +62,8 @@ async function serve(dataDir: string, port = 0): Promise<Serving> {
 }
 
 function start(args: string[], url: string) {
-  const child = spawn(process.execPath, [SDK_BIN, ...args], {
-    env: { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: join(work, ".config"), TROVE_URL: url },
-    cwd: work,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  children.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (s: string) => {
-    stdout += s;
-  });
-  child.stderr.setEncoding("utf8").on("data", (s: string) => {
-    stderr += s;
-  });
-  child.stdin.end();
-  const result = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  return { child, result, stdout: () => stdout, stderr: () => stderr };
-}
-
-/** Waits for something a child prints or writes; the bound only ends a test that would hang. */
-async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 120_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  const env = { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: join(work, ".config"), TROVE_URL: url };
+  return startTrove(args, { env, cwd: work, children });
 }
 
 async function lastEvent(url: string): Promise<number> {
@@ -181,8 +152,9 @@ describe("trove mirror reconnects (issue 30)", () => {
     const first = await serve(dataDir);
     await createRestClient({ baseUrl: first.url }).put("home", "before.txt", "before");
     const target = join(work, "mirrored");
-    // REST long polls: docs/cli.md ("Known gap", under Exit codes) says why not the gRPC follow.
-    const m = start(["mirror", "home", target, "--follow", "poll"], first.url);
+    // The default follow (gRPC WatchChanges when reachable): a watch that hears nothing for 35 s
+    // is given up and retried, so a stream the stop left hanging reconnects too (docs/cli.md).
+    const m = start(["mirror", "home", target], first.url);
     await until(
       () =>
         readFile(join(target, "before.txt"), "utf8").then(

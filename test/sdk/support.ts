@@ -62,12 +62,20 @@ export interface CliResult {
   stderr: string;
 }
 
+/** A `trove` child process that is still running: what it printed so far, and its end. */
+export interface RunningTrove {
+  child: ChildProcess;
+  result: Promise<CliResult>;
+  stdout(): string;
+  stderr(): string;
+}
+
 /**
- * Runs a `trove` bin (the SDK's unless `bin`) in a child process with `env` only, `input` on its
+ * Starts a `trove` bin (the SDK's unless `bin`) in a child process with `env` only, `input` on its
  * stdin (then closed). The child is in `children` until it exits, so that a test's teardown can
  * kill what is left.
  */
-export function runTrove(
+export function startTrove(
   args: string[],
   options: {
     env: Record<string, string | undefined>;
@@ -76,7 +84,7 @@ export function runTrove(
     input?: string;
     children?: Set<ChildProcess>;
   },
-): Promise<CliResult> {
+): RunningTrove {
   const child = spawn(process.execPath, [options.bin ?? SDK_BIN, ...args], {
     env: options.env,
     cwd: options.cwd,
@@ -92,11 +100,26 @@ export function runTrove(
     stderr += s;
   });
   child.stdin.end(options.input ?? "");
-  return new Promise<CliResult>((resolve, reject) => {
+  const result = new Promise<CliResult>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {
       options.children?.delete(child);
       resolve({ code, stdout, stderr });
     });
   });
+  return { child, result, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** Runs a `trove` bin to its end (startTrove's options). */
+export function runTrove(args: string[], options: Parameters<typeof startTrove>[1]): Promise<CliResult> {
+  return startTrove(args, options).result;
+}
+
+/** Waits for what a child process prints or writes; the bound only ends a test that would hang. */
+export async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 120_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

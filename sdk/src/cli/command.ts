@@ -38,9 +38,20 @@ export interface CliIo {
   signal?: AbortSignal;
 }
 
+/**
+ * The positional arguments that name something on the server, for shell completion (0-based,
+ * options not counted): a STORE/PATH, or a store's name ("all": every positional argument).
+ */
+export interface RemoteArguments {
+  paths?: number[];
+  stores?: number[] | "all";
+}
+
 export interface Command {
   help: string;
   options: ParseArgsConfig["options"];
+  /** What shell completion asks the server for (docs/cli.md, "Shell completion"). */
+  remote?: RemoteArguments;
   run(ctx: Context): Promise<number>;
 }
 

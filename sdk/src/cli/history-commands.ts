@@ -87,6 +87,7 @@ Options:
       --json   the versions as a JSON array
 `,
   options: { json: { type: "boolean" } },
+  remote: { paths: [0] },
   async run(ctx) {
     const { store, path } = address(ctx.positionals[0]);
     if (ctx.positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.positionals[1])}`);
@@ -144,6 +145,7 @@ Options:
                        change nothing
       --json           the result as JSON (with --as-of: the changes and the event of T)
 `,
+  remote: { paths: [0] },
   options: {
     version: { type: "string" },
     "if-match": { type: "string" },

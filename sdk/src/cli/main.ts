@@ -264,6 +264,7 @@ ${MOMENT_HELP}
       json: { type: "boolean" },
       "as-of": { type: "string" },
     },
+    remote: { paths: [0] },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
       const options = {
@@ -314,6 +315,7 @@ ${MOMENT_HELP}
       version: { type: "string" },
       "as-of": { type: "string" },
     },
+    remote: { paths: [0] },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
       const dest = (ctx.values.output as string | undefined) ?? ctx.positionals[1] ?? "-";
@@ -396,6 +398,7 @@ Options:
       "no-clobber": { type: "boolean", short: "n" },
       type: { type: "string" },
     },
+    remote: { paths: [1] },
     async run(ctx) {
       const [source, target] = ctx.positionals;
       if (!source) throw new UsageError("missing the file to upload (or - for stdin)");
@@ -451,6 +454,7 @@ Options:
       --if-match TAG   delete only if the stored tag is TAG (exit 4 otherwise)
 `,
     options: { "if-match": { type: "string" } },
+    remote: { paths: [0] },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
       if (path === "" || path === "/")
@@ -469,6 +473,7 @@ Options:
   -p, --parents   create missing parents too
 `,
     options: { parents: { type: "boolean", short: "p" } },
+    remote: { paths: [0] },
     async run(ctx) {
       const { store, path } = address(ctx.positionals[0]);
       const segments = path.split("/").filter((s) => s !== "");
@@ -500,6 +505,7 @@ Options:
       --json              JSON output
 `,
     options: { type: { type: "string" }, set: { type: "string", multiple: true }, json: { type: "boolean" } },
+    remote: { stores: [1] },
     async run(ctx) {
       const [action = "list", name, extra] = ctx.positionals;
       if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
@@ -570,6 +576,7 @@ Options:
       wait: { type: "string" },
       "no-retry": { type: "boolean" },
     },
+    remote: { stores: "all" },
     async run(ctx) {
       const rest = await ctx.rest();
       const stores = ctx.positionals;
@@ -708,6 +715,7 @@ export function completionCommands(host: CliHost = {}): CompletionCommand[] {
       summary: summaryOf(c.help),
       options: optionsOf({ ...c.options, ...GLOBAL_OPTIONS }),
       actions: actionsOf(name, c.help),
+      ...(c.remote ? { remote: c.remote } : {}),
     })),
     { name: "completion", summary: "Prints a shell completion script", options: help, actions: [...SHELLS] },
     {
@@ -722,7 +730,9 @@ export function completionCommands(host: CliHost = {}): CompletionCommand[] {
 const COMPLETION_HELP = `Usage: trove completion bash|zsh|fish
 
 Prints a completion script for the shell: commands, their actions and options (files where a
-value or a local path goes).
+value or a local path goes), and remote STORE/PATHs and store names, asked of the server (with
+the connection options on the command line) each time; nothing, quietly, when the server does
+not answer within 2 seconds.
 
   source <(trove completion bash)       # bash, now; for good:
   trove completion bash > ~/.local/share/bash-completion/completions/trove
@@ -821,6 +831,75 @@ async function helpOfCommand(args: string[], io: CliIo, host: CliHost): Promise<
   return name === undefined ? run(["--help"], io, host) : run([name, "--help"], io, host);
 }
 
+/** The global option `arg` is (`--url`, `--url=X`, `-q`), or undefined. */
+function globalOption(arg: string): NonNullable<ParseArgsConfig["options"]>[string] | undefined {
+  const globals: NonNullable<ParseArgsConfig["options"]> = GLOBAL_OPTIONS;
+  const long = arg.startsWith("--") ? arg.slice(2).split("=")[0] : undefined;
+  const name = long ?? Object.keys(globals).find((k) => `-${globals[k]?.short}` === arg);
+  return name !== undefined && Object.hasOwn(globals, name) ? globals[name] : undefined;
+}
+
+/** The hidden command the completion scripts run: `trove __complete path|store WORD [-- WORDS...]`. */
+const COMPLETE_REMOTE = "__complete";
+
+/** How long completion waits for the server (token included) before it completes nothing. */
+const COMPLETE_TIMEOUT_MS = 2000;
+
+/**
+ * Prints the remote candidates for WORD, one a line: store names (`store`), or for a STORE/PATH
+ * (`path`) the stores as `NAME/`, then the entries of the directory WORD is in (directories end
+ * with /). The connection options among WORDS (the command line) are used; everything else in
+ * them is ignored. Anything that goes wrong, a server that does not answer within
+ * COMPLETE_TIMEOUT_MS included, completes nothing, quietly: exit 0, no stderr.
+ */
+async function completeRemote(args: string[], io: CliIo): Promise<number> {
+  const [kind, word = "", ...rest] = args;
+  const words = rest[0] === "--" ? rest.slice(1) : rest;
+  const values: Record<string, string | boolean> = {};
+  words.forEach((arg, i) => {
+    if (!arg.startsWith("--") || globalOption(arg)?.type !== "string") return;
+    const eq = arg.indexOf("=");
+    const value = eq > 0 ? arg.slice(eq + 1) : words[i + 1];
+    if (value !== undefined) values[arg.slice(2, eq > 0 ? eq : undefined)] = value;
+  });
+  const signal = AbortSignal.timeout(COMPLETE_TIMEOUT_MS);
+  const candidates = (async () => {
+    const config = await resolveConfig(values, io.env);
+    const client = createRestClient({
+      baseUrl: config.url,
+      auth: await tokenProviderOf(config),
+      apiVersion: config.apiVersion,
+      fetch: (input, init) => fetch(input, { ...init, signal }),
+    });
+    return remoteCandidates(client, kind, word, signal);
+  })();
+  const timedOut = new Promise<string[]>((resolve) => signal.addEventListener("abort", () => resolve([])));
+  const found = await Promise.race([candidates, timedOut]).catch(() => [] as string[]);
+  for (const candidate of found) out(io, `${candidate}\n`);
+  return EXIT.ok;
+}
+
+async function remoteCandidates(
+  client: TroveRestClient,
+  kind: string | undefined,
+  word: string,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const slash = word.indexOf("/");
+  if (kind === "store" || (kind === "path" && slash < 0)) {
+    const names = (await client.stores.list({ signal })).map((s) => s.name).filter((n) => n.startsWith(word));
+    return kind === "store" ? names : names.map((n) => `${n}/`);
+  }
+  if (kind !== "path") return [];
+  const store = word.slice(0, slash);
+  const dir = word.slice(slash + 1, word.lastIndexOf("/") + 1);
+  const prefix = word.slice(word.lastIndexOf("/") + 1);
+  const listing = await client.list(store, dir, { signal });
+  return listing.entries
+    .filter((e) => !e.deleted && e.name.startsWith(prefix))
+    .map((e) => `${store}/${dir}${e.name}${e.directory ? "/" : ""}`);
+}
+
 /**
  * Splits the connection options given before the command (as git, kubectl and rclone take them)
  * from the command and its arguments. Only the global options may come first; anything else that
@@ -836,10 +915,7 @@ function splitLeadingOptions(argv: string[]): { leading: string[]; command: stri
       i += 1;
       break;
     }
-    const globals: NonNullable<ParseArgsConfig["options"]> = GLOBAL_OPTIONS;
-    const long = arg.startsWith("--") ? arg.slice(2).split("=")[0] : undefined;
-    const name = long ?? Object.keys(globals).find((k) => `-${globals[k]?.short}` === arg);
-    const option = name !== undefined && Object.hasOwn(globals, name) ? globals[name] : undefined;
+    const option = globalOption(arg);
     if (!option) {
       throw new UsageError(
         `unknown option ${arg.split("=")[0]} before the command: give the command first, or only the connection options`,
@@ -887,6 +963,7 @@ export async function run(argv: string[], io: CliIo = defaultIo(), host: CliHost
     out(io, host.version ? await host.version() : `@trove/sdk ${SDK_VERSION}\n`);
     return EXIT.ok;
   }
+  if (command === COMPLETE_REMOTE) return completeRemote(rest, io);
   const hosted: HostCommand | undefined = host.commands?.[command];
   if (command === "serve" && !hosted) {
     io.stderr.write(

@@ -62,6 +62,7 @@ Options:
     json: { type: "boolean" },
     "no-retry": { type: "boolean" },
   },
+  remote: { paths: [0] },
   async run(ctx) {
     const { store, path: given } = address(ctx.positionals[0]);
     const path = given.replace(/^\/+|\/+$/g, "");

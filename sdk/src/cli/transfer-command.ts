@@ -173,6 +173,7 @@ Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time.
 
 ${OPTIONS_HELP.replace("PUSH_FORCE", "replace files changed or created on the server meanwhile (no preconditions)")}`,
   options: OPTIONS,
+  remote: { paths: [1] },
   async run(ctx) {
     const dir = ctx.positionals[0];
     if (!dir) throw new UsageError("missing the local directory DIR");
@@ -204,6 +205,7 @@ Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time.
 
 ${OPTIONS_HELP.replace("PUSH_FORCE", "keep downloads of files changed on the server since the listing")}`,
   options: OPTIONS,
+  remote: { paths: [0] },
   async run(ctx) {
     const { store, path } = address(ctx.positionals[0], "the source STORE/PATH");
     const dir = ctx.positionals[1];

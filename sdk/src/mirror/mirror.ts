@@ -11,8 +11,8 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
 import { createBackoff, isTransient, pause } from "../backoff.js";
 import { createTroveClient, type TroveClient } from "../client.js";
-import { fromConnectError, isNotFoundError } from "../errors.js";
-import { Operation } from "../gen/trove/resources/v2/changes_pb.js";
+import { ConnectionError, fromConnectError, isNotFoundError } from "../errors.js";
+import { Operation, type WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
 import { DirectorySink } from "./directory-sink.js";
@@ -93,6 +93,10 @@ export interface MirrorStats {
 }
 
 class StoreMissing extends Error {}
+
+/** The heartbeat a gRPC watch asks the server for, and the silence after which it is given up. */
+const WATCH_HEARTBEAT_MS = 15_000;
+const WATCH_SILENCE_MS = 2 * WATCH_HEARTBEAT_MS + 5_000;
 
 /**
  * The target holds something and is not this mirror's own: `done` rejects with it before
@@ -329,11 +333,48 @@ export class StoreMirror extends EventEmitter {
       auth: this.rest.tokenProvider,
       protocol: "grpc",
     });
+    // A watch that hears nothing, not even a heartbeat, is on a connection that is gone without
+    // saying so (measured: a server stopped as the stream opened left it waiting for good, 1 run
+    // in 6): it is ended and retried like a lost connection.
+    const call = new AbortController();
+    const stop = () => call.abort();
+    this.signal.addEventListener("abort", stop, { once: true });
+    let silent = false;
+    let timer: NodeJS.Timeout | undefined;
+    const listen = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        silent = true;
+        call.abort();
+      }, WATCH_SILENCE_MS);
+    };
+    listen();
     const stream = this.grpc.changes.watchChanges(
-      { cursors: [{ store: this.store, eventId: BigInt(Math.max(0, this.state.eventId)) }] },
-      { signal: this.signal },
+      {
+        cursors: [{ store: this.store, eventId: BigInt(Math.max(0, this.state.eventId)) }],
+        heartbeatMillis: WATCH_HEARTBEAT_MS,
+      },
+      { signal: call.signal },
     );
+    try {
+      await this.applyWatch(stream, listen);
+    } catch (err) {
+      if (!silent || this.signal.aborted) throw err;
+      throw new ConnectionError(
+        0,
+        `no message from ${this.rest.baseUrl} in ${WATCH_SILENCE_MS / 1000} s (a heartbeat was due every ${WATCH_HEARTBEAT_MS / 1000} s)`,
+      );
+    } finally {
+      clearTimeout(timer);
+      this.signal.removeEventListener("abort", stop);
+    }
+    return false;
+  }
+
+  /** Applies what a WatchChanges stream brings; `heard` is called on every message. */
+  private async applyWatch(stream: AsyncIterable<WatchChangesResponse>, heard: () => void): Promise<void> {
     for await (const res of stream) {
+      heard();
       if (res.heartbeat || res.events.length === 0) {
         this.note({ type: "idle", eventId: this.state.eventId });
         continue;
@@ -360,7 +401,6 @@ export class StoreMirror extends EventEmitter {
       }
       await this.apply(events);
     }
-    return false;
   }
 
   private async apply(events: FeedEvent[]): Promise<void> {
