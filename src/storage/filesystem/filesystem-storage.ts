@@ -80,6 +80,12 @@ export interface FilesystemStorageOptions {
    * bytes are kept and before the file is replaced (the crash test's seam: test/filesystem/history.test.ts).
    */
   afterKeep?: (store: string, path: string) => void | Promise<void>;
+  /**
+   * Where the kept copies of each store go, in `<historyRoot>/<store>` (docs/history.md,
+   * "Filesystem stores"). Default: `history` in the inner adapter's data directory (SQLite), else
+   * `trove-history` in each store's filesystem-temp (MongoDB: shared by the instances).
+   */
+  historyRoot?: string;
 }
 
 /** With other instances on the folder, what start-up removes from filesystem-temp: untouched for an hour. */
@@ -123,6 +129,7 @@ export class FilesystemStorage implements StoragePort {
   private readonly logger: StorageLogger;
   private readonly now: () => number;
   private readonly tempRoot: string;
+  private readonly historyRoot: string | undefined;
   private readonly options: FilesystemStorageOptions;
   private readonly folders = new Map<string, Folder>();
   private readonly uploads = new Map<string, Upload>();
@@ -149,6 +156,9 @@ export class FilesystemStorage implements StoragePort {
     this.now = options.now ?? Date.now;
     const innerTemp = inner.reportedSettings()["filesystem-temp"];
     this.tempRoot = options.tempRoot ?? join(innerTemp ?? join(tmpdir(), "trove"), "filesystem");
+    const blobs = inner.reportedSettings()["filesystem-location"];
+    this.historyRoot =
+      options.historyRoot ?? (blobs !== undefined && isAbsolute(blobs) ? join(dirname(blobs), "history") : undefined);
     this.ready = this.start();
     const lease = options.scanLease;
     if (lease) {
@@ -271,6 +281,11 @@ export class FilesystemStorage implements StoragePort {
     }
   }
 
+  /** The kept copies of a store, whose filesystem-temp is `temp`. */
+  private copiesIn(store: string, temp: string): KeptCopies {
+    return new KeptCopies(this.historyRoot === undefined ? join(temp, HISTORY_DIR) : join(this.historyRoot, store));
+  }
+
   /** The kept copies of a store's states while it keeps versions. */
   private copiesOf(folder: Folder): KeptCopies | undefined {
     return keepsVersions(folder.config) ? folder.copies : undefined;
@@ -316,7 +331,7 @@ export class FilesystemStorage implements StoragePort {
       reconciler,
       scanner,
       scanUntil: 0,
-      copies: new KeptCopies(temp),
+      copies: this.copiesIn(config.name, temp),
       nextSweep: 0,
     };
     this.folders.set(config.name, folder);
@@ -395,9 +410,9 @@ export class FilesystemStorage implements StoragePort {
     if (folder) {
       folder.config = record.config;
       folder.temp = this.tempOf(record.config);
-      if (folder.temp !== folder.copies.dir.slice(0, -HISTORY_DIR.length - 1)) {
+      const moved = this.copiesIn(config.name, folder.temp);
+      if (moved.dir !== folder.copies.dir) {
         // The kept copies move with filesystem-temp (the same file system: the folder's).
-        const moved = new KeptCopies(folder.temp);
         await rename(folder.copies.dir, moved.dir).catch((err: NodeJS.ErrnoException) => {
           if (err.code !== "ENOENT")
             this.logger.warn({ err, store: config.name }, "the kept copies could not move to the new filesystem-temp");

@@ -1,6 +1,7 @@
 // The kept copies of a filesystem store (docs/history.md, "Filesystem stores"): with keep-versions
-// above 0, the bytes of each state Trove records in the folder are kept in a history area beside
-// filesystem-temp (`<filesystem-temp>/trove-history/`), one file per contents, named by their MD5
+// above 0, the bytes of each state Trove records in the folder are kept in a history area (SQLite:
+// `<data directory>/history/<store>/`; MongoDB: `<filesystem-temp>/trove-history/`, shared by the
+// instances as filesystem-temp is), one file per contents, named by their MD5
 // and size, so that a state the folder no longer holds (replaced through Trove, or overwritten or
 // removed outside it) can still be read and restored. Unchanged bytes are never copied twice. A
 // copy's modification time is the last time a state with those bytes was recorded, reused or
@@ -14,7 +15,7 @@ import { join } from "node:path";
 import { makeDirectory } from "../local/make-directory.js";
 import { lstatOf, openChecked, syncDirectory, versionOf } from "./folder.js";
 
-/** The name of the history area in a filesystem store's filesystem-temp. */
+/** The name of the history area in a filesystem store's filesystem-temp, where Trove has no data directory. */
 export const HISTORY_DIR = "trove-history";
 
 /** A copy being made (a crash leaves one behind; the sweep removes it an hour later). */
@@ -36,8 +37,8 @@ export interface RecordedFile extends Contents {
 export class KeptCopies {
   readonly dir: string;
 
-  constructor(temp: string) {
-    this.dir = join(temp, HISTORY_DIR);
+  constructor(dir: string) {
+    this.dir = dir;
   }
 
   /** The file of a copy: the MD5 (hex) and the size of the contents. */
