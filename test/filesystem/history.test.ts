@@ -5,11 +5,9 @@
 // listed and answers 404 with the reason; a crash between keeping the bytes and the rename loses
 // nothing acknowledged; the purge removes the copies no longer needed and nothing else.
 
-import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
@@ -19,7 +17,7 @@ import { createFilesystemStorage, type FilesystemStorage } from "../../src/stora
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import type { NodeRecord, StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
-import { bytes, DATA, listingEntries, parseXml, type RestClient, restClient, STORES } from "../rest/rest-client.js";
+import { bytes, DATA, listingEntries, type RestClient, STORES, versionElements } from "../rest/rest-client.js";
 import { describeWithMongoDb } from "../support/mongodb.js";
 import {
   cleanUp,
@@ -27,8 +25,10 @@ import {
   type FolderServer,
   getFile,
   latestEvent,
+  serverChildren,
   sh,
   startFolderServer,
+  stopChild,
   tempDir,
   treeOf,
   until,
@@ -54,14 +54,8 @@ const historyOf = (dir: string, store: string) => join(dir, "history", store);
 const unquote = (etag: string | null) => (etag ?? "").replace(/^"|"$/g, "");
 
 /** The attributes of each `version` element of a resource, newest first. */
-async function versions(client: RestClient, path: string): Promise<Array<Record<string, string>>> {
-  const reply = await client.fetch("GET", `${DATA}/team/${path}?versions=true`);
-  expect(reply.status, reply.text).toBe(200);
-  const doc = parseXml(reply.text) as {
-    versions: { version?: Record<string, string> | Array<Record<string, string>> };
-  };
-  const list = doc.versions.version ?? [];
-  return Array.isArray(list) ? list : [list];
+function versions(client: RestClient, path: string): Promise<Array<Record<string, string>>> {
+  return versionElements(client, `${DATA}/team/${path}?versions=true`);
 }
 
 async function put(client: RestClient, path: string, body: string): Promise<string> {
@@ -208,33 +202,12 @@ describe("filesystem store history over REST (issue 27: every backend)", () => {
 });
 
 describe("a crash between keeping the bytes and the rename (issue 27: crash-safe)", () => {
-  const CHILD = fileURLToPath(new URL("./server-child.mjs", import.meta.url));
-  const children = new Set<ChildProcess>();
+  const children = serverChildren(() => dataDir);
+  const startChild = children.start;
 
   afterEach(async () => {
-    for (const child of children) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL");
-        await new Promise((resolve) => child.once("exit", resolve));
-      }
-    }
-    children.clear();
+    await children.stopAll();
   });
-
-  async function startChild(...args: string[]): Promise<{ child: ChildProcess; client: RestClient }> {
-    const child = spawn(process.execPath, [CHILD, dataDir, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    children.add(child);
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = "";
-      child.stdout?.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        const found = /listening (\d+)/.exec(out);
-        if (found) resolve(Number(found[1]));
-      });
-      child.once("exit", (code) => reject(new Error(`the server exited (${code}) before listening`)));
-    });
-    return { child, client: restClient({ url: `http://127.0.0.1:${port}`, port }) };
-  }
 
   test("SIGKILL after the replaced bytes are kept, before the rename: the acknowledged state is served and its version readable after the restart; nothing of the PUT is in the folder", async () => {
     const first = await startChild();
@@ -243,8 +216,7 @@ describe("a crash between keeping the bytes and the rename (issue 27: crash-safe
     const two = await put(first.client, "a.txt", "two");
     const sizes = async () => (await readdir(historyOf(dataDir, "team"))).map((n) => n.split("-")[1]).sort();
     expect(await sizes()).toEqual(["3", "3"]);
-    first.child.kill("SIGTERM");
-    await new Promise((resolve) => first.child.once("exit", resolve));
+    await stopChild(first.child);
 
     const crashing = await startChild("crash-after-keep");
     const exited = new Promise((resolve) => crashing.child.once("exit", (_code, signal) => resolve(signal)));
@@ -268,8 +240,7 @@ describe("a crash between keeping the bytes and the rename (issue 27: crash-safe
     expect(back.status, back.text).toBe(200);
     expect(await readFile(join(folder, "a.txt"), "utf8")).toBe("two");
     expect((await treeOf(folder)).size).toBe(1);
-    second.child.kill("SIGTERM");
-    await new Promise((resolve) => second.child.once("exit", resolve));
+    await stopChild(second.child);
 
     // The crash's orphan, the copy of "three" (5 bytes), no state has: the purge removes it, and
     // the copies of "later" and "two" (live) remain until keep-versions has passed.
