@@ -12,6 +12,8 @@ import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
 import { copyFile, link, lstat, open, readdir, rename, rm, unlink, utimes } from "node:fs/promises";
 import { join } from "node:path";
+import { InsufficientStorageError } from "../../domain/errors.js";
+import { isDiskFull } from "../local/blob-files.js";
 import { makeDirectory } from "../local/make-directory.js";
 import { lstatOf, openChecked, syncDirectory, versionOf } from "./folder.js";
 
@@ -88,7 +90,7 @@ export class KeptCopies {
     } catch (err) {
       await unlink(part).catch(() => {});
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-      throw err;
+      throw isDiskFull(err) ? new InsufficientStorageError() : err;
     }
   }
 
@@ -121,7 +123,7 @@ export class KeptCopies {
     } catch (err) {
       await unlink(part).catch(() => {});
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw err;
+      throw isDiskFull(err) ? new InsufficientStorageError() : err;
     }
   }
 
