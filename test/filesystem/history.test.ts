@@ -80,6 +80,10 @@ describe("filesystem store history over REST (issue 27: every backend)", () => {
   test("PUT, PUT, DELETE through Trove: ?versions=true lists every state, ?version= and ?as-of= serve the replaced bytes, PUT ?restore= puts them back in the folder (issue 27 items 2-3)", async () => {
     const one = await put(trove.client, "a.txt", "one");
     const afterOne = await latestEvent(trove.client, "team");
+    // A time between the two writes (a few ms apart, so that they fall in different milliseconds).
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const between = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 5));
     const two = await put(trove.client, "a.txt", "two, longer");
     expect((await trove.client.fetch("DELETE", `${DATA}/team/a.txt`)).status).toBe(200);
 
@@ -96,6 +100,9 @@ describe("filesystem store history over REST (issue 27: every backend)", () => {
     expect(old.status, old.text).toBe(200);
     expect(old.text).toBe("one");
     expect(unquote(old.headers.get("etag"))).toBe(one);
+    const byTime = await trove.client.fetch("GET", `${DATA}/team/a.txt?as-of=${between}`);
+    expect(byTime.status, byTime.text).toBe(200);
+    expect(byTime.text).toBe("one");
     const then = await trove.client.fetch("GET", `${DATA}/team/a.txt?as-of=${afterOne}`);
     expect(then.status).toBe(200);
     expect(then.text).toBe("one");
@@ -111,6 +118,28 @@ describe("filesystem store history over REST (issue 27: every backend)", () => {
     expect(unquote(now.etag)).not.toBe(two);
     // The copies are by contents: "one" and "two, longer", once each, whatever the states.
     expect((await readdir(historyOf(dataDir, "team"))).sort()).toHaveLength(2);
+  });
+
+  test("restore refusals on a filesystem store: unknown tag 404, stale If-Match 412, parent gone 404 with the reason; the folder unchanged (issue 27: bad input)", async () => {
+    expect((await trove.client.fetch("PUT", `${DATA}/team/d/`)).status).toBe(201);
+    const one = await put(trove.client, "d/a.txt", "one");
+    await put(trove.client, "d/a.txt", "two");
+    const before = await treeOf(folder);
+
+    const unknown = await trove.client.fetch("PUT", `${DATA}/team/d/a.txt?restore=nope`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.text).toMatch(/has no version nope/);
+    const stale = await trove.client.fetch("PUT", `${DATA}/team/d/a.txt?restore=${one}`, {
+      headers: { "If-Match": `"${one}"` },
+    });
+    expect(stale.status).toBe(412);
+    expect(await treeOf(folder)).toEqual(before);
+
+    expect((await trove.client.fetch("DELETE", `${DATA}/team/d/`)).status).toBe(200);
+    const orphan = await trove.client.fetch("PUT", `${DATA}/team/d/a.txt?restore=${one}`);
+    expect(orphan.status).toBe(404);
+    expect(orphan.text).toMatch(/^parent directory \/d\/ of \/d\/a\.txt not found: restore the directory/);
+    expect(await treeOf(folder)).toEqual(new Map());
   });
 
   test("an outside overwrite in place, then PUT ?restore= of the previous version: the folder holds the previous bytes again, byte for byte (issue 27: outside edits)", async () => {
