@@ -106,7 +106,7 @@ interface Folder {
   scanner: Scanner;
   /** With a scan lease: performance.now() until which this instance may scan (0: not the holder). */
   scanUntil: number;
-  /** The kept bytes of its states, in filesystem-temp (docs/history.md, "Filesystem stores"). */
+  /** The kept bytes of its states, in its history area (docs/history.md, "Filesystem stores"). */
   copies: KeptCopies;
   /** The purge's time from which its copies are swept again. */
   nextSweep: number;
@@ -188,7 +188,11 @@ export class FilesystemStorage implements StoragePort {
     }
     for (const [name, folder] of [...this.folders]) {
       const config = listed.get(name);
-      if (config && config.settings["filesystem-location"] === folder.config.settings["filesystem-location"]) continue;
+      if (config && config.settings["filesystem-location"] === folder.config.settings["filesystem-location"]) {
+        // Its settings as another instance may have updated them (keep-versions: whether to keep copies).
+        folder.config = config;
+        continue;
+      }
       // Read again: a store this instance created after the listing is not gone.
       const now = await this.inner.getStore(name).catch(() => undefined);
       const location = now && !now.deleted ? now.config.settings["filesystem-location"] : undefined;
@@ -718,6 +722,8 @@ export class FilesystemStorage implements StoragePort {
     const store = folder.config.name;
     const record = await this.inner.getStore(store);
     if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
+    // The settings this write goes by (another instance may have changed keep-versions).
+    folder.config = record.config;
     const visible = (node: NodeRecord | undefined) =>
       node && !isExpiredTombstone(node, record.config, now) ? node : undefined;
     const target = visible(await this.inner.getNode(store, path));
@@ -813,6 +819,9 @@ export class FilesystemStorage implements StoragePort {
    * are purged by then), at most every COPIES_SWEEP_INTERVAL.
    */
   private async sweepCopies(folder: Folder, now: number): Promise<number> {
+    const record = await this.inner.getStore(folder.config.name);
+    if (!record || record.deleted || this.folders.get(record.config.name) !== folder) return 0;
+    folder.config = record.config;
     if (!keepsVersions(folder.config)) {
       await folder.copies.clear();
       return 0;
