@@ -6,7 +6,7 @@
 // nothing acknowledged; the purge removes the copies no longer needed and nothing else.
 
 import { createHash, randomUUID } from "node:crypto";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -140,6 +140,32 @@ describe("filesystem store history over REST (issue 27: every backend)", () => {
     expect(orphan.status).toBe(404);
     expect(orphan.text).toMatch(/^parent directory \/d\/ of \/d\/a\.txt not found: restore the directory/);
     expect(await treeOf(folder)).toEqual(new Map());
+  });
+
+  test("files recorded before history was on: a PUT over one and a DELETE of their directory through Trove hard-link their bytes before replacing them, and the versions read back (issue 27 item 2)", async () => {
+    const settings = (keep: string) => ({
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "team", settings: { "keep-versions": keep } }),
+    });
+    expect((await trove.client.fetch("PUT", `${STORES}/team`, settings("0"))).status).toBeLessThan(300);
+    expect((await trove.client.fetch("PUT", `${DATA}/team/d/`)).status).toBe(201);
+    const a = await put(trove.client, "d/a.txt", "alpha");
+    const b = await put(trove.client, "d/b.txt", "beta");
+    const inodes = [(await stat(join(folder, "d", "a.txt"))).ino, (await stat(join(folder, "d", "b.txt"))).ino];
+    expect((await trove.client.fetch("PUT", `${STORES}/team`, settings("1d"))).status).toBeLessThan(300);
+    expect(await readdir(historyOf(dataDir, "team")).catch(() => [])).toEqual([]);
+
+    await put(trove.client, "d/a.txt", "alpha, again");
+    expect((await trove.client.fetch("DELETE", `${DATA}/team/d/`)).status).toBe(200);
+    expect((await trove.client.fetch("GET", `${DATA}/team/d/a.txt?version=${a}`)).text).toBe("alpha");
+    expect((await trove.client.fetch("GET", `${DATA}/team/d/b.txt?version=${b}`)).text).toBe("beta");
+    // The very files, linked: their inodes are the history area's now.
+    const kept = await Promise.all(
+      (await readdir(historyOf(dataDir, "team"))).map(
+        async (n) => (await stat(join(historyOf(dataDir, "team"), n))).ino,
+      ),
+    );
+    expect(kept).toEqual(expect.arrayContaining(inodes));
   });
 
   test("an outside overwrite in place, then PUT ?restore= of the previous version: the folder holds the previous bytes again, byte for byte (issue 27: outside edits)", async () => {
