@@ -22,6 +22,7 @@ import { describeWithMongoDb } from "../support/mongodb.js";
 import {
   cleanUp,
   createFolderStore,
+  eventsUntil,
   type FolderServer,
   getFile,
   latestEvent,
@@ -166,6 +167,22 @@ describe("filesystem store history over REST (issue 27: every backend)", () => {
       ),
     );
     expect(kept).toEqual(expect.arrayContaining(inodes));
+  });
+
+  test("each state the scanner records of outside edits is kept: two edits in place, each seen by the scanner, both read back by their versions (issue 27: scan granularity)", async () => {
+    const after = await latestEvent(trove.client, "team");
+    // Made whole by a rename (as most editors save), then edited in place by one write of the same length.
+    await sh(folder, "printf 'first edit' > .memo.tmp && mv .memo.tmp memo.txt");
+    const first = await eventsUntil(trove.client, "team", after, (e) => e.some((x) => x.path === "memo.txt"));
+    const firstTag = first.find((x) => x.path === "memo.txt")?.tag ?? "";
+    await sh(folder, "printf 'later edit' 1<> memo.txt");
+    const second = await eventsUntil(trove.client, "team", first.at(-1)?.id ?? after, (e) =>
+      e.some((x) => x.path === "memo.txt"),
+    );
+    const secondTag = second.find((x) => x.path === "memo.txt")?.tag ?? "";
+    await writeFile(join(folder, "memo.txt"), "");
+    expect((await trove.client.fetch("GET", `${DATA}/team/memo.txt?version=${firstTag}`)).text).toBe("first edit");
+    expect((await trove.client.fetch("GET", `${DATA}/team/memo.txt?version=${secondTag}`)).text).toBe("later edit");
   });
 
   test("an outside overwrite in place, then PUT ?restore= of the previous version: the folder holds the previous bytes again, byte for byte (issue 27: outside edits)", async () => {
