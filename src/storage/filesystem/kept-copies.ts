@@ -72,26 +72,14 @@ export class KeptCopies {
    */
   async copy(file: string, contents: Contents, now: number, version?: string): Promise<boolean> {
     if (await this.touch(contents, now)) return true;
-    await makeDirectory(this.dir);
-    const part = join(this.dir, `part-${randomUUID()}`);
-    try {
+    const made = await this.viaPart(async (part) => {
       await copyFile(file, part, constants.COPYFILE_FICLONE);
       const after = await lstatOf(file);
       const copied = await lstat(part, { bigint: true });
-      if (
-        copied.size !== BigInt(contents.size) ||
-        (version !== undefined && (!after || versionOf(after) !== version))
-      ) {
-        await unlink(part);
-        return false;
-      }
-      await this.settle(part, contents);
-      return true;
-    } catch (err) {
-      await unlink(part).catch(() => {});
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-      throw isDiskFull(err) ? new InsufficientStorageError() : err;
-    }
+      const whole = copied.size === BigInt(contents.size);
+      return whole && (version === undefined || (after !== undefined && versionOf(after) === version));
+    }, contents);
+    return made !== undefined;
   }
 
   /**
@@ -103,23 +91,47 @@ export class KeptCopies {
    */
   async keep(file: string, state: RecordedFile, now: number): Promise<string | undefined> {
     if (await this.touch(state, now)) return undefined;
-    await makeDirectory(this.dir);
-    const part = join(this.dir, `part-${randomUUID()}`);
-    try {
+    let linked = false;
+    const made = await this.viaPart(async (part) => {
       await link(file, part).catch(async (err: NodeJS.ErrnoException) => {
         if (err.code !== "EXDEV" && err.code !== "EPERM") throw err;
         await copyFile(file, part, constants.COPYFILE_FICLONE);
       });
       const st = await lstat(part, { bigint: true });
-      const linked = st.nlink > 1n;
+      linked = st.nlink > 1n;
       // A copy has its own inode and mtime: it is the state when the file still is.
       const current = linked ? versionOf(st) : versionOf((await lstatOf(file)) ?? st);
-      if (current !== state.blob || st.size !== BigInt(state.size)) {
+      return current === state.blob && st.size === BigInt(state.size);
+    }, state);
+    return linked && typeof made === "string" ? made : undefined;
+  }
+
+  /**
+   * Makes a copy in a new `part-<uuid>` file (`make` says whether it holds the contents), then
+   * names it durably. Returns the copy's file when this call placed it, true when a copy of the
+   * contents was there already, undefined when the source was not the contents (or is gone).
+   */
+  private async viaPart(
+    make: (part: string) => Promise<boolean>,
+    contents: Contents,
+  ): Promise<string | true | undefined> {
+    await makeDirectory(this.dir);
+    const part = join(this.dir, `part-${randomUUID()}`);
+    try {
+      if (!(await make(part))) {
         await unlink(part);
         return undefined;
       }
-      await this.settle(part, state);
-      return linked ? this.fileOf(state) : undefined;
+      const handle = await open(part, "r");
+      await handle.sync().finally(() => handle.close());
+      const name = this.fileOf(contents);
+      if (await lstatOf(name)) {
+        await unlink(part);
+        return true;
+      }
+      await rename(part, name);
+      await syncDirectory(this.dir);
+      return name;
     } catch (err) {
       await unlink(part).catch(() => {});
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
@@ -137,16 +149,6 @@ export class KeptCopies {
   /** The file a copy was linked from stays in the folder (its replacement failed): the link goes, an edit in place would change it. */
   async undo(copy: string | undefined): Promise<void> {
     if (copy !== undefined) await unlink(copy).catch(() => {});
-  }
-
-  /** Names a finished copy, durably (a crash after this keeps it); a copy already there is kept as it is. */
-  private async settle(part: string, contents: Contents): Promise<void> {
-    const handle = await open(part, "r");
-    await handle.sync().finally(() => handle.close());
-    const name = this.fileOf(contents);
-    if (await lstatOf(name)) await unlink(part);
-    else await rename(part, name);
-    await syncDirectory(this.dir);
   }
 
   /**
