@@ -133,7 +133,7 @@ export async function startTrove({
     const args = [join(ROOT, "bench/anonymous-server.js"), String(port), dataDir, logLevel];
     if (database) args.push(mongodbUrl, database);
     const server = await startChild(args, "/resources/v2/data/home/", port, { cleanup });
-    return { ...server, ...backend, authorization: undefined };
+    return { ...server, ...backend, dataDir, authorization: undefined };
   }
   const args = [
     join(ROOT, "bin/trove.js"),
@@ -158,7 +158,7 @@ export async function startTrove({
       [join(ROOT, "bin/trove.js"), "token", "--url", server.url, "--data", dataDir],
       { encoding: "utf8" },
     ).trim();
-    return { ...server, ...backend, authorization: `Bearer ${token}` };
+    return { ...server, ...backend, dataDir, authorization: `Bearer ${token}` };
   } catch (err) {
     await server.stop();
     throw err;

@@ -1,7 +1,8 @@
 // History rules (docs/history.md), free of I/O: what a moment names, which moment a store can
 // still show, and what a subtree restore does to each path.
 
-import { BadRequestError, HistoryPurgedError } from "./errors.js";
+import { BadRequestError, HistoryPurgedError, NotFoundError } from "./errors.js";
+import { parentOf } from "./path.js";
 import { keepsVersions, type StoreConfig } from "./store.js";
 
 /** A moment as a client names it: an event id, or a time (Unix ms) standing for the last event at or before it. */
@@ -70,7 +71,9 @@ export interface PathState {
   directory: boolean;
   deleted: boolean;
   tag: string;
-  blob: string;
+  /** The contents, by MD5 and size: a filesystem store gives a restored file a blob of its own. */
+  md5: string;
+  size: number;
   type: string;
 }
 
@@ -118,8 +121,35 @@ export function restoreActions(
   }
   if (!now) {
     actions.push({ path, operation: "create", directory: false, versionTag: then.tag });
-  } else if (now.blob !== then.blob || now.type !== then.type) {
+  } else if (now.md5 !== then.md5 || now.size !== then.size || now.type !== then.type) {
     actions.push({ path, operation: "modify", directory: false, versionTag: then.tag, currentTag: now.tag });
   }
   return actions;
+}
+
+/** A state a version read or a restore names by its tag: only a file's contents. NotFoundError otherwise. */
+export function restorableFile<T extends { directory: boolean; deleted: boolean }>(
+  state: T | undefined | null,
+  store: string,
+  path: string,
+  tag: string,
+): T {
+  if (!state || state.directory || state.deleted) {
+    throw new NotFoundError(
+      `/${path} in store ${store} has no version ${tag}: unknown, purged, or not contents (a deletion or a directory)`,
+    );
+  }
+  return state;
+}
+
+/** The restore of one resource needs its parent directory live (a subtree restore brings it back). */
+export function checkRestoreParent(
+  path: string,
+  parent: { directory: boolean; deleted: boolean } | undefined | null,
+): void {
+  if (parent && !parent.deleted && parent.directory) return;
+  const parentPath = parentOf(path) ?? "";
+  throw new NotFoundError(
+    `parent directory /${parentPath === "" ? "" : `${parentPath}/`} of /${path} not found: restore the directory as of a moment to bring it back`,
+  );
 }

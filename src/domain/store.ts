@@ -174,16 +174,9 @@ export function resolveStoreConfig(
       throw new BadRequestError(`unknown setting ${JSON.stringify(key)}`);
     }
   }
-  if (filesystem) {
-    // The folder holds only the current files: an earlier version's bytes would be gone with the
-    // next edit, made in Trove or outside it (docs/history.md, "Filesystem stores").
-    if (!current && !seen.has("keep-versions")) settings["keep-versions"] = "0";
-    if (keepVersionsMillis({ name, type, settings }) > 0) {
-      throw new BadRequestError(
-        `a filesystem store keeps no history: its folder holds only the current files; keep-versions must be 0, not ${JSON.stringify(settings["keep-versions"])}`,
-      );
-    }
-  }
+  // History of a filesystem store keeps a copy of every state's bytes beside its folder, which
+  // doubles its disk: off unless asked for (docs/history.md, "Filesystem stores").
+  if (filesystem && !current && !seen.has("keep-versions")) settings["keep-versions"] = "0";
   if (filesystem && !settings["filesystem-location"]) {
     throw new BadRequestError(
       "a filesystem store needs the setting filesystem-location: the absolute path of an existing directory",

@@ -71,7 +71,7 @@ export interface TroveServerOptions {
   /** Filesystem stores: rescan interval, notification settle delay, default filesystem-temp (docs/filesystem-stores.md). */
   filesystem?: Pick<
     FilesystemStorageOptions,
-    "rescanInterval" | "settleDelay" | "tempRoot" | "mayScan" | "scanLease" | "progressEvery"
+    "rescanInterval" | "settleDelay" | "tempRoot" | "mayScan" | "scanLease" | "progressEvery" | "afterKeep"
   >;
 }
 

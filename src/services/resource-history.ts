@@ -14,6 +14,7 @@ import {
   type PathState,
   parseMoment,
   type RestoreAction,
+  restorableFile,
   restoreActions,
 } from "../domain/history.js";
 import { parentOf } from "../domain/path.js";
@@ -122,12 +123,7 @@ export class ResourceHistory {
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
     await this.liveStore(store);
-    const state = await this.storage.getVersion(store, path, tag);
-    if (!state || state.directory || state.deleted) {
-      throw new NotFoundError(
-        `/${path} in store ${store} has no version ${tag}: unknown, purged, or not contents (a deletion or a directory)`,
-      );
-    }
+    const state = restorableFile(await this.storage.getVersion(store, path, tag), store, path, tag);
     requireOperation(caller, "read", state);
     yield* this.contentsOf(state, ifNoneMatch, ctx);
   }
@@ -308,7 +304,15 @@ export class ResourceHistory {
 }
 
 function stateOf(n: NodeRecord): PathState {
-  return { path: n.path, directory: n.directory, deleted: n.deleted, tag: n.tag, blob: n.blob, type: n.type };
+  return {
+    path: n.path,
+    directory: n.directory,
+    deleted: n.deleted,
+    tag: n.tag,
+    md5: n.md5,
+    size: n.size,
+    type: n.type,
+  };
 }
 
 /** Path order as the storages sort paths: by their UTF-8 bytes (not JavaScript's UTF-16 units). */

@@ -2,21 +2,19 @@
 // is whole, so a Trove killed (SIGKILL) in the middle of one leaves no partial file in the folder;
 // the next start empties filesystem-temp and still serves what was there.
 
-import { type ChildProcess, spawn } from "node:child_process";
 import { readdir } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
-import { bytes, DATA, type RestClient, restClient } from "../rest/rest-client.js";
-import { cleanUp, createFolderStore, tempDir, treeOf, until } from "./support.js";
+import { bytes, DATA } from "../rest/rest-client.js";
+import { cleanUp, createFolderStore, serverChildren, stopChild, tempDir, treeOf, until } from "./support.js";
 
 vi.setConfig({ testTimeout: 90_000 });
 
-const CHILD = fileURLToPath(new URL("./server-child.mjs", import.meta.url));
-const children = new Set<ChildProcess>();
 let dataDir: string;
 let folder: string;
+const children = serverChildren(() => dataDir);
+const startChild = () => children.start();
 
 beforeEach(async () => {
   dataDir = await tempDir("data");
@@ -24,34 +22,9 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL");
-      await new Promise((resolve) => child.once("exit", resolve));
-    }
-  }
-  children.clear();
+  await children.stopAll();
   await cleanUp(dataDir, folder);
 });
-
-async function startChild(): Promise<{ child: ChildProcess; client: RestClient; port: number }> {
-  const child = spawn(process.execPath, [CHILD, dataDir], { stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const found = /listening (\d+)/.exec(out);
-      if (found) resolve(Number(found[1]));
-    });
-    child.once("exit", (code) => reject(new Error(`the server exited (${code}) before listening: ${stderr}`)));
-  });
-  return { child, port, client: restClient({ url: `http://127.0.0.1:${port}`, port }) };
-}
 
 test("SIGKILL of Trove during an upload leaves no partial file in the folder; a restart serves what was there (issue 17, item 4)", async () => {
   const first = await startChild();
@@ -83,6 +56,5 @@ test("SIGKILL of Trove during an upload leaves no partial file in the folder; a 
   expect(kept.text).toBe("kept");
   await until(async () => (await readdir(temp)).length === 0, "filesystem-temp to be emptied at start-up");
   expect([...(await treeOf(folder)).keys()]).toEqual(["kept.txt"]);
-  second.child.kill("SIGTERM");
-  await new Promise((resolve) => second.child.once("exit", resolve));
+  await stopChild(second.child);
 });

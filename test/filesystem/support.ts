@@ -2,10 +2,11 @@
 // data directory kept across restarts when asked), a folder made by the test, and what a
 // follower sees: change events from the REST long poll.
 
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { lstat, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { pino } from "pino";
 import { expect } from "vitest";
@@ -162,4 +163,49 @@ export async function treeOf(dir: string, skip: (name: string) => boolean = () =
   }
   await walk("");
   return out;
+}
+
+const CHILD = fileURLToPath(new URL("./server-child.mjs", import.meta.url));
+
+/**
+ * Trove servers in child processes (server-child.mjs, the built dist/) on one data directory, for
+ * the crash tests: `start` waits until one listens; `stopAll` kills (SIGKILL) those still running.
+ */
+export function serverChildren(dataDir: () => string) {
+  const children = new Set<ChildProcess>();
+  return {
+    async start(...args: string[]): Promise<{ child: ChildProcess; client: RestClient; port: number }> {
+      const child = spawn(process.execPath, [CHILD, dataDir(), ...args], { stdio: ["ignore", "pipe", "pipe"] });
+      children.add(child);
+      let stderr = "";
+      child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = "";
+        child.stdout?.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          const found = /listening (\d+)/.exec(out);
+          if (found) resolve(Number(found[1]));
+        });
+        child.once("exit", (code) => reject(new Error(`the server exited (${code}) before listening: ${stderr}`)));
+      });
+      return { child, port, client: restClient({ url: `http://127.0.0.1:${port}`, port }) };
+    },
+    async stopAll(): Promise<void> {
+      for (const child of children) {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGKILL");
+          await new Promise((resolve) => child.once("exit", resolve));
+        }
+      }
+      children.clear();
+    },
+  };
+}
+
+/** Stops a child server (SIGTERM) and waits for it to exit. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  child.kill("SIGTERM");
+  await new Promise((resolve) => child.once("exit", resolve));
 }

@@ -21,6 +21,7 @@ import {
   storeState,
   type TestClock,
   testClock,
+  versionElements,
   XML,
 } from "./rest-client.js";
 
@@ -47,15 +48,8 @@ function unquote(tag: string | null): string {
 }
 
 /** The attributes of each `version` element, newest first. */
-async function versions(path: string, query = ""): Promise<Array<Record<string, string>>> {
-  const reply = await client.fetch("GET", `${DATA}/home/${path}?versions=true${query}`);
-  expect(reply.status, reply.text).toBe(200);
-  expect(reply.headers.get("content-type")).toBe(XML);
-  const doc = parseXml(reply.text) as {
-    versions: { version?: Record<string, string> | Array<Record<string, string>> };
-  };
-  const list = doc.versions.version ?? [];
-  return Array.isArray(list) ? list : [list];
+function versions(path: string, query = ""): Promise<Array<Record<string, string>>> {
+  return versionElements(client, `${DATA}/home/${path}?versions=true${query}`);
 }
 
 async function replace(path: string, body: string, tag: string): Promise<string> {

@@ -102,6 +102,18 @@ export function parseXml(xml: string): Record<string, unknown> {
   return parser.parse(xml) as Record<string, unknown>;
 }
 
+/** The attributes of each `version` element of `GET {url}` (a `?versions=true` read), newest first. */
+export async function versionElements(client: RestClient, url: string): Promise<Array<Record<string, string>>> {
+  const reply = await client.fetch("GET", url);
+  expect(reply.status, reply.text).toBe(200);
+  expect(reply.headers.get("content-type")).toBe(XML);
+  const doc = parseXml(reply.text) as {
+    versions: { version?: Record<string, string> | Array<Record<string, string>> };
+  };
+  const list = doc.versions.version ?? [];
+  return Array.isArray(list) ? list : [list];
+}
+
 /** The attributes of each `resource` element of a directory listing, in document order. */
 export function listingEntries(xml: string): Array<Record<string, string>> {
   const doc = parseXml(xml);

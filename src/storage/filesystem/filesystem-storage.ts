@@ -9,9 +9,10 @@ import { mkdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { BadRequestError, NotFoundError, PreconditionFailedError, UnavailableError } from "../../domain/errors.js";
+import { checkRestoreParent, restorableFile } from "../../domain/history.js";
 import { parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
-import type { StoreConfig } from "../../domain/store.js";
+import { keepsVersions, keepVersionsMillis, type StoreConfig } from "../../domain/store.js";
 import { makeDirectory } from "../local/make-directory.js";
 import {
   type BlobInfo,
@@ -46,6 +47,7 @@ import {
   tooLongAsBadRequest,
   versionOf,
 } from "./folder.js";
+import { HISTORY_DIR, KeptCopies } from "./kept-copies.js";
 import { Reconciler, type SkipReason } from "./reconciler.js";
 import type { ScanLease } from "./scan-lease.js";
 import { Scanner, type ScanSummary } from "./scanner.js";
@@ -76,10 +78,28 @@ export interface FilesystemStorageOptions {
   scanned?: (summary: ScanSummary) => void;
   /** A scan logs a progress line every this many entries (default 10,000; docs/filesystem-stores.md). */
   progressEvery?: number;
+  /**
+   * Called by a write that replaces or removes a file of the folder, once the replaced state's
+   * bytes are kept and before the file is replaced (the crash test's seam: test/filesystem/history.test.ts).
+   */
+  afterKeep?: (store: string, path: string) => void | Promise<void>;
+  /**
+   * Where the kept copies of each store go, in `<historyRoot>/<store>` (docs/history.md,
+   * "Filesystem stores"). Default: `history` in the inner adapter's data directory (SQLite), else
+   * `trove-history` in each store's filesystem-temp (MongoDB: shared by the instances).
+   */
+  historyRoot?: string;
 }
 
 /** With other instances on the folder, what start-up removes from filesystem-temp: untouched for an hour. */
 const SHARED_TEMP_AGE = 3_600_000;
+/**
+ * How often (by the purge's clock) the kept copies of a store are swept: a sweep lists the store's
+ * files. A copy outlives the versions that need it by this much at most.
+ */
+const COPIES_SWEEP_INTERVAL = 600_000;
+/** A copy is removed this long after the last state that needed it ended, past keep-versions (clock steps between writes and the purge). */
+const COPIES_MARGIN = 60_000;
 
 /** A filesystem store this instance serves: its folder, its index reconciler and its scanner. */
 interface Folder {
@@ -89,6 +109,10 @@ interface Folder {
   scanner: Scanner;
   /** With a scan lease: performance.now() until which this instance may scan (0: not the holder). */
   scanUntil: number;
+  /** The kept bytes of its states, in its history area (docs/history.md, "Filesystem stores"). */
+  copies: KeptCopies;
+  /** The purge's time from which its copies are swept again. */
+  nextSweep: number;
 }
 
 /** Contents assembled in a store's filesystem-temp, waiting for putFile. */
@@ -108,6 +132,7 @@ export class FilesystemStorage implements StoragePort {
   private readonly logger: StorageLogger;
   private readonly now: () => number;
   private readonly tempRoot: string;
+  private readonly historyRoot: string | undefined;
   private readonly options: FilesystemStorageOptions;
   private readonly folders = new Map<string, Folder>();
   private readonly uploads = new Map<string, Upload>();
@@ -134,6 +159,9 @@ export class FilesystemStorage implements StoragePort {
     this.now = options.now ?? Date.now;
     const innerTemp = inner.reportedSettings()["filesystem-temp"];
     this.tempRoot = options.tempRoot ?? join(innerTemp ?? join(tmpdir(), "trove"), "filesystem");
+    const blobs = inner.reportedSettings()["filesystem-location"];
+    this.historyRoot =
+      options.historyRoot ?? (blobs !== undefined && isAbsolute(blobs) ? join(dirname(blobs), "history") : undefined);
     this.ready = this.start();
     const lease = options.scanLease;
     if (lease) {
@@ -163,7 +191,11 @@ export class FilesystemStorage implements StoragePort {
     }
     for (const [name, folder] of [...this.folders]) {
       const config = listed.get(name);
-      if (config && config.settings["filesystem-location"] === folder.config.settings["filesystem-location"]) continue;
+      if (config && config.settings["filesystem-location"] === folder.config.settings["filesystem-location"]) {
+        // Its settings as another instance may have updated them (keep-versions: whether to keep copies).
+        folder.config = config;
+        continue;
+      }
       // Read again: a store this instance created after the listing is not gone.
       const now = await this.inner.getStore(name).catch(() => undefined);
       const location = now && !now.deleted ? now.config.settings["filesystem-location"] : undefined;
@@ -256,6 +288,16 @@ export class FilesystemStorage implements StoragePort {
     }
   }
 
+  /** The kept copies of a store, whose filesystem-temp is `temp`. */
+  private copiesIn(store: string, temp: string): KeptCopies {
+    return new KeptCopies(this.historyRoot === undefined ? join(temp, HISTORY_DIR) : join(this.historyRoot, store));
+  }
+
+  /** The kept copies of a store's states while it keeps versions. */
+  private copiesOf(folder: Folder): KeptCopies | undefined {
+    return keepsVersions(folder.config) ? folder.copies : undefined;
+  }
+
   private tempOf(config: StoreConfig): string {
     return config.settings["filesystem-temp"] ?? join(this.tempRoot, config.name);
   }
@@ -272,6 +314,7 @@ export class FilesystemStorage implements StoragePort {
       now: this.now,
       logger: this.logger,
       skipped: this.options.skipped,
+      copies: () => this.copiesOf(folder),
     });
     const { mayScan, scanLease } = this.options;
     const scanner = new Scanner({
@@ -288,7 +331,16 @@ export class FilesystemStorage implements StoragePort {
         return mayScan ? mayScan(config.name) : true;
       },
     });
-    const folder: Folder = { config, temp: this.tempOf(config), reconciler, scanner, scanUntil: 0 };
+    const temp = this.tempOf(config);
+    const folder: Folder = {
+      config,
+      temp,
+      reconciler,
+      scanner,
+      scanUntil: 0,
+      copies: this.copiesIn(config.name, temp),
+      nextSweep: 0,
+    };
     this.folders.set(config.name, folder);
     if (!this.closed) {
       scanner.start();
@@ -365,6 +417,15 @@ export class FilesystemStorage implements StoragePort {
     if (folder) {
       folder.config = record.config;
       folder.temp = this.tempOf(record.config);
+      const moved = this.copiesIn(config.name, folder.temp);
+      if (moved.dir !== folder.copies.dir) {
+        // The kept copies move with filesystem-temp (the same file system: the folder's).
+        await rename(folder.copies.dir, moved.dir).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== "ENOENT")
+            this.logger.warn({ err, store: config.name }, "the kept copies could not move to the new filesystem-temp");
+        });
+        folder.copies = moved;
+      }
     }
     return record;
   }
@@ -386,6 +447,7 @@ export class FilesystemStorage implements StoragePort {
       throw err;
     }
     await emptyDirectory(folder.temp);
+    await folder.copies.clear().catch(() => {});
     return record;
   }
 
@@ -495,17 +557,27 @@ export class FilesystemStorage implements StoragePort {
     return reconciler.lock.run(async () => {
       let version: string;
       let created: boolean;
+      let linked: string | undefined;
+      const copies = this.copiesOf(folder);
       try {
         await reconciler.syncLocked(path);
         const { target, parent } = await this.current(folder, path, now);
         ({ created } = planPutFile(path, target, parent, pre));
         version = versionOf(await stat(upload.file, { bigint: true }));
+        if (copies) {
+          // History: the new state's bytes and the replaced state's, kept before the rename.
+          await copies.copy(upload.file, blob, now);
+          if (target && !target.deleted) linked = await copies.keep(file, target, now);
+          await this.options.afterKeep?.(store, path);
+        }
         await rename(upload.file, file);
       } catch (err) {
+        await copies?.undo(linked);
         await unlink(upload.file).catch(() => {});
         throw tooLongAsBadRequest(err, path);
       }
       await syncDirectory(dirname(file));
+      await copies?.kept(linked, now);
       const stored = { blob: version, size: blob.size, md5: blob.md5, inline: null };
       try {
         // Created or replaced as the client's preconditions were checked, before the rename.
@@ -557,6 +629,7 @@ export class FilesystemStorage implements StoragePort {
       const { target } = await this.current(folder, path, now);
       planDelete(path, target, pre.ifMatch);
       const file = reconciler.fileOf(path);
+      const linked = await this.keepBelow(folder, path, target, now);
       // A directory leaves the tree in one rename; its contents are removed after the commit.
       try {
         if (target?.directory) {
@@ -567,8 +640,12 @@ export class FilesystemStorage implements StoragePort {
         }
       } catch (err) {
         moved = undefined;
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
+          for (const copy of linked) await folder.copies.undo(copy);
+          throw err;
+        }
       }
+      for (const copy of linked) await folder.copies.kept(copy, now);
       const before = (await this.inner.getStore(store))?.lastEventId ?? 0;
       try {
         return await this.inner.deleteTree(store, path, pre, now, user);
@@ -589,6 +666,41 @@ export class FilesystemStorage implements StoragePort {
       );
     }
     return result;
+  }
+
+  /**
+   * History: before a delete, the bytes of the file it removes, or of every file below the
+   * directory, are kept (each checked to be the recorded state). Returns the copies linked to
+   * files still in the folder, to undo if the removal fails.
+   */
+  private async keepBelow(
+    folder: Folder,
+    path: string,
+    target: NodeRecord | undefined,
+    now: number,
+  ): Promise<string[]> {
+    const copies = this.copiesOf(folder);
+    const linked: string[] = [];
+    if (!copies || !target || target.deleted) return linked;
+    const keep = async (node: NodeRecord) => {
+      const copy = await copies.keep(folder.reconciler.fileOf(node.path), node, now);
+      if (copy) linked.push(copy);
+    };
+    try {
+      if (!target.directory) await keep(target);
+      else
+        for await (const batch of this.inner.listNodes(folder.config.name, path, {
+          recursive: true,
+          includeDeleted: false,
+        })) {
+          for (const node of batch) if (!node.directory) await keep(node);
+        }
+      await this.options.afterKeep?.(folder.config.name, path);
+    } catch (err) {
+      for (const copy of linked) await copies.undo(copy);
+      throw err;
+    }
+    return linked;
   }
 
   /** How many nodes at and below a path were deleted after an event id (a delete another instance recorded). */
@@ -613,6 +725,8 @@ export class FilesystemStorage implements StoragePort {
     const store = folder.config.name;
     const record = await this.inner.getStore(store);
     if (!record || record.deleted) throw new NotFoundError(`store ${store} not found`);
+    // The settings this write goes by (another instance may have changed keep-versions).
+    folder.config = record.config;
     const visible = (node: NodeRecord | undefined) =>
       node && !isExpiredTombstone(node, record.config, now) ? node : undefined;
     const target = visible(await this.inner.getNode(store, path));
@@ -647,13 +761,26 @@ export class FilesystemStorage implements StoragePort {
       yield* this.inner.readBlob(node);
       return;
     }
-    const contents = await openVersion(folder.reconciler.fileOf(node.path), node.blob);
-    if (!contents) {
-      // Changed in the folder since the node was read: record it, so that the next read is right.
-      await folder.reconciler.sync(node.path).catch(() => {});
-      throw new NotFoundError(`/${node.path} changed in the folder of store ${node.store}`);
+    yield* await this.contentsOf(folder, node);
+  }
+
+  /**
+   * The bytes of a state of a file: the folder's file while it is that state, else the copy Trove
+   * kept of them (docs/history.md, "Filesystem stores"). NotFoundError with the reason otherwise.
+   */
+  private async contentsOf(folder: Folder, node: NodeRecord): Promise<AsyncIterable<Uint8Array>> {
+    const contents =
+      (await openVersion(folder.reconciler.fileOf(node.path), node.blob)) ?? (await folder.copies.open(node));
+    if (contents) return contents;
+    const current = await this.inner.getNode(node.store, node.path);
+    if (current?.tag !== node.tag) {
+      throw new NotFoundError(
+        `the contents of /${node.path} as version ${node.tag} were not kept: the folder of store ${node.store} holds other bytes now, and Trove kept no copy of these (edited outside Trove before Trove kept one, or with keep-versions 0)`,
+      );
     }
-    yield* contents;
+    // Changed in the folder since the node was read: record it, so that the next read is right.
+    await folder.reconciler.sync(node.path).catch(() => {});
+    throw new NotFoundError(`/${node.path} changed in the folder of store ${node.store}`);
   }
 
   async discardBlob(blob: BlobInfo): Promise<void> {
@@ -674,8 +801,43 @@ export class FilesystemStorage implements StoragePort {
     return this.inner.onChange(listener);
   }
 
-  purgeExpired(now: number): Promise<number> {
-    return this.inner.purgeExpired(now);
+  async purgeExpired(now: number): Promise<number> {
+    let purged = await this.inner.purgeExpired(now);
+    for (const folder of [...this.folders.values()]) {
+      try {
+        purged += await this.sweepCopies(folder, now);
+      } catch (err) {
+        this.logger.warn(
+          { err, store: folder.config.name },
+          "the kept copies of a filesystem store could not be swept",
+        );
+      }
+    }
+    return purged;
+  }
+
+  /**
+   * The purge of kept copies: all of them once the store keeps no versions; else those no live
+   * file has whose last state ended longer ago than keep-versions (the versions that needed them
+   * are purged by then), at most every COPIES_SWEEP_INTERVAL.
+   */
+  private async sweepCopies(folder: Folder, now: number): Promise<number> {
+    const record = await this.inner.getStore(folder.config.name);
+    if (!record || record.deleted || this.folders.get(record.config.name) !== folder) return 0;
+    folder.config = record.config;
+    if (!keepsVersions(folder.config)) {
+      await folder.copies.clear();
+      return 0;
+    }
+    if (now < folder.nextSweep) return 0;
+    folder.nextSweep = now + COPIES_SWEEP_INTERVAL;
+    const live = new Set<string>();
+    const store = folder.config.name;
+    for await (const batch of this.inner.listNodes(store, "", { recursive: true, includeDeleted: false })) {
+      for (const node of batch) if (!node.directory) live.add(folder.copies.fileOf(node));
+    }
+    const cutoff = now - keepVersionsMillis(folder.config) - COPIES_MARGIN;
+    return folder.copies.sweep(live, cutoff, (task) => folder.reconciler.lock.run(task));
   }
 
   ping(): Promise<void> {
@@ -698,7 +860,12 @@ export class FilesystemStorage implements StoragePort {
   eventAt(store: string, time: number): Promise<number> {
     return this.inner.eventAt(store, time);
   }
-  restoreVersion(
+  /**
+   * A filesystem store's restore is an upload of the kept bytes: assembled in filesystem-temp from
+   * the state's copy (or the folder's file while it is that state), then written as putFile
+   * writes, with the state's content type. NotFoundError when its bytes were not kept.
+   */
+  async restoreVersion(
     store: string,
     path: string,
     tag: string,
@@ -706,7 +873,30 @@ export class FilesystemStorage implements StoragePort {
     now: number,
     user?: string,
   ): Promise<WriteResult> {
-    return this.inner.restoreVersion(store, path, tag, pre, now, user);
+    const folder = await this.folderByName(store);
+    if (!folder) return this.inner.restoreVersion(store, path, tag, pre, now, user);
+    const state = restorableFile(await this.inner.getVersion(store, path, tag), store, path, tag);
+    const parentPath = parentOf(path) ?? "";
+    checkRestoreParent(path, (await this.current(folder, parentPath, now)).target);
+    await makeDirectory(folder.temp);
+    const assembled = await assemble(folder.temp, await this.contentsOf(folder, state), state.size);
+    if (assembled.md5 !== state.md5 || assembled.size !== state.size) {
+      await unlink(assembled.temp).catch(() => {});
+      throw new NotFoundError(
+        `the kept contents of /${path} as version ${tag} in store ${store} changed: not restored`,
+      );
+    }
+    const blob = randomUUID();
+    this.uploads.set(blob, { store, file: assembled.temp });
+    return this.putFile(
+      store,
+      path,
+      { blob, size: state.size, md5: state.md5, inline: null },
+      state.type,
+      pre,
+      now,
+      user,
+    );
   }
   holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
     return this.inner.holdSnapshot(store);

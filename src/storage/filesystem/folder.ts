@@ -104,7 +104,18 @@ export async function hashFile(file: string): Promise<HashedFile | undefined> {
  * not that version (changed on disk since it was recorded, or a link now), so nothing else is
  * ever served under the recorded tag. Reads exactly the recorded size.
  */
-export async function openVersion(file: string, expected: string): Promise<AsyncIterable<Uint8Array> | undefined> {
+export function openVersion(file: string, expected: string): Promise<AsyncIterable<Uint8Array> | undefined> {
+  return openChecked(file, (st) => versionOf(st) === expected);
+}
+
+/**
+ * Streams a regular file (never through a link) when `accepts` its stats, read on the open file
+ * descriptor: exactly the size they give. Undefined when it is absent or not accepted.
+ */
+export async function openChecked(
+  file: string,
+  accepts: (st: BigIntStats) => boolean,
+): Promise<AsyncIterable<Uint8Array> | undefined> {
   let handle: Awaited<ReturnType<typeof open>>;
   try {
     handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -118,7 +129,7 @@ export async function openVersion(file: string, expected: string): Promise<Async
     await handle.close();
     throw err;
   });
-  if (!st.isFile() || versionOf(st) !== expected) {
+  if (!st.isFile() || !accepts(st)) {
     await handle.close();
     return undefined;
   }

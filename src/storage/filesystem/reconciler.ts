@@ -9,6 +9,7 @@ import { typeFromName } from "../../domain/mime.js";
 import { ancestorsOf, joinPath, nameOf } from "../../domain/path.js";
 import type { NodeRecord, StorageLogger, StoragePort } from "../port.js";
 import { type EntryKind, type HashedFile, hashFile, kindOf, lstatOf, versionOf } from "./folder.js";
+import type { KeptCopies } from "./kept-copies.js";
 
 /** Why an entry of the folder is not served: a name Trove's path rules refuse, a symbolic link, a special file. */
 export type SkipReason = "name" | "link" | "special";
@@ -33,6 +34,8 @@ export interface ReconcilerOptions {
   logger: StorageLogger;
   /** Counts an entry that is not served (once per path). */
   skipped?: (reason: SkipReason) => void;
+  /** Where the bytes of each recorded state are kept, when the store keeps versions now (docs/history.md). */
+  copies?: () => KeptCopies | undefined;
 }
 
 export interface SyncResult {
@@ -56,6 +59,7 @@ export class Reconciler {
   private readonly now: () => number;
   private readonly logger: StorageLogger;
   private readonly onSkipped: ((reason: SkipReason) => void) | undefined;
+  private readonly copies: () => KeptCopies | undefined;
   /** Paths already reported as skipped: a rescan does not report them again. */
   private readonly reported = new Set<string>();
 
@@ -66,6 +70,7 @@ export class Reconciler {
     this.now = options.now;
     this.logger = options.logger;
     this.onSkipped = options.skipped;
+    this.copies = options.copies ?? (() => undefined);
   }
 
   /** The absolute file name of a store path. */
@@ -168,12 +173,16 @@ export class Reconciler {
     const node = await this.indexed(path);
     if (kind === "absent") {
       if (!node) return { kind: "absent", unsettled: false };
+      await this.ended(node);
       await this.inner.deleteTree(this.store, path, {}, this.now());
       return { kind: "absent", unsettled: false, recorded: true };
     }
     if (kind === "directory") {
       if (node?.directory) return { kind: "directory", unsettled: false };
-      if (node) await this.inner.deleteTree(this.store, path, {}, this.now());
+      if (node) {
+        await this.ended(node);
+        await this.inner.deleteTree(this.store, path, {}, this.now());
+      }
       await this.inner.makeDirectory(this.store, path, {}, this.now());
       return { kind: "directory", unsettled: false, recorded: true };
     }
@@ -186,10 +195,34 @@ export class Reconciler {
     if (!hashed || !again || kindOf(again) !== "file" || versionOf(again) !== hashed.version) {
       return { kind: node ? (node.directory ? "directory" : "file") : "absent", unsettled: true, read: true };
     }
+    // History: the new state's bytes are kept before it is recorded (a copy: an edit in place
+    // would change a link), and the state it ends stays needed for keep-versions from now on.
+    const copies = this.copies();
+    if (copies && !(await copies.copy(file, hashed, this.now(), hashed.version))) {
+      return { kind: node ? (node.directory ? "directory" : "file") : "absent", unsettled: true, read: true };
+    }
+    if (node) await this.ended(node);
     if (node?.directory) await this.inner.deleteTree(this.store, path, {}, this.now());
     const type = node && !node.directory ? node.type : typeFromName(nameOf(path));
     const blob = { blob: hashed.version, size: hashed.size, md5: hashed.md5, inline: null };
     await this.inner.putFile(this.store, path, blob, type, {}, this.now());
     return { kind: "file", unsettled: false, read: true, recorded: true };
+  }
+
+  /**
+   * A recorded state (a file, or each file below a directory) is about to end: the copy of its
+   * bytes, if Trove kept one, is needed for keep-versions from now on.
+   */
+  private async ended(node: NodeRecord): Promise<void> {
+    const copies = this.copies();
+    if (!copies) return;
+    const now = this.now();
+    if (!node.directory) {
+      await copies.touch(node, now);
+      return;
+    }
+    for await (const batch of this.inner.listNodes(this.store, node.path, { recursive: true, includeDeleted: false })) {
+      for (const below of batch) if (!below.directory) await copies.touch(below, now);
+    }
   }
 }

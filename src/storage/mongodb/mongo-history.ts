@@ -4,8 +4,9 @@
 // A version whose event is the current node's is what a write that died before its node's write
 // left: it is the node's own state, and every read here leaves it out.
 
-import { ForbiddenError, NotFoundError } from "../../domain/errors.js";
+import { ForbiddenError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
+import { checkRestoreParent, restorableFile } from "../../domain/history.js";
 import { comparePaths, descendantRange, parentOf } from "../../domain/path.js";
 import { planPutFile } from "../../domain/rules.js";
 import { keepsVersions } from "../../domain/store.js";
@@ -269,19 +270,15 @@ export class MongoHistory {
         const ancestors = this.writes.ancestorsToRetag(config, path);
         const read = await this.writes.readNodes(store, [...own, ...ancestors], early?.nodes, path);
         const existing = read.get(path) ?? null;
-        const state: NodeDoc | VersionDoc | null =
-          existing?.tag === tag ? existing : early ? early.state : await this.versionByTag(store, path, tag);
-        if (!state || state.directory || state.deleted) {
-          throw new NotFoundError(
-            `/${path} in store ${store} has no version ${tag}: unknown, purged, or not contents (a deletion or a directory)`,
-          );
-        }
+        const state = restorableFile<NodeDoc | VersionDoc>(
+          existing?.tag === tag ? existing : early ? early.state : await this.versionByTag(store, path, tag),
+          store,
+          path,
+          tag,
+        );
         const target = this.writes.current(read, path, config, now);
         const parent = this.writes.current(read, parentPath, config, now);
-        if (!parent || parent.deleted || !parent.directory) {
-          const where = parentPath === "" ? "/" : `/${parentPath}/`;
-          throw new NotFoundError(`parent directory ${where} of /${path} not found: restore the directory first`);
-        }
+        checkRestoreParent(path, parent);
         const { created } = planPutFile(path, target, parent, pre);
         const eventId = await lease.allocate(1 + ancestors.length);
         const doc: NodeDoc = {

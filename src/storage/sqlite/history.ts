@@ -2,7 +2,7 @@
 // of `versions` in the write's own transaction; a path's states, one by tag, a path or a listing
 // as of an event, the event of a time; and which kept state a restore may bring back.
 
-import { NotFoundError } from "../../domain/errors.js";
+import { restorableFile } from "../../domain/history.js";
 import { comparePaths, descendantRange } from "../../domain/path.js";
 import { keepsVersions, type StoreConfig } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
@@ -124,13 +124,7 @@ export class SqliteHistory {
    * contents; NotFoundError when there is none (unknown, purged, or a tombstone's or directory's).
    */
   restorable(store: string, path: string, tag: string): VersionRecord {
-    const state = this.getVersion(store, path, tag);
-    if (!state || state.directory || state.deleted) {
-      throw new NotFoundError(
-        `/${path} in store ${store} has no version ${tag}: unknown, purged, or not contents (a deletion or a directory)`,
-      );
-    }
-    return state;
+    return restorableFile(this.getVersion(store, path, tag), store, path, tag);
   }
 }
 

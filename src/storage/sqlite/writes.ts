@@ -7,6 +7,7 @@
 import type Database from "better-sqlite3";
 import { NotFoundError } from "../../domain/errors.js";
 import { newTag } from "../../domain/etag.js";
+import { checkRestoreParent } from "../../domain/history.js";
 import { ancestorsOf, descendantRange, parentOf } from "../../domain/path.js";
 import { isExpiredTombstone, planCreateStore, planDelete, planMakeDirectory, planPutFile } from "../../domain/rules.js";
 import { hasRecursiveTags, keepsVersions, type StoreConfig } from "../../domain/store.js";
@@ -245,11 +246,7 @@ export class SqliteNodeWrites {
     const state = this.history.restorable(store, path, tag);
     const parentPath = parentOf(path) ?? "";
     const parent = this.currentMetadata(store, parentPath, config, now)?.node;
-    if (!parent || parent.deleted || !parent.directory) {
-      throw new NotFoundError(
-        `parent directory /${parentPath === "" ? "" : `${parentPath}/`} not found: restore the directory as of a moment to bring it back`,
-      );
-    }
+    checkRestoreParent(path, parent);
     const target = this.currentMetadata(store, path, config, now);
     const { created } = planPutFile(path, target?.node, parent, pre);
     const contents = { blob: state.blob, size: state.size, md5: state.md5, inline: state.inline, type: state.type };
