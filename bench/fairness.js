@@ -4,8 +4,8 @@
 // - 100 slow-body connections without a token (slowhttptest -B, R-U-Dead-Yet),
 // - 100 slow-body uploads with the token (this script: a byte every 2 s),
 // - 50 idle h2c sessions, each sending a PING every 5 s (this script, node:http2),
-// while a second client's GETs and PUTs (4 KiB, one keep-alive connection, one at a time) are
-// timed. The same client runs alone first, on the same server: the baseline of the ratios. Prints
+// while a second client's GETs and PUTs (4 KiB, one at a time, a new connection each) are
+// timed, and h2load (Debian's nghttp2-client) runs 20,000 GETs on 100 h2c connections. The same client runs alone first, on the same server: the baseline of the ratios. Prints
 // the second client's 503s and other failures, p50 and p99, the first client's polls answered 429
 // (its share) and still parked, and what became of the slow clients.
 //
@@ -43,9 +43,12 @@ function hasSlowhttptest() {
   return true;
 }
 
-/** The second client: GET and PUT in turn for `ms`, one keep-alive connection. */
+/**
+ * The second client: GET and PUT in turn for `ms`, one at a time, each on a new connection (as
+ * clients that come and go do: a kept-alive connection opened before an attack is never refused).
+ */
 async function measure(url, authorization, ms) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = new http.Agent({ keepAlive: false });
   const body = Buffer.alloc(4096, 0x61);
   const times = [];
   const statuses = new Map();
@@ -262,6 +265,30 @@ try {
   console.log(
     `  ratio p99 under attack / alone: ${(loaded.p99 / alone.p99).toFixed(2)}x; 503s: ${loaded.statuses[503] ?? 0}`,
   );
+  // Many HTTP/2 connections and streams from a client Trove did not write, during the attack.
+  try {
+    const out = execFileSync(
+      "h2load",
+      [
+        "-n",
+        "20000",
+        "-c",
+        "100",
+        "-m",
+        "10",
+        "-H",
+        `authorization: ${authorization}`,
+        `${url}/resources/v2/data/second/f0.txt`,
+      ],
+      { encoding: "utf8", timeout: 120_000 },
+    );
+    const lines = out.split("\n").filter((l) => /^(finished in|requests:|status codes:)|^time for request:/.test(l));
+    console.log(`h2load, 100 h2c connections x 10 streams, 20,000 GETs during the attack:\n  ${lines.join("\n  ")}`);
+  } catch (err) {
+    console.log(
+      `h2load not run: ${err.code === "ENOENT" ? "not installed (apt-get install nghttp2-client)" : err.message}`,
+    );
+  }
   console.log(
     `first client's ${POLLS} polls: ${polls.parked()} still parked, answered ${JSON.stringify(Object.fromEntries(polls.answers))}`,
   );
