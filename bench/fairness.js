@@ -9,7 +9,7 @@
 // the second client's 503s and other failures, p50 and p99, the first client's polls answered 429
 // (its share) and still parked, and what became of the slow clients.
 //
-// `node bench/fairness.js [--seconds 40] [--polls 2000] [extra trove serve flags]`
+// `node bench/fairness.js [--seconds 40] [--polls 2000] [-- extra trove serve flags]`
 // Needs slowhttptest (apt-get install slowhttptest); without it, says so and runs the rest.
 
 import { execFileSync, spawn } from "node:child_process";

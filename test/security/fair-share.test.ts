@@ -13,30 +13,8 @@ import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { defaultMaxConnections, defaultMaxLongLived } from "../../src/server/capacity.js";
 import { parseServeArgs, type ServeConfig } from "../../src/server/config.js";
 import { ADMIN, AUDIENCE, type Issuer, startIssuer } from "../auth/support.js";
+import { sample, scrape, until } from "../support/observe.js";
 import { startServer, type TestServer } from "../support/server.js";
-
-/** Waits until `check` holds (something that must happen; the bound only ends a failing run). */
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** One series of a Prometheus text answer, 0 when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  const names = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .join(",");
-  const series = names === "" ? `${name} ` : `${name}{${names}} `;
-  const line = text.split("\n").find((l) => l.startsWith(series));
-  return line === undefined ? 0 : Number(line.slice(series.length));
-}
-
-async function scrape(url: string): Promise<string> {
-  return (await fetch(`${url}/metrics`)).text();
-}
 
 /** The current event id of the store `home` (a status poll). */
 async function cursorOf(url: string, headers: Record<string, string> = {}): Promise<string> {
