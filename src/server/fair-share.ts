@@ -28,7 +28,7 @@ const REPORT_PATH = /^\/insights\/v1\/reports\/[^/]+(\/document)?$/;
 
 /**
  * Whether a request is long-lived work, decided from its head alone (method, path, query, declared
- * length): a REST poll, a report status wait (`wait=`) or document, an RPC wait, watch, upload
+ * length): a REST poll with cursors, a report status wait (`wait=`) or document, an RPC wait, watch, upload
  * stream or report document, or a REST upload of LARGE_UPLOAD_BYTES or of unknown length. A large
  * download is not known from its head: it counts as a short request.
  */
@@ -39,7 +39,8 @@ export function longLivedWork(req: RestRequest): boolean {
   if (LONG_LIVED_METHODS.has(path)) return true;
   const method = req.method;
   if (method === "GET") {
-    if (path === "/resources/v2/poll" || path === "/resources/v1/poll") return true;
+    // A poll with cursors waits; without, it answers the current status at once.
+    if (path === "/resources/v2/poll" || path === "/resources/v1/poll") return /[?&]store=/.test(url.slice(query));
     const report = REPORT_PATH.exec(path);
     return report !== null && (report[1] !== undefined || /[?&]wait=/.test(url.slice(query)));
   }

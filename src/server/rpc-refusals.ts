@@ -154,6 +154,10 @@ export function sendRpcError(
   const stream = (res as http2.Http2ServerResponse).stream as http2.ServerHttp2Stream | undefined;
   if (stream !== undefined && protocol === "grpc") {
     const h2headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": contentType, ...lower(headers) };
+    // The error's metadata as headers, as Connect's answers carry it (Retry-After of a caller over its share).
+    error.metadata.forEach((value, key) => {
+      h2headers[key.toLowerCase()] = value;
+    });
     status.forEach((value, key) => {
       h2headers[key] = value;
     });
@@ -164,6 +168,9 @@ export function sendRpcError(
   }
   r.statusCode = 200;
   r.setHeader("Content-Type", contentType);
+  error.metadata.forEach((value, key) => {
+    r.setHeader(key, value);
+  });
   status.forEach((value, key) => {
     r.setHeader(key, value);
   });

@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRestClient, createTroveClient, fromConnectError, TooManyRequestsError } from "../../sdk/src/index.js";
 import { createJwtAuthenticator } from "../../src/auth/verifier.js";
 import { Health as HealthService } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
@@ -205,6 +206,35 @@ describe("a fair share per caller (issue 29, item 3)", () => {
       expect(sample(metrics, "trove_long_lived_requests")).toBe(4);
     } finally {
       for (const p of [...polls, ...others]) p.abort();
+    }
+  });
+
+  it("the SDK sees a caller over its share as TooManyRequestsError (429), over REST, Connect and gRPC", async () => {
+    // The polls of the case before have left.
+    await until(async () => sample(await scrape(t.url), "trove_long_lived_requests") === 0, "no long-lived request");
+    const cursor = await cursorOf(t.url, alice);
+    const polls = [park(t.url, cursor, alice), park(t.url, cursor, alice)];
+    const token = alice.Authorization?.slice("Bearer ".length) as string;
+    try {
+      await until(() => t.server.notifier.waiterCount === 2, "alice's two parked polls");
+      const rest = createRestClient({ baseUrl: t.url, auth: token });
+      const restErr = await rest.poll({ cursors: { home: Number(cursor) }, wait: 300 }).catch((e: unknown) => e);
+      expect(restErr).toBeInstanceOf(TooManyRequestsError);
+      expect((restErr as TooManyRequestsError).status).toBe(429);
+      for (const protocol of ["connect", "grpc"] as const) {
+        const client = createTroveClient({ baseUrl: t.url, auth: token, protocol });
+        try {
+          const err = await client.changes
+            .poll({ cursors: [{ store: "home", eventId: BigInt(cursor) }], waitMillis: 300_000 })
+            .catch((e: unknown) => fromConnectError(e));
+          expect(err, protocol).toBeInstanceOf(TooManyRequestsError);
+          expect((err as TooManyRequestsError).status).toBe(429);
+        } finally {
+          client.close();
+        }
+      }
+    } finally {
+      for (const p of polls) p.abort();
     }
   });
 

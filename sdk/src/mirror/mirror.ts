@@ -10,7 +10,7 @@ import { EventEmitter, on } from "node:events";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
 import { createTroveClient, type TroveClient } from "../client.js";
-import { ConnectionError, isNotFoundError, ServerError, UnavailableError } from "../errors.js";
+import { ConnectionError, isNotFoundError, ServerError, TooManyRequestsError, UnavailableError } from "../errors.js";
 import { Operation } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type TroveRestClient } from "../rest/client.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
@@ -129,7 +129,13 @@ const abortable = (ms: number, signal: AbortSignal | undefined) =>
 
 function retryable(err: unknown): boolean {
   if (err instanceof StoreMissing) return true;
-  if (err instanceof ConnectionError || err instanceof UnavailableError || err instanceof ServerError) return true;
+  if (
+    err instanceof ConnectionError ||
+    err instanceof UnavailableError ||
+    err instanceof TooManyRequestsError ||
+    err instanceof ServerError
+  )
+    return true;
   if (err instanceof ConnectError)
     return [Code.Unavailable, Code.Internal, Code.Unknown, Code.Aborted].includes(err.code);
   // Broken connections while reading a body.
