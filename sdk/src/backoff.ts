@@ -2,7 +2,7 @@
 // shared by the mirror and `trove watch`; and which failures are worth waiting out.
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ConnectionError, ServerError, UnavailableError } from "./errors.js";
+import { ConnectionError, ServerError, TooManyRequestsError, UnavailableError } from "./errors.js";
 
 export interface BackoffOptions {
   /** The first pause's ceiling, in ms (default 250). */
@@ -44,10 +44,18 @@ export function createBackoff(options: BackoffOptions = {}): Backoff {
 
 /**
  * Whether a failure may pass by itself (the server is unreachable, restarting or overloaded, a
- * connection broke): worth a retry. Answers about the request itself (4xx) are not.
+ * connection broke, the caller's fair share is taken for now: 429): worth a retry. Answers about
+ * the request itself (other 4xx) are not.
  */
 export function isTransient(err: unknown): boolean {
-  if (err instanceof ConnectionError || err instanceof UnavailableError || err instanceof ServerError) return true;
+  if (
+    err instanceof ConnectionError ||
+    err instanceof UnavailableError ||
+    err instanceof TooManyRequestsError ||
+    err instanceof ServerError
+  ) {
+    return true;
+  }
   if (err instanceof ConnectError) {
     return [Code.Unavailable, Code.Internal, Code.Unknown, Code.Aborted].includes(err.code);
   }

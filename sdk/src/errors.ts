@@ -142,6 +142,15 @@ export class PayloadTooLargeError extends TroveError {
   override name = "PayloadTooLargeError";
 }
 
+/**
+ * 429: the caller has as many long-lived requests (polls, watches, uploads) in flight as the
+ * server lets one caller have; `retryAfter` seconds later it may try again (docs/security.md,
+ * "A fair share per caller").
+ */
+export class TooManyRequestsError extends TroveError {
+  override name = "TooManyRequestsError";
+}
+
 /** 503: the server cannot serve now (its storage or the token issuer is unreachable). */
 export class UnavailableError extends TroveError {
   override name = "UnavailableError";
@@ -170,6 +179,7 @@ export const isPreconditionFailedError = (e: unknown): e is PreconditionFailedEr
   e instanceof PreconditionFailedError;
 export const isPayloadTooLargeError = (e: unknown): e is PayloadTooLargeError => e instanceof PayloadTooLargeError;
 export const isUnavailableError = (e: unknown): e is UnavailableError => e instanceof UnavailableError;
+export const isTooManyRequestsError = (e: unknown): e is TooManyRequestsError => e instanceof TooManyRequestsError;
 export const isConnectionError = (e: unknown): e is ConnectionError => e instanceof ConnectionError;
 export const isServerError = (e: unknown): e is ServerError => e instanceof ServerError;
 
@@ -197,6 +207,8 @@ export function errorForStatus(
       return new PreconditionFailedError(status, reason, request);
     case 413:
       return new PayloadTooLargeError(status, reason, request);
+    case 429:
+      return new TooManyRequestsError(status, reason, request);
     case 503:
       return new UnavailableError(status, reason, request);
     default:
@@ -243,6 +255,8 @@ export function fromConnectError(err: unknown): TroveError {
       }
       return new PreconditionFailedError(412, reason, undefined, withDetails);
     case Code.ResourceExhausted:
+      // The server's refusal of a caller over its share says when to try again; "too large" does not.
+      if (e.metadata.get("retry-after") !== null) return new TooManyRequestsError(429, reason, undefined, withDetails);
       return new PayloadTooLargeError(413, reason, undefined, withDetails);
     case Code.Unavailable:
       return new UnavailableError(503, reason, undefined, withDetails);

@@ -20,6 +20,11 @@ interface BodyProgress {
   windowBytes: number;
 }
 
+/** Counts a chunk of body handed to a request (`push`; null ends the body). */
+function countBody(req: BodyProgress, chunk: unknown): void {
+  if (chunk !== null && chunk !== undefined) req.bodyBytes += (chunk as Buffer).byteLength;
+}
+
 /** The HTTP/1.1 requests of the listener: they count the body bytes Node's parser hands them. */
 export class CountedRequest extends http.IncomingMessage implements BodyProgress {
   bodyBytes = 0;
@@ -27,7 +32,7 @@ export class CountedRequest extends http.IncomingMessage implements BodyProgress
   windowBytes = 0;
 
   override push(chunk: unknown, encoding?: BufferEncoding): boolean {
-    if (chunk !== null && chunk !== undefined) this.bodyBytes += (chunk as Buffer).byteLength;
+    countBody(this, chunk);
     return super.push(chunk, encoding);
   }
 }
@@ -39,7 +44,7 @@ export class CountedHttp2Request extends http2.Http2ServerRequest implements Bod
   windowBytes = 0;
 
   override push(chunk: unknown, encoding?: BufferEncoding): boolean {
-    if (chunk !== null && chunk !== undefined) this.bodyBytes += (chunk as Buffer).byteLength;
+    countBody(this, chunk);
     return super.push(chunk, encoding);
   }
 }

@@ -21,6 +21,9 @@ const LONG_LIVED_METHODS = new Set([
   "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
 ]);
 
+/** The key of every unauthenticated caller's place (no subject can be empty-prefixed so). */
+const UNAUTHENTICATED = "\u0000unauthenticated";
+
 /** A REST body at least this large, or of unknown length, is a large upload. */
 export const LARGE_UPLOAD_BYTES = 1024 * 1024;
 
@@ -28,7 +31,7 @@ const REPORT_PATH = /^\/insights\/v1\/reports\/[^/]+(\/document)?$/;
 
 /**
  * Whether a request is long-lived work, decided from its head alone (method, path, query, declared
- * length): a REST poll, a report status wait (`wait=`) or document, an RPC wait, watch, upload
+ * length): a REST poll with cursors, a report status wait (`wait=`) or document, an RPC wait, watch, upload
  * stream or report document, or a REST upload of LARGE_UPLOAD_BYTES or of unknown length. A large
  * download is not known from its head: it counts as a short request.
  */
@@ -39,7 +42,8 @@ export function longLivedWork(req: RestRequest): boolean {
   if (LONG_LIVED_METHODS.has(path)) return true;
   const method = req.method;
   if (method === "GET") {
-    if (path === "/resources/v2/poll" || path === "/resources/v1/poll") return true;
+    // A poll with cursors waits; without, it answers the current status at once.
+    if (path === "/resources/v2/poll" || path === "/resources/v1/poll") return /[?&]store=/.test(url.slice(query));
     const report = REPORT_PATH.exec(path);
     return report !== null && (report[1] !== undefined || /[?&]wait=/.test(url.slice(query)));
   }
@@ -76,7 +80,7 @@ export interface LongLivedHold {
  */
 export class LongLivedBudget {
   private inFlight = 0;
-  /** Long-lived requests in flight by caller (subject; `nobody` for every unauthenticated caller). */
+  /** Long-lived requests in flight by caller (subject; UNAUTHENTICATED for every unauthenticated caller). */
   private readonly byCaller = new Map<string, number>();
 
   constructor(private readonly options: LongLivedBudgetOptions) {}
@@ -91,7 +95,8 @@ export class LongLivedBudget {
     // A response that closed already (its client left while the token was checked) takes no place.
     if (res.longLived === "released" || !longLivedWork(req)) return undefined;
     const unauthenticated = caller === nobody;
-    const key = caller.subject;
+    // A token whose subject is "nobody" is not the unauthenticated callers.
+    const key = unauthenticated ? UNAUTHENTICATED : caller.subject;
     const share = unauthenticated ? this.options.unauthenticated : this.options.perCaller;
     const held = this.byCaller.get(key) ?? 0;
     // The caller's own share first: a caller over it is told so (429), whether or not the server is full.
@@ -100,7 +105,7 @@ export class LongLivedBudget {
       return new ConnectError(
         unauthenticated
           ? `too many long-lived requests without credentials: unauthenticated callers may have at most ${share} at once`
-          : `too many long-lived requests (polls, watches, uploads) of ${key}: one caller may have at most ${share} at once`,
+          : `too many long-lived requests (polls, watches, uploads) of ${caller.subject}: one caller may have at most ${share} at once`,
         Code.ResourceExhausted,
         { [RETRY_AFTER_KEY]: String(RETRY_AFTER_SECONDS) },
       );

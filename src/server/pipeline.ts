@@ -5,6 +5,7 @@
 
 import { randomBytes } from "node:crypto";
 import type * as http from "node:http";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { anonymousCaller, type Caller, nobody } from "../auth/caller.js";
 import { DEV_ISSUER_PREFIX, type DevIssuer } from "../auth/dev-issuer.js";
@@ -64,6 +65,20 @@ export interface PipelineOptions {
 /** A request target Node's HTTP/1.1 parser would take: printable ASCII. HTTP/2 lets any byte through. */
 const PRINTABLE_TARGET = /^[\x21-\x7e]*$/;
 
+/**
+ * What the log keeps of the error behind a 5xx: for a ConnectError its code, reason and cause,
+ * never its details (a 507's QuotaFailure carries its protobuf descriptor: 1.5 KB a line, issue 29).
+ */
+export function loggedError(err: unknown): unknown {
+  if (!(err instanceof ConnectError)) return err;
+  const cause = err.cause instanceof Error ? err.cause : undefined;
+  return {
+    code: Code[err.code],
+    message: err.rawMessage,
+    ...(cause ? { cause: { type: cause.name, message: cause.message, code: (cause as { code?: unknown }).code } } : {}),
+  };
+}
+
 /** The request log: one line per request, and one error line with the request id for every 5xx. */
 export function requestLog(logger: Logger): RequestObserver {
   return {
@@ -71,7 +86,7 @@ export function requestLog(logger: Logger): RequestObserver {
       // Every 5xx answer (REST, insights, Connect) is one error line with the request id.
       if (res.statusCode >= 500) {
         logger.error(
-          { req: res.requestId, method: req.method, status: res.statusCode, err: serverErrorOf(res) },
+          { req: res.requestId, method: req.method, status: res.statusCode, err: loggedError(serverErrorOf(res)) },
           "request failed",
         );
       }

@@ -122,11 +122,12 @@ export function sendRpcError(
   dropUnreadBody(req, res);
   const r = res as ServerResponse;
   for (const [name, value] of Object.entries(headers)) r.setHeader(name, value);
+  // The error's metadata as headers, in every protocol (Retry-After of a caller over its share, the challenge of a 401).
+  error.metadata.forEach((value, key) => {
+    r.setHeader(key, value);
+  });
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
   if (protocol === "connect") {
-    error.metadata.forEach((value, key) => {
-      r.setHeader(key, value);
-    });
     const body = Buffer.from(JSON.stringify(errorToJson(error, undefined)));
     r.statusCode = connectStatus ?? codeToHttpStatus(error.code);
     r.setHeader("Content-Type", "application/json");
@@ -153,7 +154,8 @@ export function sendRpcError(
   const contentType = type || (protocol === "grpc" ? "application/grpc" : "application/grpc-web+proto");
   const stream = (res as http2.Http2ServerResponse).stream as http2.ServerHttp2Stream | undefined;
   if (stream !== undefined && protocol === "grpc") {
-    const h2headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": contentType, ...lower(headers) };
+    // What was set on the response so far (the headers above, CORS), then the status.
+    const h2headers: http2.OutgoingHttpHeaders = { ...r.getHeaders(), ":status": 200, "content-type": contentType };
     status.forEach((value, key) => {
       h2headers[key] = value;
     });
@@ -177,10 +179,6 @@ function metadataJson(error: ConnectError): Record<string, string[]> {
     metadata[key] = [value];
   });
   return metadata;
-}
-
-function lower(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
 /** The reason of an UNIMPLEMENTED answer. */

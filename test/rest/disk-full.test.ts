@@ -44,7 +44,7 @@ interface Served {
 
 let served: Served | undefined;
 
-async function serve(options: SqliteStorageOptions): Promise<Served> {
+async function serve(options: SqliteStorageOptions, logger = pino({ level: "silent" })): Promise<Served> {
   const storage = await SqliteStorage.open(options);
   await ensureHomeStore(storage, Date.now());
   // Without history: a delete on a store that keeps versions frees nothing until the purge
@@ -53,7 +53,7 @@ async function serve(options: SqliteStorageOptions): Promise<Served> {
     { name: "home", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "0" } },
     Date.now(),
   );
-  const server = createTroveServer({ logger: pino({ level: "silent" }), auth: "anonymous", storage });
+  const server = createTroveServer({ logger, auth: "anonymous", storage });
   const { port } = await server.listen(0, "127.0.0.1");
   const url = `http://127.0.0.1:${port}`;
   served = { server, storage, url, client: restClient({ url, port }) };
@@ -162,6 +162,27 @@ describe("a full database (its size cap)", () => {
     // The contents of the refused large writes went with them.
     expect(await filesUnder(join(dataDir, "blobs"))).toEqual([]);
     expect(await filesUnder(join(dataDir, "tmp"))).toEqual([]);
+  });
+
+  it("each 507 is one short log line with the request id and the reason, not the error's protobuf details (issue 29, item 5)", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "error" }, { write: (line: string) => lines.push(line) });
+    const s = await serve({ dataDir, reserveBytes: 0, maxDatabaseBytes: 512 * 1024 }, logger);
+    await fill(s.storage);
+    lines.length = 0;
+    const res = await fetch(`${s.url}${DATA}/home/one-more.bin`, { method: "PUT", body: randomBytes(64 * 1024) });
+    expect(res.status).toBe(507);
+    const id = res.headers.get("x-request-id");
+    const failed = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request failed");
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({
+      req: id,
+      method: "PUT",
+      status: 507,
+      err: { code: "ResourceExhausted", message: REASON },
+    });
+    expect(JSON.stringify(failed[0].err)).not.toMatch(/details|desc|QuotaFailure/);
+    expect(lines[0]?.length).toBeLessThan(512);
   });
 
   it("a DELETE that frees space runs while the database is full, and afterwards writes work again", async () => {

@@ -7,36 +7,15 @@ import { promisify } from "node:util";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRestClient, createTroveClient, fromConnectError, TooManyRequestsError } from "../../sdk/src/index.js";
 import { createJwtAuthenticator } from "../../src/auth/verifier.js";
 import { Health as HealthService } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { defaultMaxConnections, defaultMaxLongLived } from "../../src/server/capacity.js";
 import { parseServeArgs, type ServeConfig } from "../../src/server/config.js";
 import { ADMIN, AUDIENCE, type Issuer, startIssuer } from "../auth/support.js";
+import { sample, scrape, until } from "../support/observe.js";
 import { startServer, type TestServer } from "../support/server.js";
-
-/** Waits until `check` holds (something that must happen; the bound only ends a failing run). */
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** One series of a Prometheus text answer, 0 when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  const names = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .join(",");
-  const series = names === "" ? `${name} ` : `${name}{${names}} `;
-  const line = text.split("\n").find((l) => l.startsWith(series));
-  return line === undefined ? 0 : Number(line.slice(series.length));
-}
-
-async function scrape(url: string): Promise<string> {
-  return (await fetch(`${url}/metrics`)).text();
-}
 
 /** The current event id of the store `home` (a status poll). */
 async function cursorOf(url: string, headers: Record<string, string> = {}): Promise<string> {
@@ -227,6 +206,35 @@ describe("a fair share per caller (issue 29, item 3)", () => {
       expect(sample(metrics, "trove_long_lived_requests")).toBe(4);
     } finally {
       for (const p of [...polls, ...others]) p.abort();
+    }
+  });
+
+  it("the SDK sees a caller over its share as TooManyRequestsError (429), over REST, Connect and gRPC", async () => {
+    // The polls of the case before have left.
+    await until(async () => sample(await scrape(t.url), "trove_long_lived_requests") === 0, "no long-lived request");
+    const cursor = await cursorOf(t.url, alice);
+    const polls = [park(t.url, cursor, alice), park(t.url, cursor, alice)];
+    const token = alice.Authorization?.slice("Bearer ".length) as string;
+    try {
+      await until(() => t.server.notifier.waiterCount === 2, "alice's two parked polls");
+      const rest = createRestClient({ baseUrl: t.url, auth: token });
+      const restErr = await rest.poll({ cursors: { home: Number(cursor) }, wait: 300 }).catch((e: unknown) => e);
+      expect(restErr).toBeInstanceOf(TooManyRequestsError);
+      expect((restErr as TooManyRequestsError).status).toBe(429);
+      for (const protocol of ["connect", "grpc"] as const) {
+        const client = createTroveClient({ baseUrl: t.url, auth: token, protocol });
+        try {
+          const err = await client.changes
+            .poll({ cursors: [{ store: "home", eventId: BigInt(cursor) }], waitMillis: 300_000 })
+            .catch((e: unknown) => fromConnectError(e));
+          expect(err, protocol).toBeInstanceOf(TooManyRequestsError);
+          expect((err as TooManyRequestsError).status).toBe(429);
+        } finally {
+          client.close();
+        }
+      }
+    } finally {
+      for (const p of polls) p.abort();
     }
   });
 

@@ -9,23 +9,8 @@ import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJwtAuthenticator } from "../../src/auth/verifier.js";
 import { AUDIENCE, type Issuer, startIssuer } from "../auth/support.js";
+import { sample, scrape, until } from "../support/observe.js";
 import { startServer, type TestServer } from "../support/server.js";
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-function sample(text: string, name: string, labels: Record<string, string>): number {
-  const series = `${name}{${Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .join(",")}} `;
-  const line = text.split("\n").find((l) => l.startsWith(series));
-  return line === undefined ? 0 : Number(line.slice(series.length));
-}
 
 /** A raw TCP client: what it received, and whether the server closed the connection. */
 function rawClient(port: number): { socket: net.Socket; received: () => string; closed: Promise<void> } {
@@ -59,7 +44,7 @@ describe("the minimum request-body rate (issue 29, item 4)", () => {
     expect(c.received()).toMatch(/\r\nConnection: close\r\n/i);
     expect(c.received()).toMatch(/\r\n\r\nthe request body came slower than 1000 bytes a second over 1 s\n$/);
     expect((await fetch(`${t.url}/resources/v2/data/home/trickle.txt`)).status).toBe(404);
-    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    const metrics = await scrape(t.url);
     expect(sample(metrics, "trove_limit_refusals_total", { limit: "body_rate" })).toBeGreaterThanOrEqual(1);
   });
 
@@ -141,7 +126,7 @@ describe("HTTP/2 sessions without an open stream (issue 29, item 4)", () => {
       clearInterval(pinger);
       session.destroy();
     }
-    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    const metrics = await scrape(t.url);
     expect(sample(metrics, "trove_limit_refusals_total", { limit: "session_idle" })).toBeGreaterThanOrEqual(1);
   });
 
@@ -158,7 +143,7 @@ describe("HTTP/2 sessions without an open stream (issue 29, item 4)", () => {
       expect(Buffer.from(c.received(), "latin1").includes(Buffer.from([0x07, 0x00, 0x00, 0x00, 0x00, 0x00]))).toBe(
         true,
       );
-      const metrics = await (await fetch(`${s.url}/metrics`)).text();
+      const metrics = await scrape(s.url);
       expect(sample(metrics, "trove_limit_refusals_total", { limit: "headers" })).toBe(1);
     } finally {
       await s.stop();
@@ -185,7 +170,7 @@ describe("HTTP/2 sessions without an open stream (issue 29, item 4)", () => {
       await until(() => s.server.notifier.waiterCount === 1, "the parked poll");
       // Three idle timeouts and more: the session stays, the poll stays parked.
       const idleCloses = async () =>
-        sample(await (await fetch(`${s.url}/metrics`)).text(), "trove_limit_refusals_total", {
+        sample(await scrape(s.url), "trove_limit_refusals_total", {
           limit: "session_idle",
         });
       // Another session, idle, is closed meanwhile: proof that the checks ran.

@@ -3,13 +3,15 @@
 // written again once the disk has room. Nothing here ever fails a request.
 
 import { unlinkSync } from "node:fs";
-import { open, stat, statfs, unlink } from "node:fs/promises";
+import { chmod, open, stat, statfs, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { StorageLogger } from "../port.js";
 
 /** How long after an attempt to write the reserve the next one may start. */
 const RESTORE_INTERVAL = 1000;
 const CHUNK = 1 << 20;
+/** The data directory's files are readable by the server's user alone (issue 29). */
+const RESERVE_MODE = 0o600;
 
 export class SpaceReserve {
   private present = false;
@@ -68,13 +70,15 @@ export class SpaceReserve {
   private async write(): Promise<void> {
     const existing = await stat(this.file).catch(() => undefined);
     if (existing && existing.size >= this.bytes) {
+      // One written by an earlier version was 0644: the data directory's files are 0600.
+      if ((existing.mode & 0o777) !== RESERVE_MODE) await chmod(this.file, RESERVE_MODE);
       this.present = true;
       return;
     }
     const disk = await statfs(dirname(this.file));
     if (disk.bavail * disk.bsize < 2 * this.bytes) return;
     const generation = this.generation;
-    const handle = await open(this.file, "w");
+    const handle = await open(this.file, "w", RESERVE_MODE);
     try {
       // Zeros written, not a sparse file or a length: the blocks must be taken now. No fsync: the
       // file system accounts for the space when write() returns, and a short file left by a crash
