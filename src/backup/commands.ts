@@ -13,6 +13,7 @@ import { UnavailableError } from "../domain/errors.js";
 import { isDataDirError } from "../server/data-dir.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
+import { giveBack } from "../storage/chunk-pool.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import { ArchiveReader, isArchiveError, type Manifest, writeArchive } from "./archive.js";
@@ -230,7 +231,8 @@ async function backup(args: string[], io: CliIo): Promise<number> {
     for await (const chunk of writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe })) {
       if (chunk.byteLength === 0) continue;
       written += chunk.byteLength;
-      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
+      // A chunk of contents read from a blob file is lent by the storage's read pool: back once written.
+      if (!out.write(chunk, () => giveBack(chunk))) await new Promise((r) => out.once("drain", r));
       progress.update(written, expected && Math.max(expected, written));
     }
     progress.finish();

@@ -8,6 +8,7 @@ import {
   HISTORY_PURGED_KEY,
   INSUFFICIENT_STORAGE_KEY,
   NOT_EMPTY_KEY,
+  RETRY_AFTER_KEY,
   toConnectError,
 } from "../services/connect-errors.js";
 import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
@@ -81,6 +82,8 @@ export function sendError(
   } else if (err.code === Code.PermissionDenied) {
     headers["WWW-Authenticate"] = `Bearer realm="${REALM}", error="insufficient_scope"`;
   }
+  const retryAfter = err.metadata.get(RETRY_AFTER_KEY);
+  if (retryAfter !== null) headers["Retry-After"] = retryAfter;
   const deletedTag = err.metadata.get(DELETED_TAG_KEY);
   if (deletedTag !== null) {
     headers.ETag = quoteTag(deletedTag);
