@@ -7,27 +7,44 @@ import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import { bytes, type CliIo, createProgress, EXIT, type HostCommand, run, UsageError } from "@trove/sdk/cli";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import {
+  bytes,
+  type CliIo,
+  createProgress,
+  EXIT,
+  type HostCommand,
+  resolveConfig,
+  run,
+  tokenProviderOf,
+  UsageError,
+} from "@trove/sdk/cli";
 import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
 import { UnavailableError } from "../domain/errors.js";
+import { BackupService } from "../gen/trove/admin/v1/backup_pb.js";
 import { isDataDirError } from "../server/data-dir.js";
+import { giveBack } from "../storage/chunk-pool.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
-import { giveBack } from "../storage/chunk-pool.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import { ArchiveReader, isArchiveError, type Manifest, writeArchive } from "./archive.js";
 import { type BackupContents, backupParts, jsonPart } from "./backup.js";
 import { RestoreRefusedError, restoreArchive } from "./restore.js";
 
-export const BACKUP_HELP = `Usage: trove backup --data DIR --output FILE [--include-secrets] [-q]
+export const BACKUP_HELP = `Usage: trove backup --url URL --output FILE [--token TOKEN] [-q]
+       trove backup --data DIR --output FILE [--include-secrets] [-q]
        trove backup --mongodb-url URL [--mongodb-database NAME] --output FILE [-q]
        trove backup verify FILE
        trove backup status FILE [--json]
+       trove backup read-only on|off --url URL [--retry-after SECONDS] [--token TOKEN]
 
 Writes one archive (docs/backup.md) of everything the storage holds: every store as of its own
 snapshot event id, writes going on meanwhile, with its nodes, versions and contents; projects,
-environments, promotions and reports. --data reads a stopped embedded server's data directory
+environments, promotions and reports. --url asks a running server for it (BackupService.Backup,
+which needs the permission stores:admin; the token as for the client commands: --token,
+TROVE_TOKEN, the config file, or a local server's development issuer). --data reads a stopped embedded server's data directory
 (a running server holds it: exit 1); --mongodb-url reads a MongoDB database, also while servers
 use it. Progress with bytes and ETA goes to stderr on a terminal; -q silences it.
 
@@ -35,7 +52,13 @@ verify reads an archive and checks every part's checksum and the manifest: "ok" 
 the reason naming the part and exit 1. status prints what the manifest says: creation time,
 Trove version, format, size, counts and each store's snapshot event id.
 
+read-only on makes a running server refuse every write (503 with Retry-After on REST,
+UNAVAILABLE on gRPC) until read-only off (docs/operations.md, "Read-only switch").
+
 Options:
+      --url URL               a running server (the archive streams from it)
+      --token TOKEN           the bearer token for --url (else as the client commands find one)
+      --retry-after SECONDS   read-only on: what refused writers are told to wait (default 30)
       --data DIR              the embedded server's data directory (the server stopped)
       --mongodb-url URL       a MongoDB deployment (as trove serve --mongodb-url)
       --mongodb-database NAME its database (default trove)
@@ -66,6 +89,9 @@ const STORAGE_OPTIONS = {
 
 const BACKUP_OPTIONS = {
   ...STORAGE_OPTIONS,
+  url: { type: "string" },
+  token: { type: "string" },
+  "retry-after": { type: "string" },
   output: { type: "string", short: "o" },
   "include-secrets": { type: "boolean" },
   json: { type: "boolean" },
@@ -177,8 +203,79 @@ function statusText(file: string, manifest: Manifest<BackupContents>, size: numb
   return `${lines.join("\n")}\n`;
 }
 
+/** The BackupService client of a running server, with the caller's token on every call. */
+async function backupClient(values: Record<string, unknown>, io: CliIo) {
+  const config = await resolveConfig({ url: values.url, token: values.token }, io.env);
+  const tokens = await tokenProviderOf(config);
+  const transport = createConnectTransport({ baseUrl: config.url, httpVersion: "1.1" });
+  const client = createClient(BackupService, transport);
+  const headers = async () => (tokens ? { authorization: `Bearer ${await tokens.getToken()}` } : undefined);
+  return { client, headers };
+}
+
+/** The exit code of a failed call to a server (docs/cli.md, Exit codes). */
+function rpcFailure(command: string, err: unknown, io: CliIo): number {
+  const e = ConnectError.from(err);
+  io.stderr.write(`trove ${command}: ${e.rawMessage}\n`);
+  if (e.code === Code.PermissionDenied || e.code === Code.Unauthenticated) return EXIT.unauthorized;
+  if (e.code === Code.Unavailable) return EXIT.unavailable;
+  return EXIT.error;
+}
+
+async function backupFromServer(values: Record<string, unknown>, io: CliIo): Promise<number> {
+  const output = values.output as string | undefined;
+  if (output === undefined) throw new UsageError("trove backup: --output FILE is required");
+  const { client, headers } = await backupClient(values, io);
+  const progress = createProgress("backup", { stream: io.stderr, enabled: !values.quiet });
+  let out: NodeJS.WritableStream | undefined;
+  let written = 0;
+  try {
+    for await (const message of client.backup({}, { headers: await headers() })) {
+      out ??= output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
+      written += message.chunk.byteLength;
+      if (!out.write(message.chunk)) await new Promise((r) => out?.once("drain", r));
+      progress.update(written);
+    }
+  } catch (err) {
+    progress.finish();
+    return rpcFailure("backup", err, io);
+  } finally {
+    if (out && out !== io.stdout) {
+      out.end();
+      await finished(out).catch(() => {});
+    }
+  }
+  progress.finish();
+  if (!values.quiet) io.stderr.write(`trove backup: ${output}: ${written} bytes\n`);
+  return EXIT.ok;
+}
+
+async function readOnly(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = usage(() => parseArgs({ args, options: BACKUP_OPTIONS, allowPositionals: true }));
+  const [state, ...extra] = positionals;
+  if ((state !== "on" && state !== "off") || extra.length > 0) {
+    throw new UsageError("trove backup read-only: say on or off");
+  }
+  const retryAfter = values["retry-after"] === undefined ? 0 : Number(values["retry-after"]);
+  if (!Number.isInteger(retryAfter) || retryAfter < 0) {
+    throw new UsageError("trove backup read-only: --retry-after takes a whole number of seconds");
+  }
+  const { client, headers } = await backupClient(values, io);
+  try {
+    const r = await client.setReadOnly(
+      { readOnly: state === "on", retryAfterSeconds: retryAfter },
+      { headers: await headers() },
+    );
+    io.stdout.write(`read-only ${r.readOnly ? "on" : "off"}\n`);
+    return EXIT.ok;
+  } catch (err) {
+    return rpcFailure("backup read-only", err, io);
+  }
+}
+
 async function backup(args: string[], io: CliIo): Promise<number> {
   const [sub, file, ...rest] = args;
+  if (sub === "read-only") return readOnly(args.slice(1), io);
   if (sub === "verify" || sub === "status") {
     const { values, positionals } = usage(() =>
       parseArgs({
@@ -205,6 +302,12 @@ async function backup(args: string[], io: CliIo): Promise<number> {
     return EXIT.ok;
   }
   if (positionals.length > 0) throw new UsageError(`trove backup: unexpected ${positionals[0]}`);
+  if (values.url !== undefined) {
+    if (values.data !== undefined || values["mongodb-url"] !== undefined) {
+      throw new UsageError("trove backup: --url goes without --data and --mongodb-url");
+    }
+    return backupFromServer(values, io);
+  }
   const output = values.output;
   if (output === undefined) throw new UsageError("trove backup: --output FILE is required");
   const target = targetOf(values, "backup");
