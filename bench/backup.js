@@ -115,7 +115,8 @@ const small = randomBytes(SIZE);
 const started = performance.now();
 for (let i = 0; i < N; i += 1000) {
   db.transaction(() => {
-    for (let j = i; j < Math.min(N, i + 1000); j++) insert.run("home", `r${j}`, j % 10 === 0 ? randomBytes(LARGE) : small);
+    for (let j = i; j < Math.min(N, i + 1000); j++)
+      insert.run("home", `r${j}`, j % 10 === 0 ? randomBytes(LARGE) : small);
   })();
 }
 const bulk = (performance.now() - started) / 1000;
