@@ -24,13 +24,12 @@ import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
 import { UnavailableError } from "../domain/errors.js";
 import { BackupService } from "../gen/trove/admin/v1/backup_pb.js";
 import { isDataDirError } from "../server/data-dir.js";
-import { giveBack } from "../storage/chunk-pool.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import { ArchiveReader, isArchiveError, type Manifest, writeArchive } from "./archive.js";
-import { type BackupContents, backupParts, jsonPart } from "./backup.js";
+import { type BackupContents, backupParts, gathered, jsonPart } from "./backup.js";
 import { RestoreRefusedError, restoreArchive } from "./restore.js";
 
 export const BACKUP_HELP = `Usage: trove backup --url URL --output FILE [--token TOKEN] [-q]
@@ -331,11 +330,10 @@ async function backup(args: string[], io: CliIo): Promise<number> {
     const { parts, describe } = backupParts(storage, { secrets });
     const out: NodeJS.WritableStream = output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
     let written = 0;
-    for await (const chunk of writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe })) {
-      if (chunk.byteLength === 0) continue;
+    const archive = writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe });
+    for await (const chunk of gathered(archive, 256 * 1024)) {
       written += chunk.byteLength;
-      // A chunk of contents read from a blob file is lent by the storage's read pool: back once written.
-      if (!out.write(chunk, () => giveBack(chunk))) await new Promise((r) => out.once("drain", r));
+      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
       progress.update(written, expected && Math.max(expected, written));
     }
     progress.finish();

@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
 import { writeArchive } from "../backup/archive.js";
-import { backupParts } from "../backup/backup.js";
+import { backupParts, gathered } from "../backup/backup.js";
 import {
   type BackupResponse,
   BackupResponseSchema,
@@ -15,14 +15,13 @@ import {
   type SetReadOnlyResponse,
   SetReadOnlyResponseSchema,
 } from "../gen/trove/admin/v1/backup_pb.js";
-import { giveBack } from "../storage/chunk-pool.js";
 import type { StoragePort } from "../storage/port.js";
 import { TROVE_VERSION } from "../version.js";
 import { requirePermission } from "./access.js";
 import { READ_ONLY_RETRY_AFTER, type ReadOnlySwitch } from "./read-only.js";
 import { STORE_ADMIN } from "./store-service.js";
 
-/** A message carries up to this many bytes of the archive: the tar headers and small parts are gathered. */
+/** A message carries about this many bytes of the archive: the tar headers and small parts are gathered. */
 const CHUNK = 1024 * 1024;
 
 export interface BackupCoreOptions {
@@ -45,22 +44,11 @@ export class BackupCore implements ServiceImpl<typeof BackupService> {
   async *backup(_req: unknown, ctx: HandlerContext): AsyncGenerator<BackupResponse> {
     requirePermission(ctx.values.get(callerKey), STORE_ADMIN);
     const { parts, describe } = backupParts(this.storage);
-    let held: Uint8Array[] = [];
-    let bytes = 0;
-    for await (const piece of writeArchive(parts, { troveVersion: TROVE_VERSION, created: this.now(), describe })) {
+    const archive = writeArchive(parts, { troveVersion: TROVE_VERSION, created: this.now(), describe });
+    for await (const chunk of gathered(archive, CHUNK)) {
       if (ctx.signal.aborted) return;
-      held.push(piece);
-      bytes += piece.byteLength;
-      if (bytes >= CHUNK) {
-        const chunk = Buffer.concat(held);
-        // Copied: the pieces lent by the storage's read pool go back (storage/chunk-pool.ts).
-        for (const p of held) giveBack(p);
-        held = [];
-        bytes = 0;
-        yield create(BackupResponseSchema, { chunk });
-      }
+      yield create(BackupResponseSchema, { chunk });
     }
-    if (bytes > 0) yield create(BackupResponseSchema, { chunk: Buffer.concat(held) });
   }
 
   async setReadOnly(req: SetReadOnlyRequest, ctx: HandlerContext): Promise<SetReadOnlyResponse> {

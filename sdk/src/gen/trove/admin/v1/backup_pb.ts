@@ -30,7 +30,7 @@ export const BackupRequestSchema: GenMessage<BackupRequest> = /*@__PURE__*/
  */
 export type BackupResponse = Message<"trove.admin.v1.BackupResponse"> & {
   /**
-   * The next bytes of the archive (at most 1 MiB).
+   * The next bytes of the archive (about 1 MiB: a JSON part of the archive may be a little more).
    *
    * @generated from field: bytes chunk = 1;
    */
