@@ -1,11 +1,9 @@
 // The admin face of backups (docs/backup.md, docs/operations.md): BackupService.Backup streamed to
 // `trove backup --url`, and the read-only switch, each allowed only with stores:admin (docs/auth.md).
 
-import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -15,8 +13,7 @@ import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { ADMIN, type AuthServer, DATA, type Issuer, startAuthServer, startIssuer } from "../auth/support.js";
 import { dump } from "./dump.js";
-
-const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
+import { trove } from "./run-cli.js";
 
 let issuer: Issuer;
 let server: AuthServer;
@@ -49,19 +46,6 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
-function trove(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (s: string) => {
-    stdout += s;
-  });
-  child.stderr.setEncoding("utf8").on("data", (s: string) => {
-    stderr += s;
-  });
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
-}
-
 function headers(token: string) {
   return { authorization: `Bearer ${token}` };
 }
@@ -83,7 +67,7 @@ describe("BackupService and trove backup --url (docs/backup.md, docs/auth.md)", 
     const r = await trove(["backup", "--url", s.url, "--token", writer, "-o", join(dir, "b.tar")]);
     expect(r).toEqual({ code: 5, stdout: "", stderr: "trove backup: alice lacks the permission stores:admin\n" });
     expect(await readdir(dir)).toEqual([]);
-  });
+  }, 300_000);
 
   it("trove backup --url streams an archive of the running server that verify accepts and a restore turns into the same data (issue 28, What users get 1)", async () => {
     const s = await started();
@@ -102,7 +86,7 @@ describe("BackupService and trove backup --url (docs/backup.md, docs/auth.md)", 
     const { createReadStream } = await import("node:fs");
     await restoreArchive(restored, createReadStream(archive));
     expect(await dump(restored)).toEqual(await dump(s.storage));
-  });
+  }, 300_000);
 
   it("the read-only switch: writes on every face refused (REST 503 + Retry-After, RPC UNAVAILABLE), reads go on, the data unchanged; off again, writes work; only stores:admin may turn it (docs/operations.md)", async () => {
     const s = await started();
@@ -151,5 +135,5 @@ describe("BackupService and trove backup --url (docs/backup.md, docs/auth.md)", 
       stderr: "",
     });
     expect((await s.call("PUT", `${DATA}/home/a.txt`, admin, { body: "three" })).status).toBe(200);
-  });
+  }, 300_000);
 });
