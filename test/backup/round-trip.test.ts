@@ -209,4 +209,19 @@ describeWithMongoDb("backup and restore with MongoDB (docs/backup.md)", (url) =>
     return storage;
   }
   roundTrip("embedded -> MongoDB -> embedded", sqlite, mongo);
+
+  it("a restore into MongoDB cut short by a truncated archive stays marked, and running it again with the whole archive finishes the job (issue 28, What users get 3)", async () => {
+    const a = await sqlite();
+    await fill(a);
+    const archive = await backup(a);
+    const b = await mongo();
+    const cut = await restoreArchive(b, streamOf(archive.subarray(0, archive.byteLength - 3000))).catch(
+      (e: unknown) => e,
+    );
+    expect(cut).toBeInstanceOf(ArchiveError);
+    expect(await b.restoreTarget()).toEqual({ state: "restoring", archive: `${T0}/test` });
+    await restoreArchive(b, streamOf(archive));
+    expect(await b.restoreTarget()).toEqual({ state: "used", reason: "it holds 2 stores" });
+    expect(await dump(b)).toEqual(await dump(a));
+  });
 });
