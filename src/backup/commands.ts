@@ -398,7 +398,7 @@ async function restoreFromArchive(args: string[], io: CliIo): Promise<number> {
 }
 
 export const BACKUP: HostCommand = {
-  summary: "write a backup archive                trove backup --data DIR -o backup.tar",
+  summary: `${"write a backup archive".padEnd(37)}trove backup --url URL -o backup.tar`,
   help: BACKUP_HELP,
   options: BACKUP_OPTIONS,
   run: backup,
@@ -409,7 +409,7 @@ export const BACKUP: HostCommand = {
  * command of history (a version, a moment: docs/history.md), which it hands on.
  */
 export const RESTORE: HostCommand = {
-  summary: "restore a version, a moment, or an archive   trove restore backup.tar --data DIR",
+  summary: `${"restore an archive (or history)".padEnd(37)}trove restore backup.tar --data DIR`,
   help: RESTORE_ARCHIVE_HELP,
   options: { ...STORAGE_OPTIONS, version: { type: "string" }, "as-of": { type: "string" } },
   async run(args: string[], io: CliIo): Promise<number> {
