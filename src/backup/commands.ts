@@ -225,28 +225,53 @@ async function backupFromServer(values: Record<string, unknown>, io: CliIo): Pro
   const output = values.output as string | undefined;
   if (output === undefined) throw new UsageError("trove backup: --output FILE is required");
   const { client, headers } = await backupClient(values, io);
-  const progress = createProgress("backup", { stream: io.stderr, enabled: !values.quiet });
+  const messages = client.backup({}, { headers: await headers() });
+  let written: number;
+  try {
+    written = await writeOutput(
+      (async function* () {
+        for await (const message of messages) yield message.chunk;
+      })(),
+      output,
+      io,
+      !values.quiet,
+    );
+  } catch (err) {
+    return rpcFailure("backup", err, io);
+  }
+  if (!values.quiet) io.stderr.write(`trove backup: ${output}: ${written} bytes\n`);
+  return EXIT.ok;
+}
+
+/**
+ * Writes an archive's chunks to FILE ("-": stdout), the file made only once the first chunk comes
+ * (a refused backup leaves none), with progress on stderr; resolves with the bytes written.
+ */
+async function writeOutput(
+  chunks: AsyncIterable<Uint8Array>,
+  output: string,
+  io: CliIo,
+  showProgress: boolean,
+  expected?: number,
+): Promise<number> {
+  const progress = createProgress("backup", { stream: io.stderr, enabled: showProgress });
   let out: NodeJS.WritableStream | undefined;
   let written = 0;
   try {
-    for await (const message of client.backup({}, { headers: await headers() })) {
+    for await (const chunk of chunks) {
       out ??= output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
-      written += message.chunk.byteLength;
-      if (!out.write(message.chunk)) await new Promise((r) => out?.once("drain", r));
-      progress.update(written);
+      written += chunk.byteLength;
+      if (!out.write(chunk)) await new Promise((r) => out?.once("drain", r));
+      progress.update(written, expected && Math.max(expected, written));
     }
-  } catch (err) {
-    progress.finish();
-    return rpcFailure("backup", err, io);
   } finally {
+    progress.finish();
     if (out && out !== io.stdout) {
       out.end();
       await finished(out).catch(() => {});
     }
   }
-  progress.finish();
-  if (!values.quiet) io.stderr.write(`trove backup: ${output}: ${written} bytes\n`);
-  return EXIT.ok;
+  return written;
 }
 
 async function readOnly(args: string[], io: CliIo): Promise<number> {
@@ -326,21 +351,9 @@ async function backup(args: string[], io: CliIo): Promise<number> {
       if (key) secrets.push(jsonPart(`secrets/${DEV_ISSUER_FILE}`, JSON.parse(key.toString("utf8"))));
     }
     const expected = target.data !== undefined ? await sizeOf(target.data) : undefined;
-    const progress = createProgress("backup", { stream: io.stderr, enabled: !values.quiet });
     const { parts, describe } = backupParts(storage, { secrets });
-    const out: NodeJS.WritableStream = output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
-    let written = 0;
     const archive = writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe });
-    for await (const chunk of gathered(archive, 256 * 1024)) {
-      written += chunk.byteLength;
-      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
-      progress.update(written, expected && Math.max(expected, written));
-    }
-    progress.finish();
-    if (out !== io.stdout) {
-      out.end();
-      await finished(out);
-    }
+    const written = await writeOutput(gathered(archive, 256 * 1024), output, io, !values.quiet, expected);
     const c = describe().counts;
     if (!values.quiet) {
       io.stderr.write(
