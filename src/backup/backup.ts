@@ -2,6 +2,7 @@
 // an archive (docs/backup.md, "The parts"): each store held at its snapshot event, its states then
 // and its ended versions, the contents they point at (each blob once), then the insights records.
 
+import { giveBack } from "../storage/chunk-pool.js";
 import type { NodeRecord, ReportRecord, StoragePort, VersionRecord } from "../storage/port.js";
 import type { ArchivePart } from "./archive.js";
 
@@ -237,6 +238,30 @@ export function backupParts(
   }
 
   return { parts: parts(), describe: () => contents };
+}
+
+/**
+ * Bytes gathered into chunks of up to `size` (larger only for a single piece larger than it): one
+ * write or one message per chunk instead of one per tar header. The pieces the storage lent (storage/chunk-pool.ts) go
+ * back once copied.
+ */
+export async function* gathered(pieces: AsyncIterable<Uint8Array>, size = 1024 * 1024): AsyncGenerator<Uint8Array> {
+  let held: Uint8Array[] = [];
+  let bytes = 0;
+  const flush = () => {
+    const chunk = Buffer.concat(held);
+    for (const p of held) giveBack(p);
+    held = [];
+    bytes = 0;
+    return chunk;
+  };
+  for await (const piece of pieces) {
+    if (bytes > 0 && bytes + piece.byteLength > size) yield flush();
+    held.push(piece);
+    bytes += piece.byteLength;
+    if (bytes >= size) yield flush();
+  }
+  if (bytes > 0) yield Buffer.concat(held);
 }
 
 /** `first`, then the batches of `rest`. */

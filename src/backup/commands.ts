@@ -7,26 +7,43 @@ import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import { bytes, type CliIo, createProgress, EXIT, type HostCommand, run, UsageError } from "@trove/sdk/cli";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import {
+  bytes,
+  type CliIo,
+  createProgress,
+  EXIT,
+  type HostCommand,
+  resolveConfig,
+  run,
+  tokenProviderOf,
+  UsageError,
+} from "@trove/sdk/cli";
 import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
 import { UnavailableError } from "../domain/errors.js";
+import { BackupService } from "../gen/trove/admin/v1/backup_pb.js";
 import { isDataDirError } from "../server/data-dir.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
 import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import { ArchiveReader, isArchiveError, type Manifest, writeArchive } from "./archive.js";
-import { type BackupContents, backupParts, jsonPart } from "./backup.js";
+import { type BackupContents, backupParts, gathered, jsonPart } from "./backup.js";
 import { RestoreRefusedError, restoreArchive } from "./restore.js";
 
-export const BACKUP_HELP = `Usage: trove backup --data DIR --output FILE [--include-secrets] [-q]
+export const BACKUP_HELP = `Usage: trove backup --url URL --output FILE [--token TOKEN] [-q]
+       trove backup --data DIR --output FILE [--include-secrets] [-q]
        trove backup --mongodb-url URL [--mongodb-database NAME] --output FILE [-q]
        trove backup verify FILE
        trove backup status FILE [--json]
+       trove backup read-only on|off --url URL [--retry-after SECONDS] [--token TOKEN]
 
 Writes one archive (docs/backup.md) of everything the storage holds: every store as of its own
 snapshot event id, writes going on meanwhile, with its nodes, versions and contents; projects,
-environments, promotions and reports. --data reads a stopped embedded server's data directory
+environments, promotions and reports. --url asks a running server for it (BackupService.Backup,
+which needs the permission stores:admin; the token as for the client commands: --token,
+TROVE_TOKEN, the config file, or a local server's development issuer). --data reads a stopped embedded server's data directory
 (a running server holds it: exit 1); --mongodb-url reads a MongoDB database, also while servers
 use it. Progress with bytes and ETA goes to stderr on a terminal; -q silences it.
 
@@ -34,7 +51,13 @@ verify reads an archive and checks every part's checksum and the manifest: "ok" 
 the reason naming the part and exit 1. status prints what the manifest says: creation time,
 Trove version, format, size, counts and each store's snapshot event id.
 
+read-only on makes a running server refuse every write (503 with Retry-After on REST,
+UNAVAILABLE on gRPC) until read-only off (docs/operations.md, "Read-only switch").
+
 Options:
+      --url URL               a running server (the archive streams from it)
+      --token TOKEN           the bearer token for --url (else as the client commands find one)
+      --retry-after SECONDS   read-only on: what refused writers are told to wait (default 30)
       --data DIR              the embedded server's data directory (the server stopped)
       --mongodb-url URL       a MongoDB deployment (as trove serve --mongodb-url)
       --mongodb-database NAME its database (default trove)
@@ -65,6 +88,9 @@ const STORAGE_OPTIONS = {
 
 const BACKUP_OPTIONS = {
   ...STORAGE_OPTIONS,
+  url: { type: "string" },
+  token: { type: "string" },
+  "retry-after": { type: "string" },
   output: { type: "string", short: "o" },
   "include-secrets": { type: "boolean" },
   json: { type: "boolean" },
@@ -176,8 +202,104 @@ function statusText(file: string, manifest: Manifest<BackupContents>, size: numb
   return `${lines.join("\n")}\n`;
 }
 
+/** The BackupService client of a running server, with the caller's token on every call. */
+async function backupClient(values: Record<string, unknown>, io: CliIo) {
+  const config = await resolveConfig({ url: values.url, token: values.token }, io.env);
+  const tokens = await tokenProviderOf(config);
+  const transport = createConnectTransport({ baseUrl: config.url, httpVersion: "1.1" });
+  const client = createClient(BackupService, transport);
+  const headers = async () => (tokens ? { authorization: `Bearer ${await tokens.getToken()}` } : undefined);
+  return { client, headers };
+}
+
+/** The exit code of a failed call to a server (docs/cli.md, Exit codes). */
+function rpcFailure(command: string, err: unknown, io: CliIo): number {
+  const e = ConnectError.from(err);
+  io.stderr.write(`trove ${command}: ${e.rawMessage}\n`);
+  if (e.code === Code.PermissionDenied || e.code === Code.Unauthenticated) return EXIT.unauthorized;
+  if (e.code === Code.Unavailable) return EXIT.unavailable;
+  return EXIT.error;
+}
+
+async function backupFromServer(values: Record<string, unknown>, io: CliIo): Promise<number> {
+  const output = values.output as string | undefined;
+  if (output === undefined) throw new UsageError("trove backup: --output FILE is required");
+  const { client, headers } = await backupClient(values, io);
+  const messages = client.backup({}, { headers: await headers() });
+  let written: number;
+  try {
+    written = await writeOutput(
+      (async function* () {
+        for await (const message of messages) yield message.chunk;
+      })(),
+      output,
+      io,
+      !values.quiet,
+    );
+  } catch (err) {
+    return rpcFailure("backup", err, io);
+  }
+  if (!values.quiet) io.stderr.write(`trove backup: ${output}: ${written} bytes\n`);
+  return EXIT.ok;
+}
+
+/**
+ * Writes an archive's chunks to FILE ("-": stdout), the file made only once the first chunk comes
+ * (a refused backup leaves none), with progress on stderr; resolves with the bytes written.
+ */
+async function writeOutput(
+  chunks: AsyncIterable<Uint8Array>,
+  output: string,
+  io: CliIo,
+  showProgress: boolean,
+  expected?: number,
+): Promise<number> {
+  const progress = createProgress("backup", { stream: io.stderr, enabled: showProgress });
+  let out: NodeJS.WritableStream | undefined;
+  let written = 0;
+  try {
+    for await (const chunk of chunks) {
+      out ??= output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
+      written += chunk.byteLength;
+      if (!out.write(chunk)) await new Promise((r) => out?.once("drain", r));
+      progress.update(written, expected && Math.max(expected, written));
+    }
+  } finally {
+    progress.finish();
+    if (out && out !== io.stdout) {
+      out.end();
+      await finished(out).catch(() => {});
+    }
+  }
+  return written;
+}
+
+async function readOnly(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = usage(() => parseArgs({ args, options: BACKUP_OPTIONS, allowPositionals: true }));
+  const [state, ...extra] = positionals;
+  if ((state !== "on" && state !== "off") || extra.length > 0) {
+    throw new UsageError("trove backup read-only: say on or off");
+  }
+  const retryAfter = values["retry-after"] === undefined ? 0 : Number(values["retry-after"]);
+  if (!Number.isInteger(retryAfter) || retryAfter < 0) {
+    throw new UsageError("trove backup read-only: --retry-after takes a whole number of seconds");
+  }
+  const { client, headers } = await backupClient(values, io);
+  try {
+    const r = await client.setReadOnly(
+      { readOnly: state === "on", retryAfterSeconds: retryAfter },
+      { headers: await headers() },
+    );
+    io.stdout.write(`read-only ${r.readOnly ? "on" : "off"}\n`);
+    return EXIT.ok;
+  } catch (err) {
+    return rpcFailure("backup read-only", err, io);
+  }
+}
+
 async function backup(args: string[], io: CliIo): Promise<number> {
   const [sub, file, ...rest] = args;
+  if (sub === "read-only") return readOnly(args.slice(1), io);
   if (sub === "verify" || sub === "status") {
     const { values, positionals } = usage(() =>
       parseArgs({
@@ -204,6 +326,12 @@ async function backup(args: string[], io: CliIo): Promise<number> {
     return EXIT.ok;
   }
   if (positionals.length > 0) throw new UsageError(`trove backup: unexpected ${positionals[0]}`);
+  if (values.url !== undefined) {
+    if (values.data !== undefined || values["mongodb-url"] !== undefined) {
+      throw new UsageError("trove backup: --url goes without --data and --mongodb-url");
+    }
+    return backupFromServer(values, io);
+  }
   const output = values.output;
   if (output === undefined) throw new UsageError("trove backup: --output FILE is required");
   const target = targetOf(values, "backup");
@@ -223,21 +351,9 @@ async function backup(args: string[], io: CliIo): Promise<number> {
       if (key) secrets.push(jsonPart(`secrets/${DEV_ISSUER_FILE}`, JSON.parse(key.toString("utf8"))));
     }
     const expected = target.data !== undefined ? await sizeOf(target.data) : undefined;
-    const progress = createProgress("backup", { stream: io.stderr, enabled: !values.quiet });
     const { parts, describe } = backupParts(storage, { secrets });
-    const out: NodeJS.WritableStream = output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
-    let written = 0;
-    for await (const chunk of writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe })) {
-      if (chunk.byteLength === 0) continue;
-      written += chunk.byteLength;
-      if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
-      progress.update(written, expected && Math.max(expected, written));
-    }
-    progress.finish();
-    if (out !== io.stdout) {
-      out.end();
-      await finished(out);
-    }
+    const archive = writeArchive(parts, { troveVersion: TROVE_VERSION, created: Date.now(), describe });
+    const written = await writeOutput(gathered(archive, 256 * 1024), output, io, !values.quiet, expected);
     const c = describe().counts;
     if (!values.quiet) {
       io.stderr.write(
@@ -295,7 +411,7 @@ async function restoreFromArchive(args: string[], io: CliIo): Promise<number> {
 }
 
 export const BACKUP: HostCommand = {
-  summary: "write a backup archive                trove backup --data DIR -o backup.tar",
+  summary: `${"write a backup archive".padEnd(37)}trove backup --url URL -o backup.tar`,
   help: BACKUP_HELP,
   options: BACKUP_OPTIONS,
   run: backup,
@@ -306,7 +422,7 @@ export const BACKUP: HostCommand = {
  * command of history (a version, a moment: docs/history.md), which it hands on.
  */
 export const RESTORE: HostCommand = {
-  summary: "restore a version, a moment, or an archive   trove restore backup.tar --data DIR",
+  summary: `${"restore an archive (or history)".padEnd(37)}trove restore backup.tar --data DIR`,
   help: RESTORE_ARCHIVE_HELP,
   options: { ...STORAGE_OPTIONS, version: { type: "string" }, "as-of": { type: "string" } },
   async run(args: string[], io: CliIo): Promise<number> {

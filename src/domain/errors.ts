@@ -92,6 +92,16 @@ export class UnavailableError extends Error {
   override name = "UnavailableError";
 }
 
+/** The server refuses writes for a while (the read-only switch): try again after `retryAfter` seconds. */
+export class ReadOnlyError extends UnavailableError {
+  override name = "ReadOnlyError";
+  readonly retryAfter: number;
+  constructor(message: string, retryAfter: number) {
+    super(message);
+    this.retryAfter = retryAfter;
+  }
+}
+
 /** The caller is known but may not do this. */
 export class PermissionDeniedError extends Error {
   override name = "PermissionDeniedError";

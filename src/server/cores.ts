@@ -2,9 +2,11 @@
 // projects and reports, and this instance's report worker. Built once per server.
 
 import type { Logger } from "pino";
+import { BackupCore } from "../services/backup-service.js";
 import { ChangeNotifier } from "../services/change-notifier.js";
 import { ChangeCore } from "../services/change-service.js";
 import { ProjectCore } from "../services/project-service.js";
+import { ReadOnlySwitch, readOnlyStorage } from "../services/read-only.js";
 import { ReportNotifier } from "../services/report-notifier.js";
 import { ReportCore } from "../services/report-service.js";
 import { ReportWorker, type ReportWorkerOptions } from "../services/report-worker.js";
@@ -40,10 +42,17 @@ export interface Cores {
   readonly reports: ReportCore;
   /** This instance's report worker; undefined when another instance generates the reports. */
   readonly worker: ReportWorker | undefined;
+  /** Backups and the read-only switch (docs/backup.md, docs/operations.md). */
+  readonly backup: BackupCore;
+  readonly readOnly: ReadOnlySwitch;
 }
 
 export function createCores(options: CoreOptions): Cores {
-  const { storage, now, logger } = options;
+  const { now, logger } = options;
+  // Every client write goes through the switch (services/read-only.ts); the backup reads past it.
+  const readOnly = new ReadOnlySwitch();
+  const storage = readOnlyStorage(options.storage, readOnly);
+  const backup = new BackupCore({ storage: options.storage, readOnly, now });
   const resources = new ResourceCore({ storage, maxResourceSize: options.maxResourceSize, now });
   const stores = new StoreCore({ storage, now });
   const notifier = new ChangeNotifier(storage);
@@ -68,5 +77,5 @@ export function createCores(options: CoreOptions): Cores {
           now,
           logger,
         });
-  return { resources, stores, notifier, changes, projects, reportNotifier, reports, worker };
+  return { resources, stores, notifier, changes, projects, reportNotifier, reports, worker, backup, readOnly };
 }

@@ -8,6 +8,7 @@ import { Code, ConnectError, type ConnectRouter, createContextValues, type Servi
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { type Caller, callerKey, nobody } from "../auth/caller.js";
+import { BackupService } from "../gen/trove/admin/v1/backup_pb.js";
 import { ProjectService } from "../gen/trove/insights/v1/projects_pb.js";
 import { ReportService } from "../gen/trove/insights/v1/reports_pb.js";
 import { ChangeService } from "../gen/trove/resources/v2/changes_pb.js";
@@ -33,7 +34,14 @@ export type OpenRoute = (req: RestRequest, res: RestResponse) => void;
 export type OpenServices = (router: ConnectRouter) => void;
 
 /** The RPC services of Trove, in the order they are registered. */
-export const TROVE_SERVICES = [ResourceService, StoreService, ChangeService, ProjectService, ReportService] as const;
+export const TROVE_SERVICES = [
+  ResourceService,
+  StoreService,
+  ChangeService,
+  ProjectService,
+  ReportService,
+  BackupService,
+] as const;
 
 /**
  * What answers without a token (DESIGN.md, "Second wave"): these paths, the standard gRPC health and
@@ -121,6 +129,7 @@ export function createFaces(options: FacesOptions): Faces {
     router.service(ChangeService, withConnectErrors(cores.changes));
     router.service(ProjectService, withConnectErrors(cores.projects));
     router.service(ReportService, withConnectErrors(cores.reports));
+    router.service(BackupService, withConnectErrors(cores.backup));
     for (const register of [options.openServices ?? []].flat()) register(router);
   };
   const connect = connectNodeAdapter({

@@ -15,6 +15,7 @@ import {
   NotFoundError,
   PermissionDeniedError,
   PreconditionFailedError,
+  ReadOnlyError,
   TooLargeError,
   UnavailableError,
 } from "../domain/errors.js";
@@ -28,7 +29,7 @@ export const DELETED_TAG_KEY = "trove-deleted-tag";
  * large": REST answers them 507 Insufficient Storage instead of 413.
  */
 export const INSUFFICIENT_STORAGE_KEY = "trove-insufficient-storage";
-/** Metadata of a refusal the client may try again: seconds to wait (REST's and Connect's `Retry-After`). */
+/** Metadata of a refusal the client may try again (a fair share taken, the read-only switch): seconds to wait, REST's and Connect's `Retry-After`. */
 export const RETRY_AFTER_KEY = "retry-after";
 
 /**
@@ -162,6 +163,9 @@ export function toConnectError(err: unknown, call?: CallSubject): ConnectError {
     return new ConnectError(err.message, Code.ResourceExhausted, undefined, [
       quotaFailure(MAX_RESOURCE_SIZE_QUOTA, err.message),
     ]);
+  }
+  if (err instanceof ReadOnlyError) {
+    return new ConnectError(err.message, Code.Unavailable, { [RETRY_AFTER_KEY]: String(err.retryAfter) });
   }
   if (err instanceof UnavailableError) return new ConnectError(err.message, Code.Unavailable);
   if (err instanceof InsufficientStorageError) return insufficientStorage(err.message);

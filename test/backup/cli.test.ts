@@ -1,16 +1,17 @@
 // `trove backup` and `trove restore FILE` as a user runs them (docs/backup.md, docs/cli.md): exit
 // codes, stdout and stderr, and what a server started on the restored data directory answers.
+// Each test runs the CLI several times: its bound is generous (a loaded machine starts Node
+// slowly); nothing here asserts a duration.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
+import { CLI, trove } from "./run-cli.js";
 
-const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
 const DATA = "/resources/v2/data";
 const T0 = 1_800_000_000_000;
 
@@ -23,25 +24,6 @@ async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "trove-backup-cli-"));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   return dir;
-}
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function trove(args: string[]): Promise<Result> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (s: string) => {
-    stdout += s;
-  });
-  child.stderr.setEncoding("utf8").on("data", (s: string) => {
-    stderr += s;
-  });
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
 }
 
 async function* once(b: Uint8Array): AsyncIterable<Uint8Array> {
@@ -115,7 +97,7 @@ describe("trove backup and trove restore FILE (docs/backup.md)", () => {
       expect({ path, ...b, body: b.body.toString("base64") }).toEqual({ path, ...a, body: a.body.toString("base64") });
     }
     expect((await get(after, "/home/docs/f1.json")).status).toBe(404);
-  });
+  }, 300_000);
 
   it("exit codes (docs/cli.md): 2 for usage, 3 for a missing archive, 1 for a damaged one naming the part, 8 for a non-empty target, 1 for a running server's data directory", async () => {
     const data = await filledDataDir(2);
@@ -148,7 +130,27 @@ describe("trove backup and trove restore FILE (docs/backup.md)", () => {
     const busy = await trove(["backup", "--data", data, "-o", join(dir, "b.tar"), "-q"]);
     expect(busy.code).toBe(1);
     expect(busy.stderr).toMatch(/in use by another process/);
-  });
+  }, 300_000);
+
+  it("secrets stay out unless --include-secrets asks for them; then a restore --data puts the development issuer's key file back (issue 28, What users get 1)", async () => {
+    const data = await filledDataDir(2);
+    const key = `${JSON.stringify({ client_id: "trove-dev-x", client_secret: "s3cret", signing_key: { kty: "EC" } })}\n`;
+    await writeFile(join(data, "dev-issuer.json"), key, { mode: 0o600 });
+    const dir = await tempDir();
+    expect((await trove(["backup", "--data", data, "-o", join(dir, "plain.tar"), "-q"])).code).toBe(0);
+    expect((await readFile(join(dir, "plain.tar"))).includes("s3cret")).toBe(false);
+    expect((await trove(["backup", "status", join(dir, "plain.tar")])).stdout).toContain("secrets:   none\n");
+    expect((await trove(["restore", join(dir, "plain.tar"), "--data", join(dir, "r1"), "-q"])).code).toBe(0);
+    await expect(stat(join(dir, "r1", "dev-issuer.json"))).rejects.toThrow(/ENOENT/);
+
+    expect(
+      (await trove(["backup", "--data", data, "-o", join(dir, "secret.tar"), "--include-secrets", "-q"])).code,
+    ).toBe(0);
+    expect((await trove(["backup", "status", join(dir, "secret.tar")])).stdout).toContain("secrets:   included\n");
+    expect((await trove(["restore", join(dir, "secret.tar"), "--data", join(dir, "r2"), "-q"])).code).toBe(0);
+    expect(JSON.parse(await readFile(join(dir, "r2", "dev-issuer.json"), "utf8"))).toEqual(JSON.parse(key));
+    expect((await stat(join(dir, "r2", "dev-issuer.json"))).mode & 0o777).toBe(0o600);
+  }, 300_000);
 
   it("a killed backup gives an archive that verify rejects and restore refuses; the target stays marked and serve refuses it (issue 28, Tests 4)", async () => {
     const data = await filledDataDir(40);
@@ -187,5 +189,5 @@ describe("trove backup and trove restore FILE (docs/backup.md)", () => {
     const served = await trove(["serve", "--data", target, "--port", "0", "--log-level", "silent"]);
     expect(served.code).toBe(7);
     expect(served.stderr).toMatch(/the restore has not finished: run the same trove restore again/);
-  });
+  }, 300_000);
 });

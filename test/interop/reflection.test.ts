@@ -21,6 +21,7 @@ const SERVICES = [
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",
   "grpc.reflection.v1alpha.ServerReflection",
+  "trove.admin.v1.BackupService",
   "trove.insights.v1.ProjectService",
   "trove.insights.v1.ReportService",
   "trove.resources.v2.ChangeService",
@@ -58,7 +59,7 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
     return JSON.parse(r.stdout);
   };
 
-  it("list, without a token: the five Trove services, gRPC health and reflection", async () => {
+  it("list, without a token: the six Trove services, gRPC health and reflection", async () => {
     const r = await run([], ["list"]);
     expect(r).toEqual({ code: 0, stdout: `${SERVICES.join("\n")}\n`, stderr: "" });
   });

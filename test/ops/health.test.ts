@@ -39,6 +39,7 @@ const SERVICES = [
   "trove.resources.v2.ChangeService",
   "trove.insights.v1.ProjectService",
   "trove.insights.v1.ReportService",
+  "trove.admin.v1.BackupService",
 ];
 
 function healthClient(port: number): HealthClient {

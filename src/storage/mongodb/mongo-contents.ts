@@ -4,6 +4,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import type { GridFSBucket } from "mongodb";
+import { MongoError } from "mongodb";
 import { NotFoundError, TooLargeError, UnavailableError } from "../../domain/errors.js";
 import { INLINE_MAX } from "../local/blob-files.js";
 import type { BlobInfo, NodeRecord, StorageLogger, WriteBlobOptions } from "../port.js";
@@ -18,8 +19,11 @@ export class MongoContents {
 
   async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
     const blob = options.blob ?? randomUUID();
-    // A restore run again writes its blobs again: the earlier upload (whole or cut short) goes.
-    if (options.blob) await this.c.bucket.delete(blob as never).catch(() => {});
+    // A restore run again writes its blobs again: an earlier whole upload goes first (found by
+    // _id; a delete by files_id alone would read every chunk on FerretDB, for every blob).
+    if (options.blob && (await guard(() => this.c.bucket.find({ _id: blob as never }).hasNext()))) {
+      await guard(() => this.c.bucket.delete(blob as never));
+    }
     const hash = createHash("md5");
     let size = 0;
     let held: Buffer[] = [];
@@ -67,6 +71,14 @@ export class MongoContents {
       return { blob, size, md5, inline: null };
     } catch (err) {
       if (upload) await upload.abort().catch(() => {});
+      if (options.blob && err instanceof MongoError && err.code === 11000) {
+        // Chunks of an upload an earlier run cut short (no files document): removed now, so that
+        // the next run can write them.
+        await this.c.bucket.delete(blob as never).catch(() => {});
+        throw new UnavailableError(
+          `MongoDB: the contents of blob ${blob} were left half-written by an earlier run and are removed now: run the restore again`,
+        );
+      }
       throw domainError(err);
     }
   }

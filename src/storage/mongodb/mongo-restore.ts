@@ -1,11 +1,13 @@
 // Restores on MongoDB (docs/backup.md, "Restore"): the archive's records written as they are, in
-// unordered bulk upserts by _id (a re-run writes them again), and the mark of a restore in
-// progress (a document of `restores`) that `trove serve` refuses to start on.
+// unordered inserts, replaced where their _id is already there (a re-run writes them again), and
+// the mark of a restore in progress (a document of `restores`) that `trove serve` refuses to start on.
 
+import type { Collection } from "mongodb";
 import { parentOf } from "../../domain/path.js";
 import type { NodeRecord, RestoreTarget, StoreRecord, VersionRecord } from "../port.js";
-import { type MongoCollections, type NodeDoc, nodeKey, type VersionDoc, versionOf } from "./mongo-collections.js";
+import { type MongoCollections, type NodeDoc, nodeKey, versionOf } from "./mongo-collections.js";
 import { guard } from "./mongo-driver.js";
+import { insertOrReplace, recordVersions } from "./mongo-writes.js";
 
 const MARK_ID = "restore";
 
@@ -57,27 +59,19 @@ export class MongoRestore {
   }
 
   async nodes(store: string, nodes: readonly NodeRecord[]): Promise<void> {
-    if (nodes.length === 0) return;
     await guard(() =>
-      this.c.nodes.bulkWrite(
-        nodes.map((n) => {
-          const doc = nodeDoc(store, n);
-          return { replaceOne: { filter: { _id: nodeKey(store, n.path) }, replacement: doc, upsert: true } };
-        }),
-        { ordered: false },
+      insertOrReplace(
+        this.c.nodes as unknown as Collection<NodeDoc & { _id: string }>,
+        nodes.map((n) => ({ _id: nodeKey(store, n.path), ...nodeDoc(store, n) })),
       ),
     );
   }
 
   async versions(store: string, versions: readonly VersionRecord[]): Promise<void> {
-    if (versions.length === 0) return;
     await guard(() =>
-      this.c.versions.bulkWrite(
-        versions.map((v) => {
-          const { _id, ...doc }: VersionDoc = versionOf(nodeDoc(store, v), v.endedEventId, v.ended);
-          return { replaceOne: { filter: { _id }, replacement: doc, upsert: true } };
-        }),
-        { ordered: false },
+      recordVersions(
+        this.c.versions,
+        versions.map((v) => versionOf(nodeDoc(store, v), v.endedEventId, v.ended)),
       ),
     );
   }

@@ -90,16 +90,27 @@ export function directoryDoc(
  * end this write gives it.
  */
 export async function recordVersions(versions: Collection<VersionDoc>, docs: readonly VersionDoc[]): Promise<void> {
+  await insertOrReplace(versions, docs);
+}
+
+/**
+ * Inserts documents in one unordered insertMany; those whose _id is already there are replaced
+ * (recordVersions, and a restore run again: mongo-restore.ts). One round trip when none is.
+ */
+export async function insertOrReplace<T extends { _id: string }>(
+  collection: Collection<T>,
+  docs: readonly T[],
+): Promise<void> {
   if (docs.length === 0) return;
   try {
-    await versions.insertMany([...docs], { ordered: false });
+    await collection.insertMany([...docs] as never[], { ordered: false });
   } catch (err) {
     if (!(err instanceof MongoBulkWriteError)) throw err;
     const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
     if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
-    const again = errors.map((e) => docs[e.index] as VersionDoc);
-    await versions.bulkWrite(
-      again.map(({ _id, ...replacement }) => ({ replaceOne: { filter: { _id }, replacement } })),
+    const again = errors.map((e) => docs[e.index] as T);
+    await collection.bulkWrite(
+      again.map(({ _id, ...replacement }) => ({ replaceOne: { filter: { _id }, replacement } }) as never),
       { ordered: false },
     );
   }

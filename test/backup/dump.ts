@@ -1,0 +1,60 @@
+// What a client can observe of a backend, for comparing a restored one with its original
+// (test/backup): every store, node, version, content, project, environment, promotion and report.
+
+import { createHash } from "node:crypto";
+import type { NodeRecord, StoragePort } from "../../src/storage/port.js";
+
+export async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const out: Buffer[] = [];
+  for await (const c of chunks) out.push(Buffer.from(c));
+  return Buffer.concat(out);
+}
+
+/** What a client can observe of a backend: every store, node, version, content, project and report. */
+export async function dump(storage: StoragePort): Promise<unknown> {
+  const sha = async (chunks: AsyncIterable<Uint8Array>) =>
+    createHash("sha256")
+      .update(await collect(chunks))
+      .digest("hex");
+  const node = async (n: NodeRecord) => ({
+    ...n,
+    inline: null,
+    user: n.user ?? "",
+    contents: n.directory || n.deleted ? null : await sha(storage.readBlob(n)),
+  });
+  const stores = [];
+  for (const s of await storage.listStores()) {
+    const name = s.config.name;
+    const nodes = [];
+    const root = await storage.getNode(name, "");
+    if (root) nodes.push(await node(root));
+    for await (const batch of storage.listNodes(name, "", { recursive: true, includeDeleted: true })) {
+      for (const n of batch) nodes.push(await node(n));
+    }
+    const versions = [];
+    for await (const batch of storage.listEndedVersions(name, Number.MAX_SAFE_INTEGER, {})) {
+      for (const v of batch) versions.push({ ...(await node(v)), endedEventId: v.endedEventId, ended: v.ended });
+    }
+    const { rootTag: _rootTag, ...record } = s;
+    stores.push({ record, nodes, versions });
+  }
+  const projects = [];
+  for (const p of await storage.insights.listProjects()) {
+    const environments = [];
+    for (const e of await storage.insights.listEnvironments(p.id)) {
+      const promotions = [];
+      for await (const pr of storage.insights.listPromotions(e.id)) promotions.push(pr);
+      const reports = [];
+      for (const r of await storage.insights.listReports(p.id, e.id)) {
+        reports.push({
+          ...r,
+          document: r.document && { ...r.document, inline: null },
+          contents: r.document && (await sha(storage.insights.readReportDocument(r))),
+        });
+      }
+      environments.push({ ...e, promotions, reports });
+    }
+    projects.push({ ...p, environments });
+  }
+  return { stores, projects };
+}
