@@ -179,7 +179,9 @@ describeWithChromium("console accessibility (Chromium, 1024 x 768)", (chromium) 
     // Fitted whole to the frame at 1024 px.
     const fits = await page.$eval(".graph-canvas", (frame) => {
       const s = frame.querySelector("svg") as unknown as { getAttribute(n: string): string };
-      return Number(s.getAttribute("width")) <= frame.clientWidth && Number(s.getAttribute("height")) <= frame.clientHeight;
+      return (
+        Number(s.getAttribute("width")) <= frame.clientWidth && Number(s.getAttribute("height")) <= frame.clientHeight
+      );
     });
     expect(fits).toBe(true);
     await check(page);
