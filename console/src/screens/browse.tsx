@@ -238,44 +238,47 @@ export function BrowseScreen({ params, search }: ScreenProps) {
           onRestore={() => setRestoringFolder(true)}
           nowHref={browseHref(store, path)}
         />
-        <div class="toolbar" hidden={asOf !== ""}>
-          <button type="button" onClick={() => setMaking(true)}>
-            New folder
-          </button>
-          <button type="button" class="secondary" onClick={() => fileInput.current?.click()}>
-            Upload files
-          </button>
-          <button type="button" class="secondary" onClick={() => folderInput.current?.click()}>
-            Upload a folder
-          </button>
-          <input
-            ref={fileInput}
-            type="file"
-            multiple
-            hidden
-            aria-label="Files to upload"
-            onChange={(e) => {
-              const input = e.currentTarget;
-              if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
-            }}
-          />
-          <input
-            ref={folderInput}
-            type="file"
-            hidden
-            aria-label="Folder to upload"
-            {...{ webkitdirectory: "" }}
-            onChange={(e) => {
-              const input = e.currentTarget;
-              if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
-            }}
-          />
-          <label class="check">
-            <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.currentTarget.checked)} />
-            Show deleted
-          </label>
-          <span class="hint">or drop files and folders here</span>
-        </div>
+        {/* Read-only as of a moment: nothing to write there. */}
+        {!asOf && (
+          <div class="toolbar">
+            <button type="button" onClick={() => setMaking(true)}>
+              New folder
+            </button>
+            <button type="button" class="secondary" onClick={() => fileInput.current?.click()}>
+              Upload files
+            </button>
+            <button type="button" class="secondary" onClick={() => folderInput.current?.click()}>
+              Upload a folder
+            </button>
+            <input
+              ref={fileInput}
+              type="file"
+              multiple
+              hidden
+              aria-label="Files to upload"
+              onChange={(e) => {
+                const input = e.currentTarget;
+                if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
+              }}
+            />
+            <input
+              ref={folderInput}
+              type="file"
+              hidden
+              aria-label="Folder to upload"
+              {...{ webkitdirectory: "" }}
+              onChange={(e) => {
+                const input = e.currentTarget;
+                if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
+              }}
+            />
+            <label class="check">
+              <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.currentTarget.checked)} />
+              Show deleted
+            </label>
+            <span class="hint">or drop files and folders here</span>
+          </div>
+        )}
         <p class="status" role="status">
           {status}
         </p>
