@@ -276,3 +276,18 @@ export async function overflowing(page: Page): Promise<string[]> {
     string[]
   >;
 }
+
+/** The subject (`sub`) of a JWT: the user history records and the console's header names. */
+export function tokenSubject(token: string): string {
+  return (JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString()) as { sub: string }).sub;
+}
+
+/** Whether the dependency graph's drawing lies whole within its frame ("fit all"). */
+export async function graphFitsFrame(page: Page): Promise<boolean> {
+  return page.$eval(".graph-canvas", (frame) => {
+    const svg = frame.querySelector("svg") as unknown as { getAttribute(n: string): string };
+    return (
+      Number(svg.getAttribute("width")) <= frame.clientWidth && Number(svg.getAttribute("height")) <= frame.clientHeight
+    );
+  });
+}

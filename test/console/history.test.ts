@@ -14,6 +14,7 @@ import {
   seriousViolations,
   signIn,
   startConsoleRig,
+  tokenSubject,
 } from "./browser.js";
 
 const STORE = "kept";
@@ -35,7 +36,7 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       rig = await startConsoleRig(executable, { browser: kind, viewport: { width: 1280, height: 900 } });
       const token = await rig.token();
       auth = { Authorization: `Bearer ${token}` };
-      sub = (JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString()) as { sub: string }).sub;
+      sub = tokenSubject(token);
       const store = await fetch(`${rig.url}/resources/v2/stores`, {
         method: "POST",
         headers: { ...auth, "Content-Type": "application/json" },

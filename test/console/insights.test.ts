@@ -1,5 +1,5 @@
 // The insights screen's own logic (the report's rows, the Resources tab's filter and sort, the
-// URLs of its places, the queries' lines) and the dependency graph's layout, without a browser.
+// URLs of its places) and the dependency graph's layout, without a browser.
 // The screen in real browsers is test/console/insights-app.test.ts.
 
 import { fileURLToPath } from "node:url";
@@ -23,7 +23,7 @@ import {
   shapePath,
   VIEW_WIDTH,
 } from "../../console/src/screens/insights-layout.js";
-import { queryRows, type ReportEntry, reportRows, resourceTable } from "../../console/src/screens/insights-model.js";
+import { type ReportEntry, reportRows, resourceTable } from "../../console/src/screens/insights-model.js";
 import { buildReport, fileSource } from "../../src/insights/index.js";
 
 describe("insights screen logic", () => {
@@ -72,17 +72,8 @@ describe("insights screen logic", () => {
     });
   });
 
-  it("a resource never promoted says never; the queries' answers read as lines", () => {
+  it("a resource never promoted says never", () => {
     expect(reportRows([entry({ lastPromotedDate: null, lastPromotedBy: null })])[0]?.lastPromoted).toBe("never");
-    expect(queryRows.cycles([{ cycle: ["/a.block", "/b.block", "/a.block"] }])).toEqual([
-      "/a.block → /b.block → /a.block",
-    ]);
-    expect(queryRows.missing([{ path: "/t.template", kind: "contentBlock", absolutePath: "/blocks/x.block" }])).toEqual(
-      ["/t.template → /blocks/x.block (contentBlock, missing)"],
-    );
-    expect(queryRows.related([{ path: "/b.block", type: "contentBlock", depth: 2, missing: false }])).toEqual([
-      "/b.block (contentBlock, depth 2)",
-    ]);
   });
 });
 
