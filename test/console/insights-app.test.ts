@@ -257,6 +257,22 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       }
     }, 120_000);
 
+    it("a link to what does not exist says so with the API's reason: an unknown project, report, or resource", async () => {
+      const { page, url } = rig;
+      const nobody = "00000000-0000-4000-8000-000000000000";
+      await page.goto(`${url}/console/insights/${nobody}`);
+      const project = await page.waitForSelector("section.insights [role=alert]");
+      expect(await project?.evaluate((e) => e.textContent)).toMatch(/not found/i);
+      expect(await page.$("h1")).toBeNull();
+      const base = `${url}/console/insights/${example.projectID}/${example.environments.draft}`;
+      await page.goto(`${base}/${nobody}`);
+      const report = await page.waitForSelector("section.insights [role=alert]");
+      expect(await report?.evaluate((e) => e.textContent)).toMatch(/not found/i);
+      await page.goto(`${base}/${draftReport}/related?path=${encodeURIComponent("/blocks/nowhere.block")}`);
+      const resource = await page.waitForSelector("section.insights [role=alert]");
+      expect(await resource?.evaluate((e) => e.textContent)).toContain("/blocks/nowhere.block");
+    }, 60_000);
+
     it("promotion shows what changes in the target (the comparison) before it runs; nothing chosen is refused", async () => {
       const { page, url } = rig;
       const target = `${url}/resources/v2/data/${example.store}/production/blocks/marketing/loyalty-discount.block`;
