@@ -291,3 +291,13 @@ export async function graphFitsFrame(page: Page): Promise<boolean> {
     );
   });
 }
+
+/**
+ * A moment a year from now as a `datetime-local` field's value (the browser's zone, which is this
+ * process's): later than every event of the test, so it stands for the store's last event.
+ */
+export function localMomentNextYear(): string {
+  const d = new Date(Date.now() + 365 * 86_400_000);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
