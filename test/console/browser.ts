@@ -276,3 +276,28 @@ export async function overflowing(page: Page): Promise<string[]> {
     string[]
   >;
 }
+
+/** The subject (`sub`) of a JWT: the user history records and the console's header names. */
+export function tokenSubject(token: string): string {
+  return (JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString()) as { sub: string }).sub;
+}
+
+/** Whether the dependency graph's drawing lies whole within its frame ("fit all"). */
+export async function graphFitsFrame(page: Page): Promise<boolean> {
+  return page.$eval(".graph-canvas", (frame) => {
+    const svg = frame.querySelector("svg") as unknown as { getAttribute(n: string): string };
+    return (
+      Number(svg.getAttribute("width")) <= frame.clientWidth && Number(svg.getAttribute("height")) <= frame.clientHeight
+    );
+  });
+}
+
+/**
+ * A moment a year from now as a `datetime-local` field's value (the browser's zone, which is this
+ * process's): later than every event of the test, so it stands for the store's last event.
+ */
+export function localMomentNextYear(): string {
+  const d = new Date(Date.now() + 365 * 86_400_000);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}

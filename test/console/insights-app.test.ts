@@ -13,6 +13,7 @@ import {
   type BrowserKind,
   type ConsoleRig,
   describeWithBrowser,
+  graphFitsFrame,
   screenshot,
   seriousViolations,
   signIn,
@@ -183,15 +184,7 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       expect(nodes).toContain("/blocks/marketing/cross-sell-offer.block");
       expect(nodes).toContain("/blocks/marketing/loyalty-discount.block");
       // Fit all: the whole drawing in the frame, centred problems included.
-      const fits = () =>
-        page.$eval(".graph-canvas", (frame) => {
-          const s = frame.querySelector("svg") as unknown as { getAttribute(n: string): string };
-          return (
-            Number(s.getAttribute("width")) <= frame.clientWidth &&
-            Number(s.getAttribute("height")) <= frame.clientHeight
-          );
-        });
-      expect(await fits()).toBe(true);
+      expect(await graphFitsFrame(page)).toBe(true);
       const legend = await page.$$eval("ul.legend li", (lis) => lis.map((li) => li.textContent));
       expect(legend).toEqual(["template", "block", "plugin", "data model", "theme", "other", "missing", "on a cycle"]);
       const width = async () => Number(await page.$eval(".graph-canvas > svg", (s) => s.getAttribute("width")));
@@ -212,7 +205,7 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       const around = await page.$$eval("svg g.node", (gs) => gs.map((g) => g.getAttribute("data-path")));
       expect(around.length).toBeLessThan(56);
       expect(around).toContain("/blocks/legal/sepa-terms.block");
-      expect(await fits()).toBe(true);
+      expect(await graphFitsFrame(page)).toBe(true);
 
       await captureDownloads(page);
       await page.locator("button::-p-text(Export SVG)").click();
@@ -263,6 +256,22 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
         await tab.close();
       }
     }, 120_000);
+
+    it("a link to what does not exist says so with the API's reason: an unknown project, report, or resource", async () => {
+      const { page, url } = rig;
+      const nobody = "00000000-0000-4000-8000-000000000000";
+      await page.goto(`${url}/console/insights/${nobody}`);
+      const project = await page.waitForSelector("section.insights [role=alert]");
+      expect(await project?.evaluate((e) => e.textContent)).toMatch(/not found/i);
+      expect(await page.$("h1")).toBeNull();
+      const base = `${url}/console/insights/${example.projectID}/${example.environments.draft}`;
+      await page.goto(`${base}/${nobody}`);
+      const report = await page.waitForSelector("section.insights [role=alert]");
+      expect(await report?.evaluate((e) => e.textContent)).toMatch(/not found/i);
+      await page.goto(`${base}/${draftReport}/related?path=${encodeURIComponent("/blocks/nowhere.block")}`);
+      const resource = await page.waitForSelector("section.insights [role=alert]");
+      expect(await resource?.evaluate((e) => e.textContent)).toContain("/blocks/nowhere.block");
+    }, 60_000);
 
     it("promotion shows what changes in the target (the comparison) before it runs; nothing chosen is refused", async () => {
       const { page, url } = rig;

@@ -1,5 +1,5 @@
 // The insights screen's own logic (the report's rows, the Resources tab's filter and sort, the
-// URLs of its places, the queries' lines) and the dependency graph's layout, without a browser.
+// URLs of its places) and the dependency graph's layout, without a browser.
 // The screen in real browsers is test/console/insights-app.test.ts.
 
 import { fileURLToPath } from "node:url";
@@ -23,7 +23,7 @@ import {
   shapePath,
   VIEW_WIDTH,
 } from "../../console/src/screens/insights-layout.js";
-import { queryRows, type ReportEntry, reportRows, resourceTable } from "../../console/src/screens/insights-model.js";
+import { type ReportEntry, reportRows, resourceTable } from "../../console/src/screens/insights-model.js";
 import { buildReport, fileSource } from "../../src/insights/index.js";
 
 describe("insights screen logic", () => {
@@ -72,17 +72,8 @@ describe("insights screen logic", () => {
     });
   });
 
-  it("a resource never promoted says never; the queries' answers read as lines", () => {
+  it("a resource never promoted says never", () => {
     expect(reportRows([entry({ lastPromotedDate: null, lastPromotedBy: null })])[0]?.lastPromoted).toBe("never");
-    expect(queryRows.cycles([{ cycle: ["/a.block", "/b.block", "/a.block"] }])).toEqual([
-      "/a.block → /b.block → /a.block",
-    ]);
-    expect(queryRows.missing([{ path: "/t.template", kind: "contentBlock", absolutePath: "/blocks/x.block" }])).toEqual(
-      ["/t.template → /blocks/x.block (contentBlock, missing)"],
-    );
-    expect(queryRows.related([{ path: "/b.block", type: "contentBlock", depth: 2, missing: false }])).toEqual([
-      "/b.block (contentBlock, depth 2)",
-    ]);
   });
 });
 
@@ -131,6 +122,27 @@ describe("dependency graph layout (issue 15: laid out automatically by dagre, mi
       .filter((x) => x.from !== x.to)
       .every((x) => onBox(x.points[0], x.from) && onBox(x.points.at(-1), x.to));
   };
+
+  /** The edges whose route (its polyline, sampled every pixel) enters the box of a node it does not join. */
+  const edgesOverBoxes = (g: GraphLayout) =>
+    g.edges.flatMap((e) => {
+      const crossed = new Set<string>();
+      for (let i = 1; i < e.points.length; i++) {
+        const a = e.points[i - 1] as { x: number; y: number };
+        const b = e.points[i] as { x: number; y: number };
+        const steps = Math.ceil(Math.hypot(b.x - a.x, b.y - a.y));
+        for (let k = 0; k <= steps; k++) {
+          const px = a.x + ((b.x - a.x) * k) / Math.max(1, steps);
+          const py = a.y + ((b.y - a.y) * k) / Math.max(1, steps);
+          for (const n of g.nodes) {
+            if (n.path === e.from || n.path === e.to) continue;
+            if (px > n.x + 1 && px < n.x + NODE_WIDTH - 1 && py > n.y + 1 && py < n.y + NODE_HEIGHT - 1)
+              crossed.add(n.path);
+          }
+        }
+      }
+      return [...crossed].map((n) => `${e.from} > ${e.to} over ${n}`);
+    });
 
   it("marks missing targets and the edges of a cycle, and puts referrers above what they use", () => {
     const g = layoutGraph(entries, { kind: "all" });
@@ -230,6 +242,9 @@ describe("dependency graph layout (issue 15: laid out automatically by dagre, mi
     expect(overlapping(g)).toEqual([]);
     expect(inside(g)).toBe(true);
     expect(edgesOnBoxes(g)).toBe(true);
+    // Issue 30, "edges cross labels": no edge's route passes over another resource's box (its name).
+    expect(edgesOverBoxes(g)).toEqual([]);
+    expect(edgesOverBoxes(layoutGraph(draft, { kind: "all" }, "TB"))).toEqual([]);
     const x = new Map(g.nodes.map((n) => [n.path, n.x]));
     const backwards = g.edges.filter((e) => !e.cycle && (x.get(e.to) ?? 0) <= (x.get(e.from) ?? 0));
     expect(backwards).toEqual([]);

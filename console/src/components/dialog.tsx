@@ -47,3 +47,31 @@ export function errorText(err: unknown): string {
   const e = err as { rawMessage?: string; message?: string };
   return e.rawMessage ?? e.message ?? String(err);
 }
+
+/**
+ * A confirmation's buttons: the action (red when it destroys or replaces), then Cancel, which has
+ * the focus when the dialog opens, so that Enter by habit changes nothing.
+ */
+export function ConfirmButtons(props: {
+  children: ComponentChildren;
+  onConfirm(): void;
+  onCancel(): void;
+  disabled?: boolean;
+  danger?: boolean;
+}) {
+  return (
+    <div class="buttons">
+      <button
+        type="button"
+        class={props.danger === false ? undefined : "danger"}
+        onClick={props.onConfirm}
+        disabled={props.disabled}
+      >
+        {props.children}
+      </button>
+      <button type="button" class="secondary" onClick={props.onCancel} autofocus>
+        Cancel
+      </button>
+    </div>
+  );
+}

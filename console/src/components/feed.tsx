@@ -50,7 +50,7 @@ function EventTime(props: { millis?: number }) {
   if (!props.millis)
     return (
       <span class="time" title="A folder's event: its time is not recorded (the change below it has it)">
-        {"--:--:--"}
+        {"—"}
       </span>
     );
   const full = formatTime(props.millis);

@@ -9,7 +9,8 @@ import { useApp } from "../context.js";
 import { formatSize, formatTime } from "../lib/format.js";
 import { diffLines, type SideBySideRow, sideBySide, splitLines } from "../lib/line-diff.js";
 import { baseName } from "../lib/paths.js";
-import { Dialog, errorText } from "./dialog.js";
+import { ColumnHeads } from "./column-heads.js";
+import { ConfirmButtons, Dialog, errorText } from "./dialog.js";
 import { ErrorLine } from "./error-line.js";
 
 /** Largest state the history shows or compares in the page (as the viewer). */
@@ -127,19 +128,7 @@ export function HistoryDialog(props: { store: string; path: string; onClose(): v
       {versions && (
         <div class="history-frame">
           <table class="grid history" aria-label={`Versions of /${props.path}, newest first`}>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">User</th>
-                <th scope="col">Size</th>
-                <th scope="col">Operation</th>
-                <th scope="col">Old</th>
-                <th scope="col">New</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <ColumnHeads columns={["Time", "User", "Size", "Operation", "Old", "New"]} actions />
             <tbody>
               {versions.map((v) => {
                 const r = v.resource;
@@ -159,28 +148,24 @@ export function HistoryDialog(props: { store: string; path: string; onClose(): v
                       {file ? formatSize(r?.size ?? 0n) : ""}
                     </td>
                     <td>{v.operation === "delete" ? "deleted" : "written"}</td>
-                    <td>
-                      {file && (
-                        <input
-                          type="radio"
-                          name="history-old"
-                          aria-label={`Compare from the version of ${which}`}
-                          checked={left === tag}
-                          onChange={() => setLeft(tag)}
-                        />
-                      )}
-                    </td>
-                    <td>
-                      {file && (
-                        <input
-                          type="radio"
-                          name="history-new"
-                          aria-label={`Compare to the version of ${which}`}
-                          checked={right === tag}
-                          onChange={() => setRight(tag)}
-                        />
-                      )}
-                    </td>
+                    {(
+                      [
+                        ["old", "from", left, setLeft],
+                        ["new", "to", right, setRight],
+                      ] as const
+                    ).map(([side, word, picked, pick]) => (
+                      <td key={side}>
+                        {file && (
+                          <input
+                            type="radio"
+                            name={`history-${side}`}
+                            aria-label={`Compare ${word} the version of ${which}`}
+                            checked={picked === tag}
+                            onChange={() => pick(tag)}
+                          />
+                        )}
+                      </td>
+                    ))}
                     <td class="actions">
                       {file && (
                         <>
@@ -352,14 +337,9 @@ function RestoreVersion(props: {
         current again, as a new change. {replaces}; the replaced version stays in the history, and followers of the
         store see the change.
       </p>
-      <div class="buttons">
-        <button type="button" class="danger" onClick={restore} disabled={busy}>
-          Restore
-        </button>
-        <button type="button" class="secondary" onClick={props.onClose} autofocus>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons onConfirm={restore} onCancel={props.onClose} disabled={busy}>
+        Restore
+      </ConfirmButtons>
     </Dialog>
   );
 }

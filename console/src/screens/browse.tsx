@@ -6,7 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Resource, RestoreResponse } from "../../../sdk/src/gen/trove/resources/v2/resources_pb.js";
-import { Dialog, errorText } from "../components/dialog.js";
+import { ConfirmButtons, Dialog, errorText } from "../components/dialog.js";
 import { ErrorLine } from "../components/error-line.js";
 import { type FeedEntry, FeedPanel, LiveBadge } from "../components/feed.js";
 import { HistoryDialog } from "../components/history.js";
@@ -238,44 +238,47 @@ export function BrowseScreen({ params, search }: ScreenProps) {
           onRestore={() => setRestoringFolder(true)}
           nowHref={browseHref(store, path)}
         />
-        <div class="toolbar" hidden={asOf !== ""}>
-          <button type="button" onClick={() => setMaking(true)}>
-            New folder
-          </button>
-          <button type="button" class="secondary" onClick={() => fileInput.current?.click()}>
-            Upload files
-          </button>
-          <button type="button" class="secondary" onClick={() => folderInput.current?.click()}>
-            Upload a folder
-          </button>
-          <input
-            ref={fileInput}
-            type="file"
-            multiple
-            hidden
-            aria-label="Files to upload"
-            onChange={(e) => {
-              const input = e.currentTarget;
-              if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
-            }}
-          />
-          <input
-            ref={folderInput}
-            type="file"
-            hidden
-            aria-label="Folder to upload"
-            {...{ webkitdirectory: "" }}
-            onChange={(e) => {
-              const input = e.currentTarget;
-              if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
-            }}
-          />
-          <label class="check">
-            <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.currentTarget.checked)} />
-            Show deleted
-          </label>
-          <span class="hint">or drop files and folders here</span>
-        </div>
+        {/* Read-only as of a moment: nothing to write there. */}
+        {!asOf && (
+          <div class="toolbar">
+            <button type="button" onClick={() => setMaking(true)}>
+              New folder
+            </button>
+            <button type="button" class="secondary" onClick={() => fileInput.current?.click()}>
+              Upload files
+            </button>
+            <button type="button" class="secondary" onClick={() => folderInput.current?.click()}>
+              Upload a folder
+            </button>
+            <input
+              ref={fileInput}
+              type="file"
+              multiple
+              hidden
+              aria-label="Files to upload"
+              onChange={(e) => {
+                const input = e.currentTarget;
+                if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
+              }}
+            />
+            <input
+              ref={folderInput}
+              type="file"
+              hidden
+              aria-label="Folder to upload"
+              {...{ webkitdirectory: "" }}
+              onChange={(e) => {
+                const input = e.currentTarget;
+                if (input.files) void upload(pickedFiles(input.files)).then(() => (input.value = ""));
+              }}
+            />
+            <label class="check">
+              <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.currentTarget.checked)} />
+              Show deleted
+            </label>
+            <span class="hint">or drop files and folders here</span>
+          </div>
+        )}
         <p class="status" role="status">
           {status}
         </p>
@@ -484,19 +487,13 @@ function DeleteEntry(props: { store: string; entry: Resource; onClose(): void; o
     <Dialog title={`Delete ${entry.path}?`} onClose={props.onClose}>
       <ErrorLine text={error} />
       <p>{what} Followers of the store see the deletion; the store keeps a tombstone for its keep-deleted time.</p>
-      <div class="buttons">
-        <button
-          type="button"
-          class="danger"
-          onClick={remove}
-          disabled={busy || (entry.directory && counts === undefined)}
-        >
-          Delete
-        </button>
-        <button type="button" class="secondary" onClick={props.onClose} autofocus>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons
+        onConfirm={remove}
+        onCancel={props.onClose}
+        disabled={busy || (entry.directory && counts === undefined)}
+      >
+        Delete
+      </ConfirmButtons>
     </Dialog>
   );
 }
@@ -625,14 +622,9 @@ function RestoreFolder(props: {
           </ul>
         </>
       )}
-      <div class="buttons">
-        <button type="button" class="danger" onClick={restore} disabled={busy || !plan || n === 0}>
-          Restore {n} {n === 1 ? "change" : "changes"}
-        </button>
-        <button type="button" class="secondary" onClick={props.onClose} autofocus>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons onConfirm={restore} onCancel={props.onClose} disabled={busy || !plan || n === 0}>
+        Restore {n} {n === 1 ? "change" : "changes"}
+      </ConfirmButtons>
     </Dialog>
   );
 }

@@ -144,12 +144,54 @@ export function placeGraph(graph: DependencyGraphModel, direction: Direction): G
     // dagre gives the centre.
     return { ...n, x: (placed.x ?? 0) - NODE_WIDTH / 2, y: (placed.y ?? 0) - NODE_HEIGHT / 2 };
   });
-  const edges = graph.edges.map((e) => ({
-    ...e,
-    points: ((g.edge(e.from, e.to) as { points?: Point[] }).points ?? []).map(({ x, y }) => ({ x, y })),
-  }));
+  const at = new Map(nodes.map((n) => [n.path, n]));
+  const edges = graph.edges.map((e) => {
+    const routed = ((g.edge(e.from, e.to) as { points?: Point[] }).points ?? []).map(({ x, y }) => ({ x, y }));
+    const from = at.get(e.from);
+    const to = at.get(e.to);
+    return { ...e, points: from && to && e.from !== e.to ? withPorts(routed, from, to, direction) : routed };
+  });
   const label = g.graph();
   return { nodes, edges, width: label.width ?? 0, height: label.height ?? 0, direction };
+}
+
+/** How far an edge runs straight out of its referrer and into its target, in the gap between ranks. */
+const STUB = 12;
+
+/**
+ * An edge that leaves its referrer's side facing the next rank, at its middle, and enters its
+ * target's facing side at its middle, each with a short straight stub; dagre's bends in between
+ * lie in the gaps between ranks. Dagre ends a route where the line to the target's centre meets
+ * its box, which for a target many rows away is its top or bottom: the last stretch then ran along
+ * the target's rank, over the names of the resources there (issue 30). A reference against the
+ * flow (on a cycle) keeps dagre's route.
+ */
+function withPorts(points: Point[], from: Point, to: Point, direction: Direction): Point[] {
+  const inner = points.slice(1, -1);
+  if (direction === "LR") {
+    if (from.x + NODE_WIDTH > to.x) return points;
+    const y1 = from.y + NODE_HEIGHT / 2;
+    const y2 = to.y + NODE_HEIGHT / 2;
+    const out = from.x + NODE_WIDTH;
+    return [
+      { x: out, y: y1 },
+      { x: out + STUB, y: y1 },
+      ...inner.filter((p) => p.x > out + STUB && p.x < to.x - STUB),
+      { x: to.x - STUB, y: y2 },
+      { x: to.x, y: y2 },
+    ];
+  }
+  if (from.y + NODE_HEIGHT > to.y) return points;
+  const x1 = from.x + NODE_WIDTH / 2;
+  const x2 = to.x + NODE_WIDTH / 2;
+  const out = from.y + NODE_HEIGHT;
+  return [
+    { x: x1, y: out },
+    { x: x1, y: out + STUB },
+    ...inner.filter((p) => p.y > out + STUB && p.y < to.y - STUB),
+    { x: x2, y: to.y - STUB },
+    { x: x2, y: to.y },
+  ];
 }
 
 /** The scale at which a layout fits `width` (never enlarged past 100 %). */

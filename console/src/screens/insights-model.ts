@@ -1,5 +1,5 @@
 // The insights screen's logic without the page: the report document's shape (docs/insights.md),
-// its rows as the table shows them, and the queries' answers as lines.
+// its rows as the Resources tab shows them, filtered and sorted.
 
 export interface ReportReference {
   name: string;
@@ -61,21 +61,6 @@ export function reportRows(entries: ReportEntry[]): ReportRow[] {
     };
   });
 }
-
-export interface QueryResult {
-  title: string;
-  rows: string[];
-}
-
-export const queryRows = {
-  related: (all: { path: string; type: string; depth: number; missing: boolean }[]): string[] =>
-    all.map(
-      (r) => `${r.path} (${r.type || "unknown"}${r.depth ? `, depth ${r.depth}` : ""}${r.missing ? ", missing" : ""})`,
-    ),
-  missing: (refs: { path: string; kind: string; absolutePath: string }[]): string[] =>
-    refs.map((r) => `${r.path} → ${r.absolutePath} (${r.kind}, missing)`),
-  cycles: (cycles: { cycle: string[] }[]): string[] => cycles.map((c) => c.cycle.join(" → ")),
-};
 
 export interface ResourceSort {
   key: "path" | "type" | "references" | "promoted";

@@ -19,7 +19,8 @@ import {
   ReportState,
   type ReportStatus,
 } from "../../../sdk/src/gen/trove/insights/v1/reports_pb.js";
-import { Dialog, errorText } from "../components/dialog.js";
+import { ColumnHeads } from "../components/column-heads.js";
+import { ConfirmButtons, Dialog, errorText } from "../components/dialog.js";
 import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import { formatTime } from "../lib/format.js";
@@ -140,15 +141,7 @@ function ProjectsPage() {
       {projects === undefined && !error && <p class="loading">Loading projects…</p>}
       {projects && (
         <table class="grid projects">
-          <thead>
-            <tr>
-              <th scope="col">Project</th>
-              <th scope="col">Account</th>
-              <th scope="col">Store</th>
-              <th scope="col">Created</th>
-              <th scope="col">Creator</th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={["Project", "Account", "Store", "Created", "Creator"]} />
           <tbody>
             {projects.length === 0 && (
               <tr>
@@ -260,16 +253,7 @@ function ProjectPage({ project }: { project: Project }) {
       <h2>Environments</h2>
       {environments && (
         <table class="grid environments">
-          <thead>
-            <tr>
-              <th scope="col">Environment</th>
-              <th scope="col">Created</th>
-              <th scope="col">Creator</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={["Environment", "Created", "Creator"]} actions />
           <tbody>
             {environments.length === 0 && (
               <tr>
@@ -411,15 +395,7 @@ function EnvironmentPage({ project, environment }: { project: Project; environme
       {reports === undefined && !error && <p class="loading">Loading reports…</p>}
       {reports && (
         <table class="grid reports">
-          <thead>
-            <tr>
-              <th scope="col">Report</th>
-              <th scope="col">Status</th>
-              <th scope="col">Creator</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={["Report", "Status", "Creator", "Created", "Expires"]} />
           <tbody>
             {reports.length === 0 && (
               <tr>
@@ -999,14 +975,14 @@ function Promote(props: {
           )}
         </>
       )}
-      <div class="buttons">
-        <button type="button" onClick={promote} disabled={busy || !preview || writes.length === 0}>
-          Promote {chosen.length} {chosen.length === 1 ? "resource" : "resources"}
-        </button>
-        <button type="button" class="secondary" onClick={props.onClose} autofocus>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons
+        onConfirm={promote}
+        onCancel={props.onClose}
+        disabled={busy || !preview || writes.length === 0}
+        danger={false}
+      >
+        Promote {chosen.length} {chosen.length === 1 ? "resource" : "resources"}
+      </ConfirmButtons>
     </Dialog>
   );
 }

@@ -4,7 +4,8 @@
 import { create } from "@bufbuild/protobuf";
 import { useEffect, useState } from "preact/hooks";
 import { type Store, StoreSchema } from "../../../sdk/src/gen/trove/resources/v2/stores_pb.js";
-import { Dialog, errorText } from "../components/dialog.js";
+import { ColumnHeads } from "../components/column-heads.js";
+import { ConfirmButtons, Dialog, errorText } from "../components/dialog.js";
 import { ErrorLine } from "../components/error-line.js";
 import { useApp } from "../context.js";
 import { browseHref, nameProblem } from "../lib/paths.js";
@@ -48,18 +49,7 @@ export function StoresScreen() {
       {stores === undefined && !error && <p class="loading">Loading stores…</p>}
       {stores && (
         <table class="grid stores">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Features</th>
-              <th scope="col">Settings</th>
-              <th scope="col">Last event</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={["Name", "Type", "Features", "Settings", "Last event"]} actions />
           <tbody>
             {stores.length === 0 && (
               <tr>
@@ -318,14 +308,9 @@ function DeleteStore(props: { store: Store; onClose(): void; onDeleted(): void }
           ? "Counting what it holds…"
           : `The store ${props.store.name} and everything in it go: ${count} ${count === 1 ? "resource or directory" : "resources and directories"}, its settings and its change feed. Clients following it get a reset.`}
       </p>
-      <div class="buttons">
-        <button type="button" class="danger" onClick={remove} disabled={busy || count === undefined}>
-          Delete {props.store.name}
-        </button>
-        <button type="button" class="secondary" onClick={props.onClose} autofocus>
-          Cancel
-        </button>
-      </div>
+      <ConfirmButtons onConfirm={remove} onCancel={props.onClose} disabled={busy || count === undefined}>
+        Delete {props.store.name}
+      </ConfirmButtons>
     </Dialog>
   );
 }
