@@ -10,12 +10,12 @@ import type { Page } from "puppeteer-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type ExampleProject, uploadExample } from "../insights/api-support.js";
 import {
+  axeViolations,
   type BrowserKind,
   type ConsoleRig,
   describeWithBrowser,
   graphFitsFrame,
   screenshot,
-  seriousViolations,
   signIn,
   startConsoleRig,
 } from "./browser.js";
@@ -109,7 +109,7 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       const cycle = await page.$eval("ol.cycles li", (li) => li.textContent ?? "");
       expect(cycle).toContain("cross-sell-offer.block");
       expect(cycle).toContain("loyalty-discount.block");
-      expect(await seriousViolations(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
       await screenshot(page, `insights-problems-${kind}`);
 
       // The back button returns to the environment's reports, forward to the report.
@@ -168,7 +168,7 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       expect(await page.$eval("section[aria-label='Dependents (what uses it)']", (s) => s.textContent ?? "")).toContain(
         "loyalty-discount.block",
       );
-      expect(await seriousViolations(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
     }, 120_000);
 
     it("the graph opens on the problems, fitted whole, with a legend; a resource's neighbourhood has its URL; exports download files", async () => {
@@ -194,7 +194,7 @@ for (const kind of ["chromium", "firefox"] as BrowserKind[]) {
       expect(await width()).toBeGreaterThan(fitted);
       await page.locator("button::-p-text(Fit all)").click();
       expect(await width()).toBe(fitted);
-      expect(await seriousViolations(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
       await screenshot(page, `insights-graph-${kind}`);
 
       // A resource's neighbourhood: its own URL; the kinds drawn in their shapes.

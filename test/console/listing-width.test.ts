@@ -10,13 +10,13 @@ import type { Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatShortTime, formatTime } from "../../console/src/lib/format.js";
 import {
+  axeViolations,
   type ConsoleRig,
   describeWithChromium,
   describeWithFirefox,
   overflowing,
   screenshot,
   scrollWidth,
-  seriousViolations,
   signIn,
   startConsoleRig,
 } from "./browser.js";
@@ -241,7 +241,7 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
     await expectFits(page);
     await screenshot(page, "listing-1024");
 
-    expect(await seriousViolations(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
   });
 
   it("the row opens on click and on Enter, and wider windows give the name column the room (issue 15)", async () => {
@@ -259,7 +259,7 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
     expect(await page.$eval("dialog[open]", (d) => d.scrollWidth <= d.clientWidth)).toBe(true);
     await screenshot(page, "listing-1024-viewer");
     await expectFits(page);
-    expect(await seriousViolations(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
     await page.keyboard.press("Escape");
     await page.waitForFunction(`!document.querySelector("dialog[open]")`);
 
@@ -283,7 +283,7 @@ describeWithChromium("console listing at 1024 px (Chromium, issue 15 polish)", (
     await page.waitForSelector('tr[data-name="inside.txt"]');
     expect(new URL(page.url()).pathname).toBe(`/console/browse/${STORE}/brand/${LONG_DIR}`);
     await expectFits(page);
-    expect(await seriousViolations(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
     await screenshot(page, "listing-1024-long-directory");
 
     // Wider: still no sideways scroll, and the extra width goes to the names.
@@ -326,7 +326,7 @@ describeWithFirefox("console listing at 1024 px (Firefox, issue 15 polish)", (fi
       cut: b.scrollWidth > b.clientWidth,
     }));
     expect(name).toEqual({ text: LONG_FILE, title: LONG_FILE, cut: true });
-    expect(await seriousViolations(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
 
     await page.locator(`tr[data-name="${LONG_FILE}"] button.link`).click();
     await page.waitForSelector("#viewer-text");
