@@ -3,8 +3,18 @@
 // listing gave (If-Match), so that a change made meanwhile on the server is reported, not lost.
 
 import { createReadStream } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
+
+/**
+ * Files up to this size are read whole and sent as bytes; larger ones are streamed. fetch drops
+ * the kept-alive connection when the answer to a streamed body of known length arrives before
+ * the stream has told it that it ended (the server has all the bytes it was announced): with
+ * streamed small files that was nearly every request (979 connects for 1,000 files). So at most
+ * `transfers` x 256 KiB of file contents are in memory at once.
+ */
+export const INLINE_UPLOAD_BYTES = 256 * 1024;
 
 /**
  * Uploads `directory` to `store`/`path`: missing directories are created (the remote
@@ -27,10 +37,13 @@ export async function push(options: TransferOptions): Promise<TransferSummary> {
     async copy(item, sent, signal) {
       let reported = 0;
       const tag = options.force ? undefined : item.replaces?.tag;
-      await client.put(store, remotePath(base, item.path), createReadStream(join(root, ...item.path.split("/"))), {
+      const file = join(root, ...item.path.split("/"));
+      const small = item.size <= INLINE_UPLOAD_BYTES;
+      const body = small ? await readFile(file, { signal }) : createReadStream(file);
+      await client.put(store, remotePath(base, item.path), body, {
         ...(tag ? { ifMatch: tag } : {}),
         ...(item.md5 ? { contentMd5: item.md5 } : {}),
-        contentLength: item.size,
+        ...(small ? {} : { contentLength: item.size }),
         signal,
         onProgress(n) {
           sent(n - reported);
