@@ -11,6 +11,7 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { PreconditionFailedError } from "../errors.js";
 import { under } from "../mirror/directory-sink.js";
+import { fileEntry } from "./local-tree.js";
 import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
 
 /**
@@ -84,6 +85,7 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
             throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
           }
           await rename(tmp, dest);
+          return { ...(await fileEntry(dest)), md5 };
         } catch (err) {
           await rm(tmp, { force: true });
           throw err;

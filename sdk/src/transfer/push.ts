@@ -2,6 +2,7 @@
 // with `delete`), uploading only what differs, each replacement conditional on the tag the
 // listing gave (If-Match), so that a change made meanwhile on the server is reported, not lost.
 
+import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -40,9 +41,12 @@ export async function push(options: TransferOptions): Promise<TransferSummary> {
       const file = join(root, ...item.path.split("/"));
       const small = item.size <= INLINE_UPLOAD_BYTES;
       const body = small ? await readFile(file, { signal }) : createReadStream(file);
-      await client.put(store, remotePath(base, item.path), body, {
+      // A file read whole is hashed on the way (the server then checks it); a streamed one is
+      // hashed when it was compared, else its MD5 is the server's answer.
+      const md5 = body instanceof Buffer ? createHash("md5").update(body).digest("base64") : item.md5;
+      const result = await client.put(store, remotePath(base, item.path), body, {
         ...(tag ? { ifMatch: tag } : {}),
-        ...(item.md5 ? { contentMd5: item.md5 } : {}),
+        ...(md5 ? { contentMd5: md5 } : {}),
         ...(small ? {} : { contentLength: item.size }),
         signal,
         onProgress(n) {
@@ -50,6 +54,8 @@ export async function push(options: TransferOptions): Promise<TransferSummary> {
           reported = n;
         },
       });
+      // The stamp stays the one read before the upload: an edit meanwhile changes it.
+      return { kind: "file", md5: md5 ?? result.md5 };
     },
     async remove(item, signal) {
       const tag = options.force ? undefined : item.entry.tag;

@@ -8,6 +8,7 @@ import { NotFoundError, PreconditionFailedError, type TroveError } from "../erro
 import type { TroveRestClient } from "../rest/client.js";
 import { type Cancellation, createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
+import { applyLocalState, saveLocalState, stateFileOf } from "./local-state.js";
 import { md5File, readLocalTree } from "./local-tree.js";
 import {
   needsHash,
@@ -42,6 +43,11 @@ export interface TransferOptions {
    */
   force?: boolean;
   signal?: AbortSignal;
+  /**
+   * Remember each local file's size, times, inode and MD5 in `.DIR.trove-transfer.json` beside
+   * DIR, and trust a recorded MD5 while none of them changed (default true; docs/cli.md).
+   */
+  state?: boolean;
   /** Called before each action is carried out (or, in a dry run, instead); a promise is awaited. */
   onAction?: (action: TransferAction) => void | Promise<void>;
   onProgress?: (progress: TransferProgress) => void;
@@ -80,6 +86,11 @@ export interface TransferSummary {
   directories: number;
   /** Bytes of the files copied. */
   bytes: number;
+  /**
+   * Local files read to compare them (hashed): those of the same size on both sides whose MD5
+   * the local state did not give. 0 when nothing changed locally since the last run.
+   */
+  hashed: number;
   ms: number;
   failures: TransferFailure[];
 }
@@ -118,8 +129,11 @@ export const isTransferChangedError = (e: unknown): e is TransferChangedError =>
 export interface Destination {
   /** Creates a directory whose parent exists ("": the destination itself, with its parents). */
   makeDirectory(path: string, signal: AbortSignal): Promise<void>;
-  /** Copies one file; `sent` is called with each chunk's size. */
-  copy(item: PlannedCopy, sent: (n: number) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Copies one file; `sent` is called with each chunk's size. Resolves with the file as the
+   * destination now holds it when known (the MD5, and a local file's stamp), for the local state.
+   */
+  copy(item: PlannedCopy, sent: (n: number) => void, signal: AbortSignal): Promise<TreeEntry | undefined>;
   remove(item: PlannedRemoval, signal: AbortSignal): Promise<void>;
 }
 
@@ -148,6 +162,7 @@ export async function runPlan(
   options: TransferOptions,
   cancellation: Cancellation,
   started: number = performance.now(),
+  copied: Map<string, TreeEntry> = new Map(),
 ): Promise<TransferSummary> {
   const limit = transfersOf(options);
   const dryRun = options.dryRun === true;
@@ -160,6 +175,7 @@ export async function runPlan(
     deleted: 0,
     directories: 0,
     bytes: 0,
+    hashed: 0,
     ms: 0,
     failures: [],
   };
@@ -217,7 +233,7 @@ export async function runPlan(
       await act({ type: "copy", path: item.path, size: item.size, replace: item.replaces !== undefined });
       if (!dryRun) {
         try {
-          await run((own) =>
+          const now = await run((own) =>
             destination.copy(
               item,
               (n) => {
@@ -227,6 +243,7 @@ export async function runPlan(
               own,
             ),
           );
+          if (now !== undefined) copied.set(item.path, now);
         } catch (err) {
           if (!changedMeanwhile(err)) throw err;
           summary.failures.push({ path: item.path, error: err });
@@ -311,15 +328,27 @@ function refuseConflicts(plan: Plan, source: string, destination: string): void 
 }
 
 /** Hashes the local files whose MD5 decides whether they differ, `limit` at once. */
-async function hashLocal(root: string, local: Tree, remote: Tree, limit: number, cancellation: Cancellation) {
-  await eachLimited(needsHash(local, remote), limit, async (path) => {
+async function hashLocal(
+  root: string,
+  local: Tree,
+  remote: Tree,
+  limit: number,
+  cancellation: Cancellation,
+): Promise<number> {
+  const paths = needsHash(local, remote);
+  await eachLimited(paths, limit, async (path) => {
     const entry = local.get(path) as TreeEntry;
     entry.md5 = await cancellation.run((own) => md5File(join(root, ...path.split("/")), own));
   });
+  return paths.length;
 }
 
 export interface Survey {
   plan: Plan;
+  /** The local tree, with the MD5s known (recorded or hashed). */
+  local: Tree;
+  /** Local files hashed to compare them. */
+  hashed: number;
   /** The local directory, absolute. */
   root: string;
   /** The remote directory, without leading or trailing "/". */
@@ -349,12 +378,13 @@ export async function survey(
   const remote = await cancellation.run((signal) => readRemoteTree(client, store, base, { signal, missingOk: isPush }));
   if (remote) refuseUnsafeNames(remote, where);
   const local: Tree = found ? await readLocalTree(root) : new Map();
+  if (options.state !== false) await applyLocalState(stateFileOf(root), local);
   const other: Tree = remote ?? new Map();
-  await hashLocal(root, local, other, limit, cancellation);
+  const hashed = await hashLocal(root, local, other, limit, cancellation);
   const plan = planTransfer(isPush ? local : other, isPush ? other : local, { delete: options.delete === true });
   refuseConflicts(plan, isPush ? options.directory : where, isPush ? where : options.directory);
   if (isPush ? remote === undefined : found === undefined) plan.directories.unshift("");
-  return { plan, root, base };
+  return { plan, local, hashed, root, base };
 }
 
 /**
@@ -371,7 +401,25 @@ export async function transfer(
   const cancellation = createCancellation(options.signal);
   try {
     const found = await survey(options, direction, cancellation);
-    return await runPlan(found.plan, destinationOf(found), options, cancellation, started);
+    const copied = new Map<string, TreeEntry>();
+    try {
+      const summary = await runPlan(found.plan, destinationOf(found), options, cancellation, started, copied);
+      summary.hashed = found.hashed;
+      return summary;
+    } catch (err) {
+      if (err instanceof TransferChangedError) err.summary.hashed = found.hashed;
+      throw err;
+    } finally {
+      if (options.state !== false && options.dryRun !== true) {
+        // What each copied file now is on the local side: a push's upload keeps the stamp read
+        // before it (an edit meanwhile changes it), a pull's download is stamped after its rename.
+        for (const [path, entry] of copied) {
+          const before = found.local.get(path);
+          found.local.set(path, { ...before, ...entry, kind: "file" });
+        }
+        await saveLocalState(stateFileOf(found.root), found.local, Date.now());
+      }
+    }
   } finally {
     cancellation.dispose();
   }
