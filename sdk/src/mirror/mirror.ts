@@ -9,9 +9,8 @@
 import { EventEmitter, on } from "node:events";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
-import { createTroveClient, type TroveClient } from "../client.js";
+import type { TroveClient } from "../client.js";
 import { ConnectionError, isNotFoundError, ServerError, UnavailableError } from "../errors.js";
-import { Operation } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type GetResult, type TroveRestClient } from "../rest/client.js";
 import { createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
@@ -348,6 +347,12 @@ export class StoreMirror extends EventEmitter {
 
   /** Follows WatchChanges until the stream ends; returns false so that withRetries reconnects. */
   private async followByWatch(): Promise<boolean> {
+    // Loaded here, not at start-up: the gRPC client and its generated descriptors are most of
+    // what importing the SDK costs, and a mirror that polls (or `--once`) never needs them.
+    const [{ createTroveClient }, { Operation }] = await Promise.all([
+      import("../client.js"),
+      import("../gen/trove/resources/v2/changes_pb.js"),
+    ]);
     this.grpc ??= createTroveClient({
       baseUrl: this.rest.baseUrl,
       auth: this.rest.tokenProvider,
