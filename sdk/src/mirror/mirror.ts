@@ -10,10 +10,11 @@ import { EventEmitter, on } from "node:events";
 import { ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
 import { createBackoff, isTransient, pause } from "../backoff.js";
-import { createTroveClient, type TroveClient } from "../client.js";
+import type { TroveClient } from "../client.js";
 import { ConnectionError, fromConnectError, isNotFoundError } from "../errors.js";
-import { Operation, type WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
-import { createRestClient, type TroveRestClient } from "../rest/client.js";
+import type { WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
+import { createRestClient, type GetResult, type TroveRestClient } from "../rest/client.js";
+import { createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink, MirrorState } from "./sink.js";
@@ -57,6 +58,8 @@ export interface MirrorOptions {
   pollWait?: number;
   /** Longest pause between retries after a failure, in ms (default 10,000). */
   maxRetryDelay?: number;
+  /** Files downloaded at once by a full copy (the first run, a reset): 1 to 64, default 4, as `pull`. */
+  transfers?: number;
   /**
    * false: no retry; a failure that would be retried (the server unreachable or unavailable, a
    * store that does not exist) ends the mirror, `done` rejecting with it (a TroveError).
@@ -145,6 +148,9 @@ export class StoreMirror extends EventEmitter {
   private readonly rest: TroveRestClient;
   private readonly sink: MirrorSink;
   private readonly controller = new AbortController();
+  /** Each request's own signal, all aborted when the mirror stops: none piles listeners on `signal`. */
+  private readonly requests = createCancellation(this.controller.signal);
+  private readonly transfers: number;
   private grpc: TroveClient | undefined;
   private readonly dryRun: boolean;
   private readonly stopWhenUpToDate: boolean;
@@ -155,6 +161,10 @@ export class StoreMirror extends EventEmitter {
     this.path = (options.path ?? "").replace(/^\/+|\/+$/g, "");
     this.dryRun = options.dryRun === true;
     this.stopWhenUpToDate = options.once === true || this.dryRun;
+    this.transfers = options.transfers ?? 4;
+    if (!Number.isInteger(this.transfers) || this.transfers < 1 || this.transfers > 64) {
+      throw new RangeError(`transfers must be an integer from 1 to 64, not ${options.transfers}`);
+    }
     if (options.client) this.rest = options.client;
     else if (options.baseUrl) this.rest = createRestClient({ baseUrl: options.baseUrl, auth: options.auth });
     else throw new TypeError("mirror needs a client or a baseUrl");
@@ -164,7 +174,10 @@ export class StoreMirror extends EventEmitter {
         : options.target;
     if (options.signal?.aborted) this.controller.abort();
     options.signal?.addEventListener("abort", () => this.controller.abort(), { once: true });
-    this.done = this.run().finally(() => this.grpc?.close());
+    this.done = this.run().finally(() => {
+      this.requests.dispose();
+      this.grpc?.close();
+    });
     // A caller that only listens to events must not get an unhandled rejection.
     this.done.catch(() => {});
   }
@@ -257,7 +270,7 @@ export class StoreMirror extends EventEmitter {
     await this.withRetries(async () => {
       if (this.state.eventId < 0) {
         // The spec's first step: a poll without parameters gives the store's current event id.
-        const status = await this.rest.poll({ signal: this.signal });
+        const status = await this.requests.run((signal) => this.rest.poll({ signal }));
         const reset = status.find((e) => e.kind === "reset" && e.store === this.store);
         await this.resync(reset?.eventId ?? 0, "initial");
       }
@@ -313,11 +326,13 @@ export class StoreMirror extends EventEmitter {
 
   /** One long poll and its events; true when the mirror should stop (`once` and up to date). */
   private async followByPoll(): Promise<boolean> {
-    const events = await this.rest.poll({
-      cursors: { [this.store]: Math.max(0, this.state.eventId) },
-      wait: this.stopWhenUpToDate ? 0 : (this.options.pollWait ?? 30),
-      signal: this.signal,
-    });
+    const events = await this.requests.run((signal) =>
+      this.rest.poll({
+        cursors: { [this.store]: Math.max(0, this.state.eventId) },
+        wait: this.stopWhenUpToDate ? 0 : (this.options.pollWait ?? 30),
+        signal,
+      }),
+    );
     if (events.length === 0) {
       this.note({ type: "idle", eventId: this.state.eventId });
       return this.stopWhenUpToDate;
@@ -328,6 +343,9 @@ export class StoreMirror extends EventEmitter {
 
   /** Follows WatchChanges until the stream ends; returns false so that withRetries reconnects. */
   private async followByWatch(): Promise<boolean> {
+    // Loaded here, not at start-up: the gRPC client and its generated descriptors are most of
+    // what importing the SDK costs, and a mirror that polls (or `--once`) never needs them.
+    const { createTroveClient } = await import("../client.js");
     this.grpc ??= createTroveClient({
       baseUrl: this.rest.baseUrl,
       auth: this.rest.tokenProvider,
@@ -373,6 +391,7 @@ export class StoreMirror extends EventEmitter {
 
   /** Applies what a WatchChanges stream brings; `heard` is called on every message. */
   private async applyWatch(stream: AsyncIterable<WatchChangesResponse>, heard: () => void): Promise<void> {
+    const { Operation } = await import("../gen/trove/resources/v2/changes_pb.js");
     for await (const res of stream) {
       heard();
       if (res.heartbeat || res.events.length === 0) {
@@ -479,15 +498,24 @@ export class StoreMirror extends EventEmitter {
    */
   private async download(rel: string, listed?: { tag: string; size?: number | undefined }): Promise<boolean> {
     if (this.dryRun) return this.noteDownload(rel, listed);
-    let got: Awaited<ReturnType<TroveRestClient["get"]>> & { notModified: false };
     try {
-      const res = await this.rest.get(this.store, this.storePath(rel), { as: "stream", signal: this.signal });
-      if (res.notModified) return false;
-      got = res as typeof got;
+      // The request's signal lives until the body is written: the whole download is one request.
+      return await this.requests.run(async (signal) => {
+        const got = await this.rest.get(this.store, this.storePath(rel), { as: "stream", signal });
+        if (got.notModified) return false;
+        await this.writeDownload(rel, got);
+        return true;
+      });
     } catch (err) {
       if (isNotFoundError(err)) return false;
       throw err;
     }
+  }
+
+  private async writeDownload(
+    rel: string,
+    got: GetResult<ReadableStream<Uint8Array>> & { notModified: false },
+  ): Promise<void> {
     const known = this.state.entries[rel];
     if (known?.directory) await this.removeLocal(rel);
     let size = 0;
@@ -504,14 +532,13 @@ export class StoreMirror extends EventEmitter {
     this.stats.downloads += 1;
     this.stats.bytes += size;
     this.note({ type: "write", path: rel, tag: got.tag, size });
-    return true;
   }
 
   private async noteDownload(rel: string, listed?: { tag: string; size?: number | undefined }): Promise<boolean> {
     let info = listed?.size === undefined ? undefined : listed;
     if (!info) {
       try {
-        const head = await this.rest.head(this.store, this.storePath(rel), { signal: this.signal });
+        const head = await this.requests.run((signal) => this.rest.head(this.store, this.storePath(rel), { signal }));
         if (head.notModified) return false;
         info = head;
       } catch (err) {
@@ -533,7 +560,7 @@ export class StoreMirror extends EventEmitter {
     if (reason === "reset") this.stats.resets += 1;
     let features: string[];
     try {
-      features = (await this.rest.stores.get(this.store, { signal: this.signal })).features;
+      features = (await this.requests.run((signal) => this.rest.stores.get(this.store, { signal }))).features;
     } catch (err) {
       if (!isNotFoundError(err)) throw err;
       // The store is gone (or not yet created): keep the local copy until it is back. A mirror
@@ -555,7 +582,9 @@ export class StoreMirror extends EventEmitter {
   private async listDirectory(rel: string, recursive: boolean) {
     this.stats.listings += 1;
     try {
-      return await this.rest.list(this.store, this.storePath(rel), { recursive, signal: this.signal });
+      return await this.requests.run((signal) =>
+        this.rest.list(this.store, this.storePath(rel), { recursive, signal }),
+      );
     } catch (err) {
       if (isNotFoundError(err)) return undefined;
       throw err;
@@ -590,6 +619,8 @@ export class StoreMirror extends EventEmitter {
     for (const p of Object.keys(this.state.entries)) {
       if (!remote.has(p) && p !== "") delete this.state.entries[p];
     }
+    // Directories first (a listing names a parent before its children), then the files, several at once.
+    const files: [string, { tag: string; size: number | undefined }][] = [];
     for (const [p, r] of remote) {
       if (this.signal.aborted) return;
       if (r.directory) {
@@ -598,12 +629,13 @@ export class StoreMirror extends EventEmitter {
         continue;
       }
       const present = this.sink.listPaths ? local.get(p) === false : true;
-      if (present && this.state.entries[p]?.tag === r.tag) {
-        counts.skipped += 1;
-        continue;
-      }
-      if (await this.download(p, r)) counts.written += 1;
+      if (present && this.state.entries[p]?.tag === r.tag) counts.skipped += 1;
+      else files.push([p, r]);
     }
+    await eachLimited(files, this.transfers, async ([p, r]) => {
+      if (this.signal.aborted) return;
+      if (await this.download(p, r)) counts.written += 1;
+    });
     if (!listing) delete this.state.entries[""];
   }
 

@@ -6,13 +6,20 @@ import { createReadStream } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import type { Tree } from "./plan.js";
+import { stampOf } from "./local-state.js";
+import type { Tree, TreeEntry } from "./plan.js";
 
 /** Base64 MD5 of a file, as the listing's `md5` attribute and Content-MD5 write it. */
 export async function md5File(file: string, signal?: AbortSignal): Promise<string> {
   const hash = createHash("md5");
   await pipeline(createReadStream(file), hash, { signal });
   return hash.digest("base64");
+}
+
+/** A local file as a tree entry: its size and the stamp that says whether it changed. */
+export async function fileEntry(file: string): Promise<TreeEntry> {
+  const st = await lstat(file, { bigint: true });
+  return { kind: "file", size: Number(st.size), stamp: stampOf(st), mtimeMs: Number(st.mtimeNs / 1_000_000n) };
 }
 
 /**
@@ -29,7 +36,7 @@ export async function readLocalTree(root: string): Promise<Tree> {
         tree.set(rel, { kind: "directory" });
         await walk(full, rel);
       } else if (e.isFile()) {
-        tree.set(rel, { kind: "file", size: (await lstat(full)).size });
+        tree.set(rel, await fileEntry(full));
       } else {
         tree.set(rel, { kind: "other" });
       }

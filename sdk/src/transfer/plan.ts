@@ -13,6 +13,10 @@ export interface TreeEntry {
   md5?: string;
   /** The remote entry's tag (its ETag, unquoted), for If-Match. */
   tag?: string;
+  /** A local file's `{mtimeNs}:{ctimeNs}:{ino}` (local-state.ts). */
+  stamp?: string;
+  /** A local file's modification time, ms since the epoch. */
+  mtimeMs?: number;
 }
 
 export type Tree = Map<string, TreeEntry>;
@@ -59,12 +63,14 @@ function within(path: string, ancestor: string): boolean {
   return path === ancestor || path.startsWith(`${ancestor}/`);
 }
 
-/** The files whose local MD5 is needed: a file of the same size on the other side. */
+/** The files whose local MD5 is needed and not known: a file of the same size on the other side. */
 export function needsHash(local: Tree, remote: Tree): string[] {
   const out: string[] = [];
   for (const [path, entry] of local) {
     const other = remote.get(path);
-    if (entry.kind === "file" && other?.kind === "file" && other.size === entry.size) out.push(path);
+    if (entry.kind === "file" && entry.md5 === undefined && other?.kind === "file" && other.size === entry.size) {
+      out.push(path);
+    }
   }
   return out;
 }

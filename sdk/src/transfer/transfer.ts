@@ -6,7 +6,9 @@ import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { NotFoundError, PreconditionFailedError, type TroveError } from "../errors.js";
 import type { TroveRestClient } from "../rest/client.js";
+import { type Cancellation, createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
+import { applyLocalState, saveLocalState, stateFileOf } from "./local-state.js";
 import { md5File, readLocalTree } from "./local-tree.js";
 import {
   needsHash,
@@ -41,6 +43,11 @@ export interface TransferOptions {
    */
   force?: boolean;
   signal?: AbortSignal;
+  /**
+   * Remember each local file's size, times, inode and MD5 in `.DIR.trove-transfer.json` beside
+   * DIR, and trust a recorded MD5 while none of them changed (default true; docs/cli.md).
+   */
+  state?: boolean;
   /** Called before each action is carried out (or, in a dry run, instead); a promise is awaited. */
   onAction?: (action: TransferAction) => void | Promise<void>;
   onProgress?: (progress: TransferProgress) => void;
@@ -79,6 +86,11 @@ export interface TransferSummary {
   directories: number;
   /** Bytes of the files copied. */
   bytes: number;
+  /**
+   * Local files read to compare them (hashed): those of the same size on both sides whose MD5
+   * the local state did not give. 0 when nothing changed locally since the last run.
+   */
+  hashed: number;
   ms: number;
   failures: TransferFailure[];
 }
@@ -117,8 +129,11 @@ export const isTransferChangedError = (e: unknown): e is TransferChangedError =>
 export interface Destination {
   /** Creates a directory whose parent exists ("": the destination itself, with its parents). */
   makeDirectory(path: string, signal: AbortSignal): Promise<void>;
-  /** Copies one file; `sent` is called with each chunk's size. */
-  copy(item: PlannedCopy, sent: (n: number) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Copies one file; `sent` is called with each chunk's size. Resolves with the file as the
+   * destination now holds it when known (the MD5, and a local file's stamp), for the local state.
+   */
+  copy(item: PlannedCopy, sent: (n: number) => void, signal: AbortSignal): Promise<TreeEntry | undefined>;
   remove(item: PlannedRemoval, signal: AbortSignal): Promise<void>;
 }
 
@@ -128,35 +143,6 @@ export function transfersOf(options: TransferOptions): number {
     throw new RangeError(`transfers must be an integer from 1 to ${MAX_TRANSFERS}, not ${n}`);
   }
   return n;
-}
-
-/**
- * Calls `fn` for each item, at most `limit` at once. The first error stops the rest: `abort`
- * is called (to cancel what is in flight) and the error is thrown once all have settled.
- */
-export async function eachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-  abort: (err: unknown) => void = () => {},
-): Promise<void> {
-  let next = 0;
-  let failed: { error: unknown } | undefined;
-  const worker = async () => {
-    while (failed === undefined && next < items.length) {
-      const item = items[next++] as T;
-      try {
-        await fn(item);
-      } catch (error) {
-        if (failed === undefined) {
-          failed = { error };
-          abort(error);
-        }
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failed) throw failed.error;
 }
 
 /** A change on the server since the listing: reported per file, not fatal. */
@@ -174,16 +160,14 @@ export async function runPlan(
   plan: Plan,
   destination: Destination,
   options: TransferOptions,
+  cancellation: Cancellation,
+  started: number = performance.now(),
+  copied: Map<string, TreeEntry> = new Map(),
 ): Promise<TransferSummary> {
-  const started = performance.now();
   const limit = transfersOf(options);
   const dryRun = options.dryRun === true;
-  const controller = new AbortController();
-  const stop = () => controller.abort(options.signal?.reason);
-  if (options.signal?.aborted) stop();
-  options.signal?.addEventListener("abort", stop, { once: true });
-  const signal = controller.signal;
-  const abort = (err: unknown) => controller.abort(err);
+  const { signal, run } = cancellation;
+  const abort = (err: unknown) => cancellation.abort(err);
   const summary: TransferSummary = {
     dryRun,
     transferred: 0,
@@ -191,6 +175,7 @@ export async function runPlan(
     deleted: 0,
     directories: 0,
     bytes: 0,
+    hashed: 0,
     ms: 0,
     failures: [],
   };
@@ -211,7 +196,7 @@ export async function runPlan(
       return;
     }
     try {
-      await destination.remove(item, signal);
+      await run((own) => destination.remove(item, own));
       summary.deleted += 1;
     } catch (err) {
       if (err instanceof NotFoundError) return; // already gone: what was wanted
@@ -220,60 +205,59 @@ export async function runPlan(
     }
   };
 
-  try {
-    for (const path of plan.skipped) await act({ type: "skip", path, reason: "not-regular" });
-    for (const path of plan.unchanged) await act({ type: "skip", path, reason: "unchanged" });
-    await eachLimited(plan.replaced, limit, (item) => remove(item, true), abort);
-    // One level at a time: a directory's parent exists before it is created.
-    const levels = new Map<number, string[]>();
-    for (const path of plan.directories) {
-      const depth = path === "" ? 0 : path.split("/").length;
-      levels.set(depth, [...(levels.get(depth) ?? []), path]);
-    }
-    for (const depth of [...levels.keys()].sort((a, b) => a - b)) {
-      await eachLimited(
-        levels.get(depth) as string[],
-        limit,
-        async (path) => {
-          await act({ type: "mkdir", path });
-          if (!dryRun) await destination.makeDirectory(path, signal);
-          summary.directories += 1;
-        },
-        abort,
-      );
-    }
+  for (const path of plan.skipped) await act({ type: "skip", path, reason: "not-regular" });
+  for (const path of plan.unchanged) await act({ type: "skip", path, reason: "unchanged" });
+  await eachLimited(plan.replaced, limit, (item) => remove(item, true), abort);
+  // One level at a time: a directory's parent exists before it is created.
+  const levels = new Map<number, string[]>();
+  for (const path of plan.directories) {
+    const depth = path === "" ? 0 : path.split("/").length;
+    levels.set(depth, [...(levels.get(depth) ?? []), path]);
+  }
+  for (const depth of [...levels.keys()].sort((a, b) => a - b)) {
     await eachLimited(
-      plan.copies,
+      levels.get(depth) as string[],
       limit,
-      async (item) => {
-        await act({ type: "copy", path: item.path, size: item.size, replace: item.replaces !== undefined });
-        if (!dryRun) {
-          try {
-            await destination.copy(
+      async (path) => {
+        await act({ type: "mkdir", path });
+        if (!dryRun) await run((own) => destination.makeDirectory(path, own));
+        summary.directories += 1;
+      },
+      abort,
+    );
+  }
+  await eachLimited(
+    plan.copies,
+    limit,
+    async (item) => {
+      await act({ type: "copy", path: item.path, size: item.size, replace: item.replaces !== undefined });
+      if (!dryRun) {
+        try {
+          const now = await run((own) =>
+            destination.copy(
               item,
               (n) => {
                 progress.bytes += n;
                 options.onProgress?.({ ...progress });
               },
-              signal,
-            );
-          } catch (err) {
-            if (!changedMeanwhile(err)) throw err;
-            summary.failures.push({ path: item.path, error: err });
-            return;
-          }
+              own,
+            ),
+          );
+          if (now !== undefined) copied.set(item.path, now);
+        } catch (err) {
+          if (!changedMeanwhile(err)) throw err;
+          summary.failures.push({ path: item.path, error: err });
+          return;
         }
-        summary.transferred += 1;
-        summary.bytes += item.size;
-        progress.files += 1;
-        options.onProgress?.({ ...progress });
-      },
-      abort,
-    );
-    await eachLimited(plan.removals, limit, (item) => remove(item, false), abort);
-  } finally {
-    options.signal?.removeEventListener("abort", stop);
-  }
+      }
+      summary.transferred += 1;
+      summary.bytes += item.size;
+      progress.files += 1;
+      options.onProgress?.({ ...progress });
+    },
+    abort,
+  );
+  await eachLimited(plan.removals, limit, (item) => remove(item, false), abort);
   summary.ms = Math.round(performance.now() - started);
   summary.failures.sort((a, b) => (a.path < b.path ? -1 : 1));
   if (summary.failures.length > 0) throw new TransferChangedError(summary);
@@ -344,15 +328,27 @@ function refuseConflicts(plan: Plan, source: string, destination: string): void 
 }
 
 /** Hashes the local files whose MD5 decides whether they differ, `limit` at once. */
-async function hashLocal(root: string, local: Tree, remote: Tree, limit: number, signal?: AbortSignal): Promise<void> {
-  await eachLimited(needsHash(local, remote), limit, async (path) => {
+async function hashLocal(
+  root: string,
+  local: Tree,
+  remote: Tree,
+  limit: number,
+  cancellation: Cancellation,
+): Promise<number> {
+  const paths = needsHash(local, remote);
+  await eachLimited(paths, limit, async (path) => {
     const entry = local.get(path) as TreeEntry;
-    entry.md5 = await md5File(join(root, ...path.split("/")), signal);
+    entry.md5 = await cancellation.run((own) => md5File(join(root, ...path.split("/")), own));
   });
+  return paths.length;
 }
 
 export interface Survey {
   plan: Plan;
+  /** The local tree, with the MD5s known (recorded or hashed). */
+  local: Tree;
+  /** Local files hashed to compare them. */
+  hashed: number;
   /** The local directory, absolute. */
   root: string;
   /** The remote directory, without leading or trailing "/". */
@@ -365,8 +361,12 @@ export interface Survey {
  * is not a directory (for a push, also a missing one), a listing with unsafe names, and entries
  * of different kinds without `delete`. The destination's own directory is planned when missing.
  */
-export async function survey(options: TransferOptions, direction: "push" | "pull"): Promise<Survey> {
-  const { client, store, signal } = options;
+export async function survey(
+  options: TransferOptions,
+  direction: "push" | "pull",
+  cancellation: Cancellation,
+): Promise<Survey> {
+  const { client, store } = options;
   const isPush = direction === "push";
   const limit = transfersOf(options);
   const root = resolve(options.directory);
@@ -375,23 +375,52 @@ export async function survey(options: TransferOptions, direction: "push" | "pull
   const base = (options.path ?? "").replace(/^\/+|\/+$/g, "");
   const where = `${store}/${base}`;
   // A missing remote directory is created by a push; for a pull it is an error (NotFoundError).
-  const remote = await readRemoteTree(client, store, base, { signal, missingOk: isPush });
+  const remote = await cancellation.run((signal) => readRemoteTree(client, store, base, { signal, missingOk: isPush }));
   if (remote) refuseUnsafeNames(remote, where);
   const local: Tree = found ? await readLocalTree(root) : new Map();
+  if (options.state !== false) await applyLocalState(stateFileOf(root), local);
   const other: Tree = remote ?? new Map();
-  await hashLocal(root, local, other, limit, signal);
+  const hashed = await hashLocal(root, local, other, limit, cancellation);
   const plan = planTransfer(isPush ? local : other, isPush ? other : local, { delete: options.delete === true });
   refuseConflicts(plan, isPush ? options.directory : where, isPush ? where : options.directory);
   if (isPush ? remote === undefined : found === undefined) plan.directories.unshift("");
-  return { plan, root, base };
+  return { plan, local, hashed, root, base };
 }
 
-/** Surveys both sides, then carries out the plan on the destination that `destinationOf` gives. */
+/**
+ * Surveys both sides, then carries out the plan on the destination that `destinationOf` gives;
+ * every request and hash has a signal of its own, aborted with `options.signal`.
+ */
 export async function transfer(
   options: TransferOptions,
   direction: "push" | "pull",
   destinationOf: (survey: Survey) => Destination,
 ): Promise<TransferSummary> {
-  const found = await survey(options, direction);
-  return runPlan(found.plan, destinationOf(found), options);
+  // The summary's time is the whole run's: listing and hashing included.
+  const started = performance.now();
+  const cancellation = createCancellation(options.signal);
+  try {
+    const found = await survey(options, direction, cancellation);
+    const copied = new Map<string, TreeEntry>();
+    try {
+      const summary = await runPlan(found.plan, destinationOf(found), options, cancellation, started, copied);
+      summary.hashed = found.hashed;
+      return summary;
+    } catch (err) {
+      if (err instanceof TransferChangedError) err.summary.hashed = found.hashed;
+      throw err;
+    } finally {
+      if (options.state !== false && options.dryRun !== true) {
+        // What each copied file now is on the local side: a push's upload keeps the stamp read
+        // before it (an edit meanwhile changes it), a pull's download is stamped after its rename.
+        for (const [path, entry] of copied) {
+          const before = found.local.get(path);
+          found.local.set(path, { ...before, ...entry, kind: "file" });
+        }
+        await saveLocalState(stateFileOf(found.root), found.local, Date.now());
+      }
+    }
+  } finally {
+    cancellation.dispose();
+  }
 }

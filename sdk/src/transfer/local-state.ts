@@ -1,0 +1,86 @@
+// What a push or pull remembers of the local side between runs, so that a run whose local side
+// did not change reads no file contents: each file's size, modification and change times (ns),
+// inode and MD5. Kept in `.DIR.trove-transfer.json` beside DIR (never inside it, so never pushed
+// or deleted by a pull), written to a temporary file and renamed. The server side is not
+// remembered: every run lists it and compares MD5s, so a same-size edit there is always seen.
+
+import { randomUUID } from "node:crypto";
+import { readFile, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import type { Tree } from "./plan.js";
+
+/**
+ * A file whose modification time is this close to (or after) the moment its MD5 was recorded is
+ * hashed again: an edit in the same clock tick as the record would leave every stamp unchanged
+ * (git's "racily clean" files).
+ */
+export const RACY_MS = 2_000;
+
+const VERSION = 1;
+
+interface RecordedFile {
+  size: number;
+  /** `{mtimeNs}:{ctimeNs}:{ino}` */
+  stamp: string;
+  md5: string;
+}
+
+interface StateFile {
+  version: number;
+  /** When the MD5s were recorded (ms since the epoch). */
+  recordedAt: number;
+  files: Record<string, RecordedFile>;
+}
+
+/** `.DIR.trove-transfer.json` beside the local directory `root` (absolute). */
+export function stateFileOf(root: string): string {
+  return join(dirname(root), `.${basename(root)}.trove-transfer.json`);
+}
+
+/**
+ * Gives each local file the MD5 recorded for it when nothing about it changed since: same size,
+ * same modification and change times and inode, and modified at least RACY_MS before the record.
+ * A missing or unreadable state file trusts nothing.
+ */
+export async function applyLocalState(file: string, local: Tree): Promise<void> {
+  let state: StateFile;
+  try {
+    state = JSON.parse(await readFile(file, "utf8")) as StateFile;
+  } catch {
+    return;
+  }
+  if (state?.version !== VERSION || typeof state.files !== "object" || typeof state.recordedAt !== "number") return;
+  for (const [path, entry] of local) {
+    const known = Object.hasOwn(state.files, path) ? state.files[path] : undefined;
+    if (entry.kind !== "file" || known === undefined || entry.stamp === undefined) continue;
+    if (known.size !== entry.size || known.stamp !== entry.stamp || typeof known.md5 !== "string") continue;
+    if ((entry.mtimeMs ?? Number.POSITIVE_INFINITY) > state.recordedAt - RACY_MS) continue;
+    entry.md5 = known.md5;
+  }
+}
+
+/**
+ * Records the local files whose MD5 is known. `recordedAt` must be taken before the stamps were
+ * read, so that an edit made meanwhile counts as racy.
+ */
+export async function saveLocalState(file: string, local: Tree, recordedAt: number): Promise<void> {
+  const files: Record<string, RecordedFile> = {};
+  for (const [path, entry] of local) {
+    if (entry.kind !== "file" || entry.md5 === undefined || entry.md5 === "" || entry.stamp === undefined) continue;
+    files[path] = { size: entry.size ?? 0, stamp: entry.stamp, md5: entry.md5 };
+  }
+  const state: StateFile = { version: VERSION, recordedAt, files };
+  const tmp = `${file}.${randomUUID()}.tmp`;
+  try {
+    await writeFile(tmp, JSON.stringify(state));
+    await rename(tmp, file);
+  } catch {
+    // Only speed is lost: the next run hashes what it needs.
+    await rm(tmp, { force: true });
+  }
+}
+
+/** The stamp of a file's lstat (bigint): what must not change for its recorded MD5 to hold. */
+export function stampOf(st: { mtimeNs: bigint; ctimeNs: bigint; ino: bigint }): string {
+  return `${st.mtimeNs}:${st.ctimeNs}:${st.ino}`;
+}
