@@ -46,39 +46,39 @@ const LARGE = 200 * 1024;
 if (!opts["skip-build"]) buildDist();
 const { SqliteStorage } = await import(join(ROOT, "dist/storage/sqlite/sqlite-storage.js"));
 
+async function* once(b) {
+  yield b;
+}
+
+/** Runs a command; resolves with its wall seconds and (when asked) the peak RSS seen while it ran. */
+function timed(command, args, { peak = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(command, args, { stdio: ["ignore", "ignore", "inherit"] });
+    let hwm = 0;
+    const timer = peak
+      ? setInterval(() => {
+          try {
+            hwm = Math.max(hwm, procStatusBytes(child.pid, "VmHWM"));
+          } catch {}
+        }, 20)
+      : undefined;
+    child.once("exit", (code) => {
+      clearInterval(timer);
+      if (code !== 0) reject(new Error(`${command} ${args.join(" ")} exited ${code}`));
+      else resolve({ seconds: (performance.now() - started) / 1000, peak: hwm });
+    });
+  });
+}
+
+const mib = (b) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
+
 if (!opts.only || opts.only === "backup") await backupAndRestore();
 if (!opts.only || opts.only === "put-p99") await putP99();
 
 async function backupAndRestore() {
   const work = mkdtempSync(join(tmpdir(), "trove-bench-backup-"));
   const data = join(work, "data");
-
-  async function* once(b) {
-    yield b;
-  }
-
-  /** Runs a command; resolves with its wall seconds and (when asked) the peak RSS seen while it ran. */
-  function timed(command, args, { peak = false } = {}) {
-    return new Promise((resolve, reject) => {
-      const started = performance.now();
-      const child = spawn(command, args, { stdio: ["ignore", "ignore", "inherit"] });
-      let hwm = 0;
-      const timer = peak
-        ? setInterval(() => {
-            try {
-              hwm = Math.max(hwm, procStatusBytes(child.pid, "VmHWM"));
-            } catch {}
-          }, 20)
-        : undefined;
-      child.once("exit", (code) => {
-        clearInterval(timer);
-        if (code !== 0) reject(new Error(`${command} ${args.join(" ")} exited ${code}`));
-        else resolve({ seconds: (performance.now() - started) / 1000, peak: hwm });
-      });
-    });
-  }
-
-  const mib = (b) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 
   console.log(
     `backup bench: ${N} resources (every tenth ${LARGE} B, others ${SIZE} B), load ${loadavg()[0].toFixed(1)}`,

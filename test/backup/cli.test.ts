@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
+import { once } from "./dump.js";
 import { CLI, trove } from "./run-cli.js";
 
 const DATA = "/resources/v2/data";
@@ -24,10 +25,6 @@ async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "trove-backup-cli-"));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   return dir;
-}
-
-async function* once(b: Uint8Array): AsyncIterable<Uint8Array> {
-  yield b;
 }
 
 /** A data directory with a store that keeps versions: small and large contents, a deletion. */

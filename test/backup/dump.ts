@@ -4,6 +4,11 @@
 import { createHash } from "node:crypto";
 import type { NodeRecord, StoragePort } from "../../src/storage/port.js";
 
+/** Bytes as a stream of one chunk (what writeBlob and restoreArchive read). */
+export async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
 export async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const out: Buffer[] = [];
   for await (const c of chunks) out.push(Buffer.from(c));

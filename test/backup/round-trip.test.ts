@@ -15,7 +15,7 @@ import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { describeWithMongoDb } from "../support/mongodb.js";
-import { collect, dump } from "./dump.js";
+import { collect, dump, once } from "./dump.js";
 
 const T0 = 1_800_000_000_000;
 const opened: Array<() => Promise<void>> = [];
@@ -32,10 +32,6 @@ async function sqlite(): Promise<SqliteStorage> {
     await rm(dataDir, { recursive: true, force: true });
   });
   return storage;
-}
-
-async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
-  yield data;
 }
 
 async function put(storage: StoragePort, store: string, path: string, data: Uint8Array | string, now = T0) {
