@@ -2,6 +2,7 @@
 // an archive (docs/backup.md, "The parts"): each store held at its snapshot event, its states then
 // and its ended versions, the contents they point at (each blob once), then the insights records.
 
+import { UnavailableError } from "../domain/errors.js";
 import { giveBack } from "../storage/chunk-pool.js";
 import type { NodeRecord, ReportRecord, StoragePort, VersionRecord } from "../storage/port.js";
 import type { ArchivePart } from "./archive.js";
@@ -136,10 +137,16 @@ export function backupParts(
           storage.listNodesAsOf(name, "", hold.eventId, { recursive: true, includeDeleted: true }),
         );
         let renewed = Date.now();
-        const renew = async () => {
-          if (Date.now() - renewed < 60_000) return;
+        const renew = async (now = false) => {
+          if (!now && Date.now() - renewed < 60_000) return;
           renewed = Date.now();
-          await hold.renew();
+          // Another backup took the hold: it may end it before this one is done, and the purge
+          // then take states this one still reads. Refused rather than an archive that may lack them.
+          if (!(await hold.renew())) {
+            throw new UnavailableError(
+              `store ${name}: another backup took its snapshot hold while this one read it, so this archive could miss states the purge then removed; run one backup at a time`,
+            );
+          }
         };
         yield* linesWithBlobs(`${prefix}/nodes`, states, folder, nodeLine, (n) => {
           summary.nodes += n;
@@ -157,6 +164,8 @@ export function backupParts(
             return renew();
           },
         );
+        // The hold was this backup's to the end: every state it read was kept.
+        await renew(true);
       } finally {
         await hold.release();
       }

@@ -371,8 +371,12 @@ export interface SnapshotHold {
   store: string;
   /** The store's last committed event when the hold began: the snapshot's event id. */
   eventId: number;
-  /** Pushes the lapse back to HOLD_MS from now. */
-  renew(): Promise<void>;
+  /**
+   * Pushes the lapse back to HOLD_MS from now: true while the hold is still this one's; false once
+   * another backup of the store has taken it (it may release it before this one ends, and the
+   * purge then take states this one reads: docs/backup.md, "Consistency").
+   */
+  renew(): Promise<boolean>;
   /** Ends the hold (unless another backup has renewed it since); never throws. */
   release(): Promise<void>;
 }

@@ -2368,13 +2368,27 @@ export function storageContract(
           expect(atSnapshot.find((n) => n.path === "gone.txt")?.deleted).toBe(true);
           expect((await storage.getNodeAsOf("s", "", eventId))?.eventId).toBeLessThanOrEqual(eventId);
 
-          await hold?.renew();
+          expect(await hold?.renew()).toBe(true);
           await hold?.release();
           await storage.purgeExpired(T0 + DAY);
           expect(await endedVersions("s", Number.MAX_SAFE_INTEGER)).toEqual([]);
           expect(await storage.getNodeAsOf("s", "a.bin", eventId)).toBeUndefined();
           const blobs = await blobsNow();
           if (blobs) expect(blobs).toEqual([]);
+        });
+
+        it("issue 28: a second hold of a store takes it over: the first one's renew says so (false), its release ends nothing", async () => {
+          await storage.createStore(config("s"), T0);
+          const first = await storage.holdSnapshot("s");
+          const second = await storage.holdSnapshot("s");
+          expect(await first?.renew()).toBe(false);
+          await first?.release();
+          expect(await second?.renew()).toBe(true);
+          await second?.release();
+          expect(await second?.renew()).toBe(false);
+          const third = await storage.holdSnapshot("s");
+          expect(await third?.renew()).toBe(true);
+          await third?.release();
         });
 
         it("issue 28: a hold of a store that does not exist, or was deleted, is undefined", async () => {

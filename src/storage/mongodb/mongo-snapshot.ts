@@ -36,6 +36,7 @@ export class MongoSnapshots {
           this.c.stores.updateOne({ _id: store, snapshotUntil: until }, { $set: { snapshotUntil: next } }),
         );
         if (r.modifiedCount > 0) until = next;
+        return r.modifiedCount > 0;
       },
       release: async () => {
         await guard(() =>

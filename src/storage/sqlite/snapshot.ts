@@ -53,6 +53,7 @@ export class SqliteSnapshots {
         const next = Math.max(until + 1, Date.now() + HOLD_MS);
         const changed = await this.turns.write(() => this.stmt.renew.run(next, store, until).changes);
         if (changed > 0) until = next;
+        return changed > 0;
       },
       release: async () => {
         try {
