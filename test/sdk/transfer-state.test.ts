@@ -9,9 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, pull, push, type TroveRestClient } from "../../sdk/src/index.js";
+import { stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 let work: string;
+let cacheBefore: string | undefined;
 let server: TestServer;
 let rest: TroveRestClient;
 const requests: string[] = [];
@@ -36,6 +38,9 @@ async function content(store: string, path: string): Promise<string> {
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "trove-transfer-state-"));
+  // The states' default place, the user's cache directory, here inside the test's own.
+  cacheBefore = process.env.XDG_CACHE_HOME;
+  process.env.XDG_CACHE_HOME = join(work, "cache");
   server = await startServer();
   rest = createRestClient({ baseUrl: server.url });
   counted = createRestClient({
@@ -48,6 +53,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  if (cacheBefore === undefined) delete process.env.XDG_CACHE_HOME;
+  else process.env.XDG_CACHE_HOME = cacheBefore;
   await server?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -59,9 +66,11 @@ describe("issue 31 item 3: incremental pull and push with a local state", () => 
     const dir = join(work, "pull-dir");
     const first = await pull({ client: counted, store: "pulled", directory: dir });
     expect(first.transferred).toBe(FILES);
-    // The state is beside DIR, never in it.
-    expect(await readdir(work)).toContain(".pull-dir.trove-transfer.json");
-    expect((await readdir(dir)).some((n) => n.includes("trove-transfer"))).toBe(false);
+    // The state is in the user's cache directory: nothing is written in DIR or beside it.
+    const states = join(work, "cache", "trove", "transfers");
+    expect(await readdir(states)).toEqual([stateFileOf(dir, states).slice(states.length + 1)]);
+    expect((await readdir(work)).sort()).toEqual(["cache", "pull-dir"]);
+    expect((await readdir(dir)).sort()).toEqual(Array.from({ length: FILES }, (_, i) => `f${i}.txt`).sort());
 
     await age(dir); // changes every file's change time: hashed once more, then trusted
     const again = await pull({ client: counted, store: "pulled", directory: dir });
@@ -116,6 +125,7 @@ describe("issue 31 item 3: incremental pull and push with a local state", () => 
     await age(dir);
     const again = await pull({ client: counted, store: "stateless", directory: dir, state: false });
     expect(again.hashed).toBe(1);
-    expect(await readdir(work)).not.toContain(".stateless-dir.trove-transfer.json");
+    const states = join(work, "cache", "trove", "transfers");
+    expect(await readdir(states)).not.toContain(stateFileOf(dir, states).slice(states.length + 1));
   });
 });

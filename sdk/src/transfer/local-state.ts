@@ -1,12 +1,15 @@
 // What a push or pull remembers of the local side between runs, so that a run whose local side
 // did not change reads no file contents: each file's size, modification and change times (ns),
-// inode and MD5. Kept in `.DIR.trove-transfer.json` beside DIR (never inside it, so never pushed
-// or deleted by a pull), written to a temporary file and renamed. The server side is not
-// remembered: every run lists it and compares MD5s, so a same-size edit there is always seen.
+// inode and MD5. Kept in the user's cache directory (`$XDG_CACHE_HOME/trove/transfers/`, by
+// default `~/.cache/trove/transfers/`), one file per local directory named by the SHA-256 of its
+// absolute path: never in DIR (never pushed, never deleted by a pull) and never beside it (a push
+// writes nothing in the tree it reads). Written to a temporary file and renamed. The server side
+// is not remembered: every run lists it and compares MD5s, so a same-size edit there is always seen.
 
-import { randomUUID } from "node:crypto";
-import { readFile, rename, rm, writeFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
 import type { Tree } from "./plan.js";
 
 /**
@@ -27,14 +30,21 @@ interface RecordedFile {
 
 interface StateFile {
   version: number;
+  /** The local directory's absolute path (a file of another is not trusted). */
+  root: string;
   /** When the MD5s were recorded (ms since the epoch). */
   recordedAt: number;
   files: Record<string, RecordedFile>;
 }
 
-/** `.DIR.trove-transfer.json` beside the local directory `root` (absolute). */
-export function stateFileOf(root: string): string {
-  return join(dirname(root), `.${basename(root)}.trove-transfer.json`);
+/** Where states are kept unless a transfer names another directory. */
+export function defaultStateDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "trove", "transfers");
+}
+
+/** The state file of the local directory `root` (absolute) in `directory`. */
+export function stateFileOf(root: string, directory = defaultStateDirectory()): string {
+  return join(directory, `${createHash("sha256").update(root).digest("hex").slice(0, 32)}.json`);
 }
 
 /**
@@ -42,14 +52,15 @@ export function stateFileOf(root: string): string {
  * same modification and change times and inode, and modified at least RACY_MS before the record.
  * A missing or unreadable state file trusts nothing.
  */
-export async function applyLocalState(file: string, local: Tree): Promise<void> {
+export async function applyLocalState(file: string, root: string, local: Tree): Promise<void> {
   let state: StateFile;
   try {
     state = JSON.parse(await readFile(file, "utf8")) as StateFile;
   } catch {
     return;
   }
-  if (state?.version !== VERSION || typeof state.files !== "object" || typeof state.recordedAt !== "number") return;
+  if (state?.version !== VERSION || state.root !== root) return;
+  if (typeof state.files !== "object" || typeof state.recordedAt !== "number") return;
   for (const [path, entry] of local) {
     const known = Object.hasOwn(state.files, path) ? state.files[path] : undefined;
     if (entry.kind !== "file" || known === undefined || entry.stamp === undefined) continue;
@@ -63,16 +74,17 @@ export async function applyLocalState(file: string, local: Tree): Promise<void> 
  * Records the local files whose MD5 is known. `recordedAt` must be taken before the stamps were
  * read, so that an edit made meanwhile counts as racy.
  */
-export async function saveLocalState(file: string, local: Tree, recordedAt: number): Promise<void> {
+export async function saveLocalState(file: string, root: string, local: Tree, recordedAt: number): Promise<void> {
   const files: Record<string, RecordedFile> = {};
   for (const [path, entry] of local) {
     if (entry.kind !== "file" || entry.md5 === undefined || entry.md5 === "" || entry.stamp === undefined) continue;
     files[path] = { size: entry.size ?? 0, stamp: entry.stamp, md5: entry.md5 };
   }
-  const state: StateFile = { version: VERSION, recordedAt, files };
+  const state: StateFile = { version: VERSION, root, recordedAt, files };
   const tmp = `${file}.${randomUUID()}.tmp`;
   try {
-    await writeFile(tmp, JSON.stringify(state));
+    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    await writeFile(tmp, JSON.stringify(state), { mode: 0o600 });
     await rename(tmp, file);
   } catch {
     // Only speed is lost: the next run hashes what it needs.

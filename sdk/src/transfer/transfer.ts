@@ -44,10 +44,12 @@ export interface TransferOptions {
   force?: boolean;
   signal?: AbortSignal;
   /**
-   * Remember each local file's size, times, inode and MD5 in `.DIR.trove-transfer.json` beside
-   * DIR, and trust a recorded MD5 while none of them changed (default true; docs/cli.md).
+   * Remember each local file's size, times, inode and MD5 (in `stateDirectory`), and trust a
+   * recorded MD5 while none of them changed (default true; docs/cli.md).
    */
   state?: boolean;
+  /** Where the local states are kept (default `$XDG_CACHE_HOME/trove/transfers`, `~/.cache/trove/transfers`). */
+  stateDirectory?: string;
   /** Called before each action is carried out (or, in a dry run, instead); a promise is awaited. */
   onAction?: (action: TransferAction) => void | Promise<void>;
   onProgress?: (progress: TransferProgress) => void;
@@ -378,7 +380,7 @@ export async function survey(
   const remote = await cancellation.run((signal) => readRemoteTree(client, store, base, { signal, missingOk: isPush }));
   if (remote) refuseUnsafeNames(remote, where);
   const local: Tree = found ? await readLocalTree(root) : new Map();
-  if (options.state !== false) await applyLocalState(stateFileOf(root), local);
+  if (options.state !== false) await applyLocalState(stateFileOf(root, options.stateDirectory), root, local);
   const other: Tree = remote ?? new Map();
   const hashed = await hashLocal(root, local, other, limit, cancellation);
   const plan = planTransfer(isPush ? local : other, isPush ? other : local, { delete: options.delete === true });
@@ -417,7 +419,7 @@ export async function transfer(
           const before = found.local.get(path);
           found.local.set(path, { ...before, ...entry, kind: "file" });
         }
-        await saveLocalState(stateFileOf(found.root), found.local, Date.now());
+        await saveLocalState(stateFileOf(found.root, options.stateDirectory), found.root, found.local, Date.now());
       }
     }
   } finally {
