@@ -20,9 +20,9 @@ import {
   tokenProviderOf,
   UsageError,
 } from "@trove/sdk/cli";
+import { BackupService } from "@trove/sdk/gen/trove/admin/v1/backup_pb.js";
 import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
 import { UnavailableError } from "../domain/errors.js";
-import { BackupService } from "../gen/trove/admin/v1/backup_pb.js";
 import { isDataDirError } from "../server/data-dir.js";
 import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";

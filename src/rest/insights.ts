@@ -7,8 +7,6 @@ import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
-import { BadRequestError, NotFoundError } from "../domain/errors.js";
-import { parseJsonBody, quoteValue } from "../domain/json-body.js";
 import {
   CreateEnvironmentRequestSchema,
   CreateProjectRequestSchema,
@@ -20,7 +18,7 @@ import {
   type Project,
   ProjectService,
   PromoteRequestSchema,
-} from "../gen/trove/insights/v1/projects_pb.js";
+} from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
 import {
   type ComparedSide,
   CompareEnvironmentsRequestSchema,
@@ -43,7 +41,9 @@ import {
   ReportState,
   type ReportStatus,
   WatchReportRequestSchema,
-} from "../gen/trove/insights/v1/reports_pb.js";
+} from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
+import { BadRequestError, NotFoundError } from "../domain/errors.js";
+import { parseJsonBody, quoteValue } from "../domain/json-body.js";
 import { parseGetReportInput } from "../insights/report-request.js";
 import { fieldNamesKey } from "../services/field-names.js";
 import type { ProjectCore } from "../services/project-service.js";

@@ -2,9 +2,9 @@
 // the spec's plain-text lines (docs/change-feed.md). Version 1 neither follows nor reports
 // stores without sync-recursive (version.ts).
 
+import { type Event, Operation } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
 import { type Caller, callerKey } from "../auth/caller.js";
 import { BadRequestError } from "../domain/errors.js";
-import { type Event, Operation } from "../gen/trove/resources/v2/changes_pb.js";
 import type { ChangeCore, PollAnswer } from "../services/change-service.js";
 import { sendError } from "./errors.js";
 import { ClientGone, type RequestUrl, type RestRequest, type RestResponse, restContextValues, send } from "./http.js";

@@ -4,10 +4,6 @@
 import type { ServerResponse } from "node:http";
 import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import type { ContextValues, HandlerContext } from "@connectrpc/connect";
-import { BadRequestError } from "../domain/errors.js";
-import { parseTagList, quoteTag } from "../domain/etag.js";
-import { isMediaType } from "../domain/mime.js";
-import { joinPath, validateStoreName } from "../domain/path.js";
 import {
   DeleteRequestSchema,
   ListRequestSchema,
@@ -21,7 +17,11 @@ import {
   type Version,
   type WriteRequest,
   WriteRequestSchema,
-} from "../gen/trove/resources/v2/resources_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { BadRequestError } from "../domain/errors.js";
+import { parseTagList, quoteTag } from "../domain/etag.js";
+import { isMediaType } from "../domain/mime.js";
+import { joinPath, validateStoreName } from "../domain/path.js";
 import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
 import type { ResourceCore } from "../services/resource-service.js";
 import { isLent } from "../storage/chunk-pool.js";

@@ -3,8 +3,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import { BadRequestError } from "../domain/errors.js";
-import { featuresOf, STORE_TYPES, type StoreType } from "../domain/store.js";
 import {
   CreateStoreRequestSchema,
   DeleteStoreRequestSchema,
@@ -14,7 +12,9 @@ import {
   StoreSchema,
   StoreService,
   UpdateStoreRequestSchema,
-} from "../gen/trove/resources/v2/stores_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
+import { BadRequestError } from "../domain/errors.js";
+import { featuresOf, STORE_TYPES, type StoreType } from "../domain/store.js";
 import type { StoreCore } from "../services/store-service.js";
 import {
   header,

@@ -1,11 +1,11 @@
 // The spec's XML formats: directory listings, store listings, and the store
 // configuration a client sends (in the listing's own shape).
 
+import type { Resource, RestoreChange, Version } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import type { Store } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { XMLBuilder, XMLParser, XMLValidator } from "fast-xml-parser";
 import { BadRequestError } from "../domain/errors.js";
 import { jsonDepth, MAX_JSON_DEPTH, quoteValue } from "../domain/json-body.js";
-import type { Resource, RestoreChange, Version } from "../gen/trove/resources/v2/resources_pb.js";
-import type { Store } from "../gen/trove/resources/v2/stores_pb.js";
 
 export const XML_TYPE = "application/xml; charset=utf-8";
 export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';

@@ -5,11 +5,11 @@
 // service grpc.health.v1.Health (docs/operations.md, "Health and readiness").
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Logger } from "pino";
 import {
   Health as HealthService,
   HealthCheckResponse_ServingStatus as ServingStatus,
-} from "../gen/grpc/health/v1/health_pb.js";
+} from "@trove/sdk/gen/grpc/health/v1/health_pb.js";
+import type { Logger } from "pino";
 import { type RestRequest, type RestResponse, sendText } from "../rest/http.js";
 import { abortedCallError } from "../services/call-end.js";
 import type { StoragePort } from "../storage/port.js";

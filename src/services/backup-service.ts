@@ -4,9 +4,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { callerKey } from "../auth/caller.js";
-import { writeArchive } from "../backup/archive.js";
-import { backupParts, gathered } from "../backup/backup.js";
 import {
   type BackupResponse,
   BackupResponseSchema,
@@ -14,7 +11,10 @@ import {
   type SetReadOnlyRequest,
   type SetReadOnlyResponse,
   SetReadOnlyResponseSchema,
-} from "../gen/trove/admin/v1/backup_pb.js";
+} from "@trove/sdk/gen/trove/admin/v1/backup_pb.js";
+import { callerKey } from "../auth/caller.js";
+import { writeArchive } from "../backup/archive.js";
+import { backupParts, gathered } from "../backup/backup.js";
 import type { StoragePort } from "../storage/port.js";
 import { TROVE_VERSION } from "../version.js";
 import { requirePermission } from "./access.js";

@@ -3,10 +3,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { type Caller, callerKey, rootOf } from "../auth/caller.js";
-import { BadRequestError, UnavailableError } from "../domain/errors.js";
-import { idrUri, positionOf } from "../domain/events.js";
-import { validateStoreName } from "../domain/path.js";
 import {
   type ChangeService,
   type Cursor,
@@ -19,7 +15,11 @@ import {
   type WatchChangesRequest,
   type WatchChangesResponse,
   WatchChangesResponseSchema,
-} from "../gen/trove/resources/v2/changes_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
+import { type Caller, callerKey, rootOf } from "../auth/caller.js";
+import { BadRequestError, UnavailableError } from "../domain/errors.js";
+import { idrUri, positionOf } from "../domain/events.js";
+import { validateStoreName } from "../domain/path.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { abortedCallError, throwIfCallAborted } from "./call-end.js";

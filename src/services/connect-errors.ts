@@ -5,6 +5,11 @@ import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
+  BadRequestSchema,
+  PreconditionFailureSchema,
+  QuotaFailureSchema,
+} from "@trove/sdk/gen/google/rpc/error_details_pb.js";
+import {
   AlreadyExistsError,
   BadRequestError,
   DeletedError,
@@ -19,7 +24,6 @@ import {
   TooLargeError,
   UnavailableError,
 } from "../domain/errors.js";
-import { BadRequestSchema, PreconditionFailureSchema, QuotaFailureSchema } from "../gen/google/rpc/error_details_pb.js";
 
 /** Metadata key set on NotFound errors for a known-deleted resource; its value is the tag. */
 export const DELETED_TAG_KEY = "trove-deleted-tag";

@@ -6,13 +6,6 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { type Caller, callerKey, rootOf } from "../auth/caller.js";
-import { AlreadyExistsError, BadRequestError, NotFoundError, PermissionDeniedError } from "../domain/errors.js";
-import { parseTagList } from "../domain/etag.js";
-import { ancestorsOf, parsePath, validateStoreName } from "../domain/path.js";
-import { projectUri, validateAccountName, validateEnvironmentName, validateProjectName } from "../domain/project.js";
-import { isExpiredTombstone } from "../domain/rules.js";
-import { resolveStoreConfig } from "../domain/store.js";
 import {
   type CreateEnvironmentRequest,
   type CreateEnvironmentResponse,
@@ -41,7 +34,14 @@ import {
   type PromoteRequest,
   type PromoteResponse,
   PromoteResponseSchema,
-} from "../gen/trove/insights/v1/projects_pb.js";
+} from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
+import { type Caller, callerKey, rootOf } from "../auth/caller.js";
+import { AlreadyExistsError, BadRequestError, NotFoundError, PermissionDeniedError } from "../domain/errors.js";
+import { parseTagList } from "../domain/etag.js";
+import { ancestorsOf, parsePath, validateStoreName } from "../domain/path.js";
+import { projectUri, validateAccountName, validateEnvironmentName, validateProjectName } from "../domain/project.js";
+import { isExpiredTombstone } from "../domain/rules.js";
+import { resolveStoreConfig } from "../domain/store.js";
 import { isUuid } from "../insights/report-request.js";
 import type { EnvironmentRecord, NodeRecord, ProjectRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";

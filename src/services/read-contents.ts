@@ -4,9 +4,9 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
+import { type ReadResponse, ReadResponseSchema } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { NotFoundError } from "../domain/errors.js";
 import { tagMatches } from "../domain/etag.js";
-import { type ReadResponse, ReadResponseSchema } from "../gen/trove/resources/v2/resources_pb.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { throwIfCallAborted } from "./call-end.js";
 

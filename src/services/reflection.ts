@@ -6,9 +6,9 @@
 import { type DescEnum, type DescFile, type DescMessage, type DescService, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectRouter } from "@connectrpc/connect";
-import { Health } from "../gen/grpc/health/v1/health_pb.js";
-import { ServerReflection as ServerReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
-import { ServerReflection as ServerReflectionV1Alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { Health } from "@trove/sdk/gen/grpc/health/v1/health_pb.js";
+import { ServerReflection as ServerReflectionV1 } from "@trove/sdk/gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ServerReflectionV1Alpha } from "@trove/sdk/gen/grpc/reflection/v1alpha/reflection_pb.js";
 
 /** A reflection request, as both versions shape it (their fields are the same). */
 interface ReflectionRequest {

@@ -6,9 +6,6 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { callerKey } from "../auth/caller.js";
-import { BadRequestError, NotFoundError } from "../domain/errors.js";
-import { type Moment, momentEvent, parseMoment } from "../domain/history.js";
 import {
   type ComparedSide,
   ComparedSideSchema,
@@ -55,7 +52,10 @@ import {
   type WatchReportRequest,
   type WatchReportResponse,
   WatchReportResponseSchema,
-} from "../gen/trove/insights/v1/reports_pb.js";
+} from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
+import { callerKey } from "../auth/caller.js";
+import { BadRequestError, NotFoundError } from "../domain/errors.js";
+import { type Moment, momentEvent, parseMoment } from "../domain/history.js";
 import { diffReferences, diffResources, type SideFile } from "../insights/environment-diff.js";
 import { toDot, toMermaid } from "../insights/graph-export.js";
 import { buildReport } from "../insights/report-builder.js";

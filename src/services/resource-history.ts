@@ -5,6 +5,19 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
+import {
+  type ListRequest,
+  type ListResponse,
+  ListResponseSchema,
+  type ListVersionsResponse,
+  ListVersionsResponseSchema,
+  type ReadResponse,
+  ReadResponseSchema,
+  type RestoreRequest,
+  type RestoreResponse,
+  RestoreResponseSchema,
+  type Version,
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { accessOf, type Caller, callerKey } from "../auth/caller.js";
 import { BadRequestError, DeletedError, NotFoundError, PermissionDeniedError } from "../domain/errors.js";
 import { tagMatches } from "../domain/etag.js";
@@ -19,19 +32,6 @@ import {
 } from "../domain/history.js";
 import { parentOf } from "../domain/path.js";
 import { isExpiredTombstone } from "../domain/rules.js";
-import {
-  type ListRequest,
-  type ListResponse,
-  ListResponseSchema,
-  type ListVersionsResponse,
-  ListVersionsResponseSchema,
-  type ReadResponse,
-  ReadResponseSchema,
-  type RestoreRequest,
-  type RestoreResponse,
-  RestoreResponseSchema,
-  type Version,
-} from "../gen/trove/resources/v2/resources_pb.js";
 import type { NodeRecord, StoragePort, StoreRecord, VersionRecord } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";

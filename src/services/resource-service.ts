@@ -2,20 +2,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { accessOf, callerKey, type Operation } from "../auth/caller.js";
-import {
-  BadRequestError,
-  DeletedError,
-  NotEmptyError,
-  NotFoundError,
-  PreconditionFailedError,
-  TooLargeError,
-} from "../domain/errors.js";
-import { parseTagList, tagMatches } from "../domain/etag.js";
-import { isMediaType, typeFromName } from "../domain/mime.js";
-import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
-import { isExpiredTombstone, planPutFile, type TagConditions } from "../domain/rules.js";
-import type { StoreConfig } from "../domain/store.js";
 import {
   type DeleteRequest,
   type DeleteResponse,
@@ -42,7 +28,21 @@ import {
   type WriteRequest,
   type WriteResponse,
   WriteResponseSchema,
-} from "../gen/trove/resources/v2/resources_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { accessOf, callerKey, type Operation } from "../auth/caller.js";
+import {
+  BadRequestError,
+  DeletedError,
+  NotEmptyError,
+  NotFoundError,
+  PreconditionFailedError,
+  TooLargeError,
+} from "../domain/errors.js";
+import { parseTagList, tagMatches } from "../domain/etag.js";
+import { isMediaType, typeFromName } from "../domain/mime.js";
+import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
+import { isExpiredTombstone, planPutFile, type TagConditions } from "../domain/rules.js";
+import type { StoreConfig } from "../domain/store.js";
 import type { DeleteResult, NodeRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";

@@ -2,10 +2,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { callerKey, rootOf } from "../auth/caller.js";
-import { BadRequestError, NotFoundError } from "../domain/errors.js";
-import { validateStoreName } from "../domain/path.js";
-import { featuresOf, resolveStoreConfig } from "../domain/store.js";
 import {
   type CreateStoreRequest,
   type CreateStoreResponse,
@@ -24,7 +20,11 @@ import {
   type UpdateStoreRequest,
   type UpdateStoreResponse,
   UpdateStoreResponseSchema,
-} from "../gen/trove/resources/v2/stores_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
+import { callerKey, rootOf } from "../auth/caller.js";
+import { BadRequestError, NotFoundError } from "../domain/errors.js";
+import { validateStoreName } from "../domain/path.js";
+import { featuresOf, resolveStoreConfig } from "../domain/store.js";
 import type { StoragePort, StoreRecord } from "../storage/port.js";
 import { requirePermission } from "./access.js";
 

@@ -3,8 +3,8 @@
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChangeService } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { ADMIN, type AuthServer, DATA, type Issuer, startAuthServer, startIssuer } from "./support.js";
 
 let issuer: Issuer;

@@ -4,9 +4,9 @@
 
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
-import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { ADMIN, type AuthServer, type Issuer, startAuthServer, startIssuer } from "./support.js";
 
 let issuer: Issuer;

@@ -3,11 +3,11 @@
 // nothing else, and a store configuration the server writes parses back to the same configuration.
 
 import { create } from "@bufbuild/protobuf";
+import { StoreSchema } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { BadRequestError } from "../../src/domain/errors.js";
 import { resolveStoreConfig } from "../../src/domain/store.js";
-import { StoreSchema } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { parseStoreJson, parseStoreXml, storeElement, storesDocument, XML_DECLARATION } from "../../src/rest/xml.js";
 import {
   hostileText,

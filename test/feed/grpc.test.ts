@@ -2,8 +2,8 @@
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChangeService, Operation } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ChangeService, Operation } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 let t: TestServer;

@@ -3,8 +3,8 @@
 
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChangeService, Operation } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { ChangeService, Operation } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { followByPoll, lastEventId, Mirror, snapshot, until } from "./mirror.js";
 

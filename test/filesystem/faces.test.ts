@@ -7,9 +7,9 @@ import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChangeService } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
-import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { bytes, DATA } from "../rest/rest-client.js";
 import {
   cleanUp,

@@ -8,8 +8,8 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { bytes, DATA, expectError, parseXml, STORES } from "../rest/rest-client.js";
 import {
   cleanUp,

@@ -3,9 +3,9 @@
 
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { ProjectService } from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
+import { GraphFormat, ReportService, ReportState } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProjectService } from "../../src/gen/trove/insights/v1/projects_pb.js";
-import { GraphFormat, ReportService, ReportState } from "../../src/gen/trove/insights/v1/reports_pb.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { type ExampleProject, uploadExample } from "./api-support.js";
 

@@ -5,10 +5,10 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ReportKeySchema, ReportService, ReportState } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UnavailableError } from "../../src/domain/errors.js";
-import { ReportKeySchema, ReportService, ReportState } from "../../src/gen/trove/insights/v1/reports_pb.js";
 import { DAY_MS } from "../../src/insights/index.js";
 import { ReportNotifier } from "../../src/services/report-notifier.js";
 import { ReportWorker } from "../../src/services/report-worker.js";

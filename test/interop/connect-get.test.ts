@@ -6,11 +6,11 @@ import { toJson } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@connectrpc/connect/protocol-connect";
 import { createNodeHttpClient } from "@connectrpc/connect-node";
+import { ProjectService } from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
+import { GraphFormat, ReportService, ReportState } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
+import { ResourceService, StatResponseSchema } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProjectService } from "../../src/gen/trove/insights/v1/projects_pb.js";
-import { GraphFormat, ReportService, ReportState } from "../../src/gen/trove/insights/v1/reports_pb.js";
-import { ResourceService, StatResponseSchema } from "../../src/gen/trove/resources/v2/resources_pb.js";
-import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { bearer, type Secured, startSecured } from "./secured.js";
 
 /** A template of the example's draft environment. */

@@ -1,16 +1,16 @@
-// The Connect face over HTTP/1.1, with the generated client from src/gen: the
+// The Connect face over HTTP/1.1, with the generated client from @trove/sdk/gen: the
 // same round trip as the gRPC test, and the tags it sees match the other faces.
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ResourceService,
   type WriteHeaderSchema,
   type WriteRequestSchema,
-} from "../../src/gen/trove/resources/v2/resources_pb.js";
-import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DELETED_TAG_KEY } from "../../src/services/connect-errors.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { chunksOf, md5Base64, payload } from "./payload.js";

@@ -19,15 +19,15 @@ import {
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { anonymousCaller, callerKey } from "../../src/auth/caller.js";
-import { ProjectService } from "../../src/gen/trove/insights/v1/projects_pb.js";
-import { ReportService } from "../../src/gen/trove/insights/v1/reports_pb.js";
+import { ProjectService } from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
+import { ReportService } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
 import {
   ChangeService,
   PollRequestSchema,
   WatchChangesRequestSchema,
-} from "../../src/gen/trove/resources/v2/changes_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anonymousCaller, callerKey } from "../../src/auth/caller.js";
 import { ChangeNotifier } from "../../src/services/change-notifier.js";
 import { ChangeCore } from "../../src/services/change-service.js";
 import { startServer, type TestServer } from "../support/server.js";

@@ -7,6 +7,22 @@ import { create, type DescMessage, fromBinary, type MessageShape, toBinary } fro
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
+import {
+  BadRequestSchema,
+  PreconditionFailureSchema,
+  QuotaFailureSchema,
+} from "@trove/sdk/gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "@trove/sdk/gen/google/rpc/status_pb.js";
+import { ReportService } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
+import {
+  DeleteRequestSchema,
+  DeleteResponseSchema,
+  ResourceService,
+  StatRequestSchema,
+  StatResponseSchema,
+  WriteRequestSchema,
+  WriteResponseSchema,
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTroveClient,
@@ -16,22 +32,6 @@ import {
   BadRequestError as SdkBadRequestError,
   type TroveClient,
 } from "../../sdk/src/index.js";
-import {
-  BadRequestSchema,
-  PreconditionFailureSchema,
-  QuotaFailureSchema,
-} from "../../src/gen/google/rpc/error_details_pb.js";
-import { StatusSchema } from "../../src/gen/google/rpc/status_pb.js";
-import { ReportService } from "../../src/gen/trove/insights/v1/reports_pb.js";
-import {
-  DeleteRequestSchema,
-  DeleteResponseSchema,
-  ResourceService,
-  StatRequestSchema,
-  StatResponseSchema,
-  WriteRequestSchema,
-  WriteResponseSchema,
-} from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { type Secured, startSecured } from "./secured.js";
 
 let s: Secured;

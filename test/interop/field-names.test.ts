@@ -6,14 +6,14 @@ import { createHash } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProjectService } from "../../src/gen/trove/insights/v1/projects_pb.js";
-import { ReportService } from "../../src/gen/trove/insights/v1/reports_pb.js";
+import { ProjectService } from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
+import { ReportService } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
 import {
   ResourceService,
   type WriteHeaderSchema,
   type WriteRequestSchema,
-} from "../../src/gen/trove/resources/v2/resources_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "../support/server.js";
 
 const UNKNOWN = "00000000-0000-4000-8000-000000000000";

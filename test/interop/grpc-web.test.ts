@@ -2,8 +2,8 @@
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-node";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { md5Base64, payload } from "./payload.js";
 

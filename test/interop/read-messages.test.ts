@@ -3,8 +3,8 @@
 
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 let t: TestServer;

@@ -8,12 +8,12 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ExtensionRequestSchema,
   type ServerReflectionRequest,
   ServerReflection as ServerReflectionV1Alpha,
-} from "../../src/gen/grpc/reflection/v1alpha/reflection_pb.js";
+} from "@trove/sdk/gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeWithTool, GRPCURL } from "../support/tools.js";
 import { type Secured, startSecured } from "./secured.js";
 

@@ -4,8 +4,8 @@
 import * as http2 from "node:http2";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { h2Request } from "../security/rpc-client.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { md5Base64, payload } from "./payload.js";

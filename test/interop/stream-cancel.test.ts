@@ -5,13 +5,13 @@
 
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { anonymousCaller, callerKey } from "../../src/auth/caller.js";
 import {
   ListRequestSchema,
   ReadRequestSchema,
   ResourceService,
-} from "../../src/gen/trove/resources/v2/resources_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { anonymousCaller, callerKey } from "../../src/auth/caller.js";
 import { ResourceCore } from "../../src/services/resource-service.js";
 import { startServer, type TestServer } from "../support/server.js";
 

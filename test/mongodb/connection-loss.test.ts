@@ -4,9 +4,9 @@
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { pino } from "pino";
 import { afterEach, expect, it } from "vitest";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { MongoStorage } from "../../src/storage/mongodb/mongo-storage.js";

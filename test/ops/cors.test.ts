@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DevIssuer, openDevIssuer } from "../../src/auth/dev-issuer.js";
-import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { parseServeArgs } from "../../src/server/config.js";
 import { startServer, type TestServer } from "../support/server.js";
 

@@ -9,11 +9,11 @@ import { ConnectError, createClient, type Interceptor } from "@connectrpc/connec
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import parsePrometheusTextFormat, { type PrometheusFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJwtAuthenticator } from "../../src/auth/verifier.js";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
-import { StoreService } from "../../src/gen/trove/resources/v2/stores_pb.js";
 import { parseServeArgs } from "../../src/server/config.js";
 import { TROVE_VERSION } from "../../src/version.js";
 import { AUDIENCE, type Issuer, startIssuer } from "../auth/support.js";

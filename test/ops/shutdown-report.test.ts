@@ -4,8 +4,8 @@
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ReportService, ReportState } from "@trove/sdk/gen/trove/insights/v1/reports_pb.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ReportService, ReportState } from "../../src/gen/trove/insights/v1/reports_pb.js";
 import { type ExampleProject, uploadExample } from "../insights/api-support.js";
 import { startServer, type TestServer } from "../support/server.js";
 

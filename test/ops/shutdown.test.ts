@@ -15,8 +15,8 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { ChangeService } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { ChangeService } from "../../src/gen/trove/resources/v2/changes_pb.js";
 import { fetchDevToken, freePort } from "../support/child-server.js";
 
 const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));

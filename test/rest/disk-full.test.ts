@@ -12,14 +12,14 @@ import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InsufficientStorageError } from "../../src/domain/errors.js";
 import {
   ResourceService,
   type WriteHeaderSchema,
   type WriteRequestSchema,
-} from "../../src/gen/trove/resources/v2/resources_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InsufficientStorageError } from "../../src/domain/errors.js";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { SqliteStorage, type SqliteStorageOptions } from "../../src/storage/sqlite/sqlite-storage.js";

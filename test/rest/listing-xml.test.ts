@@ -2,10 +2,10 @@
 // listing 1,000 entries): the text must stay byte for byte what the builder made, for any name,
 // tag, type, digest, blob, access list and flag, markup characters and non-ASCII included.
 
+import type { Resource } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import fc from "fast-check";
 import { XMLBuilder, XMLParser } from "fast-xml-parser";
 import { describe, expect, it } from "vitest";
-import type { Resource } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { type ListingOptions, resourceElement } from "../../src/rest/xml.js";
 
 // The builder and the object resourceElement built before issue 14's change, kept as the reference.

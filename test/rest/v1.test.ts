@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { PreconditionFailureSchema } from "@trove/sdk/gen/google/rpc/error_details_pb.js";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { PreconditionFailureSchema } from "../../src/gen/google/rpc/error_details_pb.js";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { ADMIN, startAuthServer, startIssuer } from "../auth/support.js";
 import { startServer, type TestServer } from "../support/server.js";
 import {

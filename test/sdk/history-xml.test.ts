@@ -4,6 +4,7 @@
 // HistoryPurgedError on both faces.
 
 import { create } from "@bufbuild/protobuf";
+import { ResourceSchema, RestoreChangeSchema, VersionSchema } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { describe, expect, it } from "vitest";
 import type { Context } from "../../sdk/src/cli/command.js";
 import { UsageError } from "../../sdk/src/cli/config.js";
@@ -26,7 +27,6 @@ import {
   PreconditionFailedError as ServerPreconditionFailed,
 } from "../../src/domain/errors.js";
 import { parseMoment } from "../../src/domain/history.js";
-import { ResourceSchema, RestoreChangeSchema, VersionSchema } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { restoreDocument, versionElement, versionsStart } from "../../src/rest/xml.js";
 import { toConnectError } from "../../src/services/connect-errors.js";
 

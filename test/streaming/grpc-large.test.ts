@@ -11,13 +11,13 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { compressionGzip, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTroveClient } from "../../sdk/src/index.js";
 import {
   ReadRequestSchema,
   ReadResponseSchema,
   ResourceService,
-} from "../../src/gen/trove/resources/v2/resources_pb.js";
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTroveClient } from "../../sdk/src/index.js";
 import { READ_MESSAGE_CHUNK } from "../../src/services/resource-service.js";
 import { readBuffers } from "../../src/storage/local/blob-files.js";
 import { stockServices } from "../support/grpc-js.js";

@@ -10,8 +10,8 @@ import * as http from "node:http";
 import * as net from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ResourceService } from "../../src/gen/trove/resources/v2/resources_pb.js";
 import { readBuffers } from "../../src/storage/local/blob-files.js";
 import { startServer, TEST_BACKEND, type TestServer } from "../support/server.js";
 
