@@ -18,10 +18,19 @@ export const fieldNamesKey = createContextKey<FieldNames>(
 
 type Context = Pick<HandlerContext, "values"> | { values: ContextValues };
 
-/** The name the calling face gives `field` (a proto field name or path). */
+/** The name the calling face gives `field` (a proto field name or path), or `unnamed(field)`. */
+function faceName(ctx: Context, field: string, unnamed: (field: string) => string): string {
+  return ctx.values.get(fieldNamesKey)[field] ?? unnamed(field);
+}
+
+/** The name the calling face gives `field`; a field it does not name keeps its last segment. */
 export function fieldName(ctx: Context, field: string): string {
-  const name = ctx.values.get(fieldNamesKey)[field];
-  return name ?? field.slice(field.lastIndexOf(".") + 1);
+  return faceName(ctx, field, (path) => path.slice(path.lastIndexOf(".") + 1));
+}
+
+/** The name the calling face gives `field`; a field it does not name keeps its whole path (`from.as_of`). */
+export function fieldPathName(ctx: Context, field: string): string {
+  return faceName(ctx, field, (path) => path);
 }
 
 /**

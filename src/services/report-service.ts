@@ -78,7 +78,7 @@ import type { EnvironmentRecord, ProjectRecord, ReportRecord, StoragePort } from
 import { requirePermission } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { environmentSource } from "./environment-source.js";
-import { fieldName, fieldNamesKey } from "./field-names.js";
+import { fieldName, fieldPathName } from "./field-names.js";
 import { type ProjectCore, uuidInput } from "./project-service.js";
 import type { ReportNotifier } from "./report-notifier.js";
 
@@ -301,7 +301,7 @@ export class ReportCore implements ServiceImpl<typeof ReportService> {
     ctx: HandlerContext,
   ): Promise<CompareEnvironmentsResponse> {
     requirePermission(ctx.values.get(callerKey), REPORT_PERMISSION);
-    const named = (field: string) => ctx.values.get(fieldNamesKey)[field] ?? field;
+    const named = (field: string) => fieldPathName(ctx, field);
     // The inputs first, every side's, before anything is looked up.
     const fromId = uuidInput(named("from.environment_id"), req.from?.environmentId ?? "");
     const toId =

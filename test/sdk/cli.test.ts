@@ -11,12 +11,6 @@ import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt, ROOT_BIN } from "./build.js";
 import { type DevServer, runTrove, startDevServer } from "./support.js";
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 let home: string;
 
 // Each case starts several child processes; on a busy machine each takes up to a second.
