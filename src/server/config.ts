@@ -108,9 +108,10 @@ Limits (docs/security.md): a connection that never finishes a request is closed.
   --max-connections N       connections open at once; beyond it HTTP/1.1 gets 503 with Retry-After
                             and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default auto, from the
                             open-file limit and the memory: docs/security.md, Capacity)
-  --max-long-lived N        long polls, watches, report downloads and large uploads in flight at
-                            once; beyond it 503 / UNAVAILABLE, so the other connections stay for
-                            short requests (TROVE_MAX_LONG_LIVED, default auto, 4/5 of --max-connections)
+  --max-long-lived N        long polls, watches, report downloads and uploads and downloads of 1 MiB
+                            or more in flight at once; beyond it 503 / UNAVAILABLE, so the other
+                            connections stay for short requests (TROVE_MAX_LONG_LIVED, default auto,
+                            4/5 of --max-connections)
   --min-body-rate BYTES     bytes a second a request body must bring over every --headers-timeout
                             window, else 408 and closed; 0: no minimum (TROVE_MIN_BODY_RATE, default 500)
   --max-long-lived-per-caller N  long-lived requests one authenticated subject may have in flight;

@@ -15,8 +15,8 @@ export interface ServerLimits {
   /** Connections open at once; beyond it a connection is answered 503 (HTTP/1.1) or closed (HTTP/2). */
   maxConnections: number;
   /**
-   * Long-lived requests (long polls, watches, report downloads, large uploads: `longLivedWork` in
-   * fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
+   * Long-lived requests (long polls, watches, report downloads, large uploads and downloads:
+   * `longLivedKind` in fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
    * `maxConnections`, so that short requests always keep the connections left over.
    * Undefined: four fifths of `maxConnections` (capacity.ts).
    */

@@ -519,7 +519,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   let longLived: LongLivedBudget | undefined;
   new Gauge({
     name: "trove_long_lived_requests",
-    help: "Long-lived requests in flight (long polls, watches, report downloads, large uploads): the budget --max-long-lived bounds.",
+    help: "Long-lived requests in flight (long polls, watches, report downloads, large uploads and downloads): the budget --max-long-lived bounds.",
     registers,
     collect() {
       this.set(longLived?.count ?? 0);
