@@ -105,9 +105,10 @@ Limits (docs/security.md): a connection that never finishes a request is closed.
                             (TROVE_SESSION_IDLE_TIMEOUT, default 30)
   --max-concurrent-streams N  streams one HTTP/2 connection may have open at once
                             (TROVE_MAX_CONCURRENT_STREAMS, default 256)
-  --max-connections N       connections open at once; beyond it HTTP/1.1 gets 503 with Retry-After
-                            and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default auto, from the
-                            open-file limit and the memory: docs/security.md, Capacity)
+  --max-connections N       connections open at once; at it the connection idle the longest is
+                            closed for a new one, and with none idle HTTP/1.1 gets 503 with
+                            Retry-After and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default auto,
+                            from the open-file limit and the memory: docs/security.md, Capacity)
   --max-long-lived N        long polls, watches, report downloads and uploads and downloads of 1 MiB
                             or more in flight at once; beyond it 503 / UNAVAILABLE, so the other
                             connections stay for short requests (TROVE_MAX_LONG_LIVED, default auto,

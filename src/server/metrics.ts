@@ -527,7 +527,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   });
   const limitHits = new Counter({
     name: "trove_limit_refusals_total",
-    help: "Connections, requests and sessions refused or closed by a limit (docs/security.md): connections (--max-connections), long_lived (--max-long-lived), long_lived_per_caller, long_lived_unauthenticated, body_rate (--min-body-rate), session_idle (HTTP/2 sessions closed without an open stream).",
+    help: "Connections, requests and sessions refused or closed by a limit (docs/security.md): connections (--max-connections), long_lived (--max-long-lived), long_lived_per_caller, long_lived_unauthenticated, body_rate (--min-body-rate), session_idle (HTTP/2 sessions closed without an open stream), idle_evicted (idle connections closed at --max-connections to admit a new one).",
     labelNames: ["limit"],
     registers,
   });
