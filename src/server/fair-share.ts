@@ -28,15 +28,12 @@ const READ_METHOD = "/trove.resources.v2.ResourceService/Read";
 /** The key of every unauthenticated caller's place (no subject can be empty-prefixed so). */
 const UNAUTHENTICATED = "\u0000unauthenticated";
 
-/** A REST body at least this large, or of unknown length, is a large upload (services/long-lived.ts). */
-export const LARGE_UPLOAD_BYTES = LARGE_TRANSFER_BYTES;
-
 const REPORT_PATH = /^\/insights\/v1\/reports\/[^/]+(\/document)?$/;
 
 /**
  * What a request is, decided from its head alone (method, path, query, declared length):
  * - "long-lived": a REST poll with cursors, a report status wait (`wait=`) or document, an RPC
- *   wait, watch, upload stream or report document, or a REST upload of LARGE_UPLOAD_BYTES or of
+ *   wait, watch, upload stream or report document, or a REST upload of LARGE_TRANSFER_BYTES or of
  *   unknown length;
  * - "download": a read of contents (a REST GET under /resources/, an RPC Read), long-lived only if
  *   the resource is large, which the core learns when it reads the node (`claimLargeTransfer`);
@@ -65,14 +62,9 @@ export function longLivedKind(req: RestRequest): "long-lived" | "download" | und
     const length = req.headers["content-length"];
     if (length === undefined)
       return req.headers["transfer-encoding"] !== undefined || req.httpVersionMajor === 2 ? "long-lived" : undefined;
-    return Number(length) >= LARGE_UPLOAD_BYTES ? "long-lived" : undefined;
+    return Number(length) >= LARGE_TRANSFER_BYTES ? "long-lived" : undefined;
   }
   return undefined;
-}
-
-/** Whether a request is long-lived work from its head alone (`longLivedKind`). */
-export function longLivedWork(req: RestRequest): boolean {
-  return longLivedKind(req) === "long-lived";
 }
 
 export interface LongLivedBudgetOptions {
