@@ -143,7 +143,7 @@ export class PayloadTooLargeError extends TroveError {
 }
 
 /**
- * 429: the caller has as many long-lived requests (polls, watches, uploads) in flight as the
+ * 429: the caller has as many long-lived requests (polls, watches, transfers) in flight as the
  * server lets one caller have; `retryAfter` seconds later it may try again (docs/security.md,
  * "A fair share per caller").
  */

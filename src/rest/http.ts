@@ -8,6 +8,7 @@ import { type Caller, callerKey, nobody } from "../auth/caller.js";
 import { BadRequestError, TooLargeError } from "../domain/errors.js";
 import type { AbortListener, CallEnd } from "../services/change-notifier.js";
 import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
+import { claimOf, longLivedClaimKey } from "../services/long-lived.js";
 import { giveBack } from "../storage/chunk-pool.js";
 
 export type RestRequest = IncomingMessage | Http2ServerRequest;
@@ -252,6 +253,7 @@ export function restContextValues(req: RestRequest): ContextValues {
   // Authentication always sets the caller; were it ever missing, the request gets no access.
   values.set(callerKey, caller ?? nobody);
   values.set(fieldNamesKey, REST_FIELD_NAMES);
+  values.set(longLivedClaimKey, claimOf(req));
   return values;
 }
 

@@ -7,6 +7,7 @@ import * as http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RestRequest, RestResponse } from "../rest/http.js";
 import { sendText } from "../rest/http.js";
+import type { ClaimingRequest, LongLivedClaim } from "../services/long-lived.js";
 import { headersCheckingInterval, type LimitObserver } from "./limits.js";
 import { rpcProtocol, sendRpcError } from "./rpc-refusals.js";
 
@@ -26,10 +27,12 @@ function countBody(req: BodyProgress, chunk: unknown): void {
 }
 
 /** The HTTP/1.1 requests of the listener: they count the body bytes Node's parser hands them. */
-export class CountedRequest extends http.IncomingMessage implements BodyProgress {
+export class CountedRequest extends http.IncomingMessage implements BodyProgress, ClaimingRequest {
   bodyBytes = 0;
   windowStart = 0;
   windowBytes = 0;
+  /** A download's claim on the long-lived budgets (fair-share.ts), declared here so every request has the field. */
+  longLivedClaim: LongLivedClaim | undefined = undefined;
 
   override push(chunk: unknown, encoding?: BufferEncoding): boolean {
     countBody(this, chunk);
@@ -38,10 +41,12 @@ export class CountedRequest extends http.IncomingMessage implements BodyProgress
 }
 
 /** The HTTP/2 requests of the listener (compatibility layer), counting the same way. */
-export class CountedHttp2Request extends http2.Http2ServerRequest implements BodyProgress {
+export class CountedHttp2Request extends http2.Http2ServerRequest implements BodyProgress, ClaimingRequest {
   bodyBytes = 0;
   windowStart = 0;
   windowBytes = 0;
+  /** A download's claim on the long-lived budgets (fair-share.ts), declared here so every request has the field. */
+  longLivedClaim: LongLivedClaim | undefined = undefined;
 
   override push(chunk: unknown, encoding?: BufferEncoding): boolean {
     countBody(this, chunk);

@@ -1,4 +1,6 @@
-// Server configuration from flags, then environment variables, then defaults.
+// Server configuration from flags, then environment variables, then defaults: one table of options
+// (OPTIONS), each named once by its flag; its environment variable, its key in ServeConfig and its
+// line in `trove serve --help` are derived from it.
 
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
@@ -49,78 +51,26 @@ export interface ServeConfig {
   workers: number;
 }
 
-export const SERVE_HELP = `Usage: trove serve [options]
+/** How an option's text becomes its value; `name` is the flag without its dashes, for messages. */
+type Parse<T> = (text: string, name: string) => T;
 
-Runs the Trove server: REST v2, gRPC, Connect and gRPC-Web on one port.
-
-Options:
-  --host HOST               address to listen on      (TROVE_HOST, default 127.0.0.1)
-  --port PORT               port to listen on         (TROVE_PORT, default 13242)
-  --data DIR                data directory            (TROVE_DATA, default ./.trove-data)
-  --log-level LEVEL         fatal, error, warn, info, debug, trace or silent
-                                                      (TROVE_LOG_LEVEL, default info)
-  --log-buffer BYTES        log lines that may wait while stdout is not read; beyond them lines
-                            are dropped and counted, never waited for (TROVE_LOG_BUFFER,
-                            default 8388608; docs/operations.md, Logs)
-  --max-resource-size BYTES largest resource accepted (TROVE_MAX_RESOURCE_SIZE, default 4294967296)
-  --poll-wait SECONDS       longest a poll waits before 204 (TROVE_POLL_WAIT, default 30)
-  --mongodb-url URL         keep everything on MongoDB instead of the embedded store
-                            (TROVE_MONGODB_URL, e.g. mongodb://127.0.0.1:27017)
-  --mongodb-database NAME   database on that server (TROVE_MONGODB_DATABASE, default trove)
-  --filesystem-scan-lease S on MongoDB, seconds an instance scans a filesystem store's folder
-                            without renewing its lease; others take over after it (docs/mongodb.md)
-                                                      (TROVE_FILESYSTEM_SCAN_LEASE, default 30)
-  --sqlite-synchronous MODE embedded store: normal (a write survives a crash of the process) or
-                            full (also a power loss; slower PUTs: docs/storage.md, Durability)
-                                                      (TROVE_SQLITE_SYNCHRONOUS, default normal)
-  --issuer URL              OAuth 2.0 / OpenID issuer whose bearer tokens every request needs
-                            (TROVE_ISSUER); without it, a development issuer runs under /auth/
-  --audience AUD            audience (aud) tokens must carry (TROVE_AUDIENCE, default trove)
-  --token-lifetime SECONDS  lifetime of development-issuer tokens (TROVE_TOKEN_LIFETIME, default 600)
-  --report-availability D   how long a content-insights report stays available after it is
-                            generated, e.g. 90d, 12h (TROVE_REPORT_AVAILABILITY, default 90d)
-  --no-report-worker        generate no reports in this instance; others on the same MongoDB do
-                            (TROVE_REPORT_WORKER=false)
-  --metrics BOOL            serve Prometheus metrics at GET /metrics, without a token; false measures
-                            nothing and answers 404 there (TROVE_METRICS, default true)
-  --shutdown-timeout S      seconds SIGTERM / SIGINT let requests in flight finish before they are
-                            cut; a second signal stops at once (TROVE_SHUTDOWN_TIMEOUT, default 10)
-  --cors-origin ORIGIN      let browser pages of this origin (https://app.example.com) call every
-                            face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
-  --console-client-id ID    public OAuth client id the console at /console/ signs in with
-                            (TROVE_CONSOLE_CLIENT_ID, default trove-console; docs/console.md)
-  --workers N               processes serving the port, one per core: N, or auto for the machine's
-                            cores; they share the data directory or the MongoDB database, and
-                            --max-connections is split between them (TROVE_WORKERS, default 1;
-                            docs/operations.md, Several cores)
-
-Limits (docs/security.md): a connection that never finishes a request is closed.
-  --first-byte-timeout S    seconds a new connection may stay silent (TROVE_FIRST_BYTE_TIMEOUT, default 10)
-  --headers-timeout S       seconds to send a complete HTTP/1.1 request head, else 408
-                            (TROVE_HEADERS_TIMEOUT, default 20)
-  --keep-alive-timeout S    seconds an HTTP/1.1 connection may stay idle between requests
-                            (TROVE_KEEP_ALIVE_TIMEOUT, default 15)
-  --session-idle-timeout S  seconds an HTTP/2 connection may stay without an open stream (PINGs
-                            do not count; an unfinished header block gets --headers-timeout)
-                            (TROVE_SESSION_IDLE_TIMEOUT, default 30)
-  --max-concurrent-streams N  streams one HTTP/2 connection may have open at once
-                            (TROVE_MAX_CONCURRENT_STREAMS, default 256)
-  --max-connections N       connections open at once; beyond it HTTP/1.1 gets 503 with Retry-After
-                            and HTTP/2 is closed (TROVE_MAX_CONNECTIONS, default auto, from the
-                            open-file limit and the memory: docs/security.md, Capacity)
-  --max-long-lived N        long polls, watches, report downloads and large uploads in flight at
-                            once; beyond it 503 / UNAVAILABLE, so the other connections stay for
-                            short requests (TROVE_MAX_LONG_LIVED, default auto, 4/5 of --max-connections)
-  --min-body-rate BYTES     bytes a second a request body must bring over every --headers-timeout
-                            window, else 408 and closed; 0: no minimum (TROVE_MIN_BODY_RATE, default 500)
-  --max-long-lived-per-caller N  long-lived requests one authenticated subject may have in flight;
-                            beyond it 429 + Retry-After / RESOURCE_EXHAUSTED, others unaffected
-                            (TROVE_MAX_LONG_LIVED_PER_CALLER, default 1000)
-  --max-long-lived-unauthenticated N  long-lived requests all callers without a token may have in
-                            flight together (health watches, reflection); beyond it 429
-                            (TROVE_MAX_LONG_LIVED_UNAUTHENTICATED, default 100)
-  -h, --help                show this help
-`;
+interface OptionSpec<T = unknown> {
+  /** The value's placeholder in --help (HOST, SECONDS); none for a switch (`no-…`). */
+  arg?: string;
+  /** What --help says of it, before the environment variable and the default. */
+  help: string;
+  /** The default, as --help shows it and as it is parsed; none: the value is undefined (or [] with `list`). */
+  default?: string;
+  /** Said in --help after the default (where to read more). */
+  see?: string;
+  parse: Parse<T>;
+  /** Its key in ServeConfig when that is not the flag in camelCase. */
+  key?: string;
+  /** The flag may be repeated; the environment variable is a comma-separated list. */
+  list?: boolean;
+  /** One of ServerLimits (ServeConfig.limits), in --help's Limits section. */
+  limit?: boolean;
+}
 
 function integer(text: string, what: string, min: number, max: number): number {
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
@@ -129,68 +79,334 @@ function integer(text: string, what: string, min: number, max: number): number {
   return Number(text);
 }
 
-/** The limits with a fixed default. */
-type FixedLimit = Exclude<keyof ServerLimits, "maxLongLived">;
+const whole =
+  (min: number, max: number, scale = 1): Parse<number> =>
+  (text, name) =>
+    integer(text, name, min, max) * scale;
 
-/** A timeout in whole seconds (1 s to a day), as milliseconds; the default when not given. */
-function seconds(text: string | undefined, what: string, limit: FixedLimit): number {
-  if (text === undefined) return DEFAULT_LIMITS[limit];
-  return integer(text, what, 1, 86400) * 1000;
-}
+/** A timeout in whole seconds (1 s to a day), as milliseconds. */
+const seconds = whole(1, 86400, 1000);
 
-function count(text: string | undefined, what: string, limit: FixedLimit): number {
-  if (text === undefined) return DEFAULT_LIMITS[limit];
-  return integer(text, what, 1, 1_000_000);
-}
+const count = whole(1, 1_000_000);
 
-function booleanValue(text: string, what: string): boolean {
+/** A count, or `auto` for what the defaults derive (parseServeArgs). */
+const countOrAuto: Parse<number | "auto"> = (text, name) => (text === "auto" ? "auto" : count(text, name));
+
+const anyText: Parse<string> = (text) => text;
+
+const nonEmpty: Parse<string> = (text, name) => {
+  if (text === "") throw new Error(`${name} must not be empty`);
+  return text;
+};
+
+/** An optional setting that an empty value leaves unset. */
+const unlessEmpty =
+  (parse: Parse<string>): Parse<string | undefined> =>
+  (text, name) =>
+    text === "" ? undefined : parse(text, name);
+
+const booleanValue: Parse<boolean> = (text, name) => {
   if (text === "true") return true;
   if (text === "false") return false;
-  throw new Error(`${what} must be true or false, not ${JSON.stringify(text)}`);
-}
+  throw new Error(`--${name} must be true or false, not ${JSON.stringify(text)}`);
+};
 
-function nonEmpty(text: string, what: string): string {
-  if (text === "") throw new Error(`${what} must not be empty`);
-  return text;
-}
-
-function issuerUrl(text: string | undefined): string | undefined {
-  if (text === undefined || text === "") return undefined;
-  let url: URL;
+const httpUrl: Parse<string> = (text, name) => {
+  let url: URL | undefined;
   try {
     url = new URL(text);
   } catch {
-    throw new Error(`--issuer must be an http:// or https:// URL, not ${JSON.stringify(text)}`);
+    url = undefined;
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new Error(`--issuer must be an http:// or https:// URL, not ${JSON.stringify(text)}`);
+  if (url?.protocol !== "https:" && url?.protocol !== "http:") {
+    throw new Error(`--${name} must be an http:// or https:// URL, not ${JSON.stringify(text)}`);
   }
   return text;
-}
+};
 
-function mongodbUrl(text: string | undefined): string | undefined {
-  if (text === undefined || text === "") return undefined;
-  if (!/^mongodb(\+srv)?:\/\//.test(text))
-    throw new Error("--mongodb-url must start with mongodb:// or mongodb+srv://");
+const mongodbUrl: Parse<string> = (text, name) => {
+  if (!/^mongodb(\+srv)?:\/\//.test(text)) throw new Error(`--${name} must start with mongodb:// or mongodb+srv://`);
   return text;
-}
+};
 
-function reportAvailability(text: string): number {
+const duration: Parse<number> = (text, name) => {
   let ms: number;
   try {
     ms = parseDuration(text);
   } catch {
-    throw new Error(`--report-availability must be a duration such as 90d, 12h or 3600, not ${JSON.stringify(text)}`);
+    throw new Error(`--${name} must be a duration such as 90d, 12h or 3600, not ${JSON.stringify(text)}`);
   }
-  if (ms < 1000) throw new Error("--report-availability must be at least one second");
+  if (ms < 1000) throw new Error(`--${name} must be at least one second`);
   return ms;
+};
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+const logLevel: Parse<string> = (text) => {
+  if (!LOG_LEVELS.includes(text)) throw new Error(`unknown log level ${JSON.stringify(text)}`);
+  return text;
+};
+
+const synchronous: Parse<"normal" | "full"> = (text, name) => {
+  if (text !== "normal" && text !== "full") {
+    throw new Error(`unknown --${name} ${JSON.stringify(text)}: use normal or full`);
+  }
+  return text;
+};
+
+/** The opposite of a `no-…` switch's environment variable: anything but `false` leaves it on. */
+const notFalse: Parse<boolean> = (text) => text !== "false";
+
+const workers: Parse<number> = (text, name) => (text === "auto" ? availableParallelism() : integer(text, name, 1, 64));
+
+/** The default of a limit, in the flag's unit (seconds for timeouts). */
+const limitDefault = (limit: Exclude<keyof ServerLimits, "maxLongLived">, scale = 1) =>
+  String(DEFAULT_LIMITS[limit] / scale);
+
+/**
+ * Every option of `trove serve`, by flag, in --help's order. The environment variable is TROVE_ and
+ * the flag in upper case with underscores; the key in ServeConfig is the flag in camelCase (`key`
+ * where not). A `no-…` flag is a switch that turns off the option named by the rest of it (its
+ * environment variable and key, set to `false`).
+ */
+export const OPTIONS = {
+  host: { arg: "HOST", help: "address to listen on", default: "127.0.0.1", parse: anyText },
+  port: { arg: "PORT", help: "port to listen on", default: "13242", parse: whole(0, 65535) },
+  data: { arg: "DIR", help: "data directory", default: ".trove-data", parse: anyText, key: "dataDir" },
+  "log-level": {
+    arg: "LEVEL",
+    help: `${LOG_LEVELS.slice(0, -1).join(", ")} or ${LOG_LEVELS.at(-1)}`,
+    default: "info",
+    parse: logLevel,
+  },
+  "log-buffer": {
+    arg: "BYTES",
+    help: "log lines that may wait while stdout is not read; beyond them lines are dropped and counted, never waited for",
+    default: String(DEFAULT_LOG_BUFFER),
+    see: "docs/operations.md, Logs",
+    parse: whole(65536, 1073741824),
+  },
+  "max-resource-size": {
+    arg: "BYTES",
+    help: "largest resource accepted",
+    default: "4294967296",
+    parse: whole(0, Number.MAX_SAFE_INTEGER),
+  },
+  "poll-wait": { arg: "SECONDS", help: "longest a poll waits before 204", default: "30", parse: whole(1, 3600, 1000) },
+  "mongodb-url": {
+    arg: "URL",
+    help: "keep everything on MongoDB instead of the embedded store",
+    see: "e.g. mongodb://127.0.0.1:27017",
+    parse: unlessEmpty(mongodbUrl),
+  },
+  "mongodb-database": { arg: "NAME", help: "database on that server", default: "trove", parse: anyText },
+  "filesystem-scan-lease": {
+    arg: "S",
+    help: "on MongoDB, seconds an instance scans a filesystem store's folder without renewing its lease; others take over after it",
+    default: "30",
+    see: "docs/mongodb.md",
+    parse: whole(1, 3600, 1000),
+  },
+  "sqlite-synchronous": {
+    arg: "MODE",
+    help: "embedded store: normal (a write survives a crash of the process) or full (also a power loss; slower PUTs)",
+    default: "normal",
+    see: "docs/storage.md, Durability",
+    parse: synchronous,
+  },
+  issuer: {
+    arg: "URL",
+    help: "OAuth 2.0 / OpenID issuer whose bearer tokens every request needs; without it, a development issuer runs under /auth/",
+    parse: unlessEmpty(httpUrl),
+  },
+  audience: { arg: "AUD", help: "audience (aud) tokens must carry", default: "trove", parse: nonEmpty },
+  "token-lifetime": {
+    arg: "SECONDS",
+    help: "lifetime of development-issuer tokens",
+    default: "600",
+    parse: whole(10, 86400),
+  },
+  "report-availability": {
+    arg: "D",
+    help: "how long a content-insights report stays available after it is generated, e.g. 90d, 12h",
+    default: "90d",
+    parse: duration,
+  },
+  "no-report-worker": {
+    help: "generate no reports in this instance; others on the same MongoDB do",
+    default: "true",
+    parse: notFalse,
+  },
+  metrics: {
+    arg: "BOOL",
+    help: "serve Prometheus metrics at GET /metrics, without a token; false measures nothing and answers 404 there",
+    default: "true",
+    parse: booleanValue,
+  },
+  "shutdown-timeout": {
+    arg: "S",
+    help: "seconds SIGTERM / SIGINT let requests in flight finish before they are cut; a second signal stops at once",
+    default: "10",
+    parse: whole(0, 3600, 1000),
+  },
+  "cors-origin": {
+    arg: "ORIGIN",
+    help: "let browser pages of this origin (https://app.example.com) call every face; repeat for more",
+    parse: parseCorsOrigin,
+    key: "corsOrigins",
+    list: true,
+  },
+  "console-client-id": {
+    arg: "ID",
+    help: "public OAuth client id the console at /console/ signs in with",
+    default: "trove-console",
+    see: "docs/console.md",
+    parse: nonEmpty,
+  },
+  workers: {
+    arg: "N",
+    help: "processes serving the port, one per core: N, or auto for the machine's cores; they share the data directory or the MongoDB database, and --max-connections is split between them",
+    default: "1",
+    see: "docs/operations.md, Several cores",
+    parse: workers,
+  },
+  "first-byte-timeout": {
+    arg: "S",
+    help: "seconds a new connection may stay silent",
+    default: limitDefault("firstByteTimeout", 1000),
+    parse: seconds,
+    limit: true,
+  },
+  "headers-timeout": {
+    arg: "S",
+    help: "seconds to send a complete HTTP/1.1 request head, else 408",
+    default: limitDefault("headersTimeout", 1000),
+    parse: seconds,
+    limit: true,
+  },
+  "keep-alive-timeout": {
+    arg: "S",
+    help: "seconds an HTTP/1.1 connection may stay idle between requests",
+    default: limitDefault("keepAliveTimeout", 1000),
+    parse: seconds,
+    limit: true,
+  },
+  "session-idle-timeout": {
+    arg: "S",
+    help: "seconds an HTTP/2 connection may stay without an open stream (PINGs do not count; an unfinished header block gets --headers-timeout)",
+    default: limitDefault("sessionIdleTimeout", 1000),
+    parse: seconds,
+    limit: true,
+  },
+  "max-concurrent-streams": {
+    arg: "N",
+    help: "streams one HTTP/2 connection may have open at once",
+    default: limitDefault("maxConcurrentStreams"),
+    parse: count,
+    limit: true,
+  },
+  "max-connections": {
+    arg: "N",
+    help: "connections open at once; at it the connection idle the longest is closed for a new one, and with none idle HTTP/1.1 gets 503 with Retry-After and HTTP/2 is closed",
+    default: "auto",
+    see: "from the open-file limit and the memory: docs/security.md, Capacity",
+    parse: countOrAuto,
+    limit: true,
+  },
+  "max-long-lived": {
+    arg: "N",
+    help: "long polls, watches, report downloads and uploads and downloads of 1 MiB or more in flight at once; beyond it 503 / UNAVAILABLE, so the other connections stay for short requests",
+    default: "auto",
+    see: "4/5 of --max-connections",
+    parse: countOrAuto,
+    limit: true,
+  },
+  "min-body-rate": {
+    arg: "BYTES",
+    help: "bytes a second a request body must bring over every --headers-timeout window, else 408 and closed; 0: no minimum",
+    default: limitDefault("minBodyRate"),
+    parse: whole(0, 1_000_000_000),
+    limit: true,
+  },
+  "max-long-lived-per-caller": {
+    arg: "N",
+    help: "long-lived requests one authenticated subject may have in flight; beyond it 429 + Retry-After / RESOURCE_EXHAUSTED, others unaffected",
+    default: limitDefault("maxLongLivedPerCaller"),
+    parse: count,
+    limit: true,
+  },
+  "max-long-lived-unauthenticated": {
+    arg: "N",
+    help: "long-lived requests all callers without a token may have in flight together (health watches, reflection); beyond it 429",
+    default: limitDefault("maxLongLivedUnauthenticated"),
+    parse: count,
+    limit: true,
+  },
+} satisfies Record<string, OptionSpec>;
+
+type Flag = keyof typeof OPTIONS;
+
+/** What a `no-…` switch turns off: the rest of its name. */
+const switched = (flag: string) => (flag.startsWith("no-") ? flag.slice(3) : flag);
+
+/** The environment variable of an option: `--poll-wait` is TROVE_POLL_WAIT. */
+export function envName(flag: string): string {
+  return `TROVE_${switched(flag).toUpperCase().replaceAll("-", "_")}`;
 }
 
-/** A count, or `auto` (the default) for what `derive` says. */
-function countOrAuto(text: string | undefined, what: string, derive: () => number): number {
-  if (text === undefined || text === "auto") return derive();
-  return integer(text, what, 1, 1_000_000);
+/** The option's key in ServeConfig (or ServerLimits): `--poll-wait` is pollWait. */
+export function keyOf(flag: string): string {
+  const spec: OptionSpec = OPTIONS[flag as Flag];
+  return spec.key ?? switched(flag).replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
+
+const HELP_COLUMN = 28;
+const HELP_WIDTH = 100;
+
+/** An option's lines in --help: the flag, then what it does, its variable and default, wrapped. */
+function helpEntry(flag: string, spec: OptionSpec): string {
+  const env = flag.startsWith("no-")
+    ? `${envName(flag)}=false`
+    : `${envName(flag)}${spec.list ? ", comma-separated" : ""}`;
+  const facts = [spec.default === undefined || flag.startsWith("no-") ? env : `${env}, default ${spec.default}`];
+  if (spec.see) facts.push(spec.see);
+  // "default N" stays on one line.
+  const words = `${spec.help} (${facts.join("; ")})`.replace("default ", "default\u00a0").split(" ");
+  const name = `  --${flag}${spec.arg ? ` ${spec.arg}` : ""}`;
+  const lines: string[] = [];
+  let line = name.length < HELP_COLUMN - 1 ? name.padEnd(HELP_COLUMN) : `${name} `;
+  let empty = true;
+  for (const word of words) {
+    if (!empty && line.length + 1 + word.length > HELP_WIDTH) {
+      lines.push(line);
+      line = " ".repeat(HELP_COLUMN);
+      empty = true;
+    }
+    line += empty ? word : ` ${word}`;
+    empty = false;
+  }
+  lines.push(line);
+  return lines.join("\n").replace("\u00a0", " ");
+}
+
+function helpSection(limits: boolean): string {
+  return Object.entries(OPTIONS)
+    .filter(([, spec]) => ((spec as OptionSpec).limit ?? false) === limits)
+    .map(([flag, spec]) => helpEntry(flag, spec))
+    .join("\n");
+}
+
+export const SERVE_HELP = `Usage: trove serve [options]
+
+Runs the Trove server: REST v2, gRPC, Connect and gRPC-Web on one port.
+
+Options:
+${helpSection(false)}
+
+Limits (docs/security.md): a connection that never finishes a request is closed.
+${helpSection(true)}
+  -h, --help                show this help
+`;
 
 /**
  * `capacity` is measured only when a default needs it (capacity.ts); tests pass their own.
@@ -203,158 +419,53 @@ export function parseServeArgs(
   const { values } = parseArgs({
     args,
     options: {
-      host: { type: "string" },
-      port: { type: "string" },
-      data: { type: "string" },
-      "log-level": { type: "string" },
-      "log-buffer": { type: "string" },
-      "max-resource-size": { type: "string" },
-      "poll-wait": { type: "string" },
-      "mongodb-url": { type: "string" },
-      "mongodb-database": { type: "string" },
-      "filesystem-scan-lease": { type: "string" },
-      "sqlite-synchronous": { type: "string" },
-      issuer: { type: "string" },
-      audience: { type: "string" },
-      "token-lifetime": { type: "string" },
-      "report-availability": { type: "string" },
-      "no-report-worker": { type: "boolean" },
-      metrics: { type: "string" },
-      "shutdown-timeout": { type: "string" },
-      "first-byte-timeout": { type: "string" },
-      "headers-timeout": { type: "string" },
-      "keep-alive-timeout": { type: "string" },
-      "session-idle-timeout": { type: "string" },
-      "max-concurrent-streams": { type: "string" },
-      "max-connections": { type: "string" },
-      "max-long-lived": { type: "string" },
-      "max-long-lived-per-caller": { type: "string" },
-      "max-long-lived-unauthenticated": { type: "string" },
-      "min-body-rate": { type: "string" },
-      "cors-origin": { type: "string", multiple: true },
-      "console-client-id": { type: "string" },
-      workers: { type: "string" },
+      ...Object.fromEntries(
+        Object.entries(OPTIONS).map(([flag, spec]: [string, OptionSpec]) => [
+          flag,
+          flag.startsWith("no-") ? { type: "boolean" } : { type: "string", multiple: spec.list ?? false },
+        ]),
+      ),
       help: { type: "boolean", short: "h" },
     },
     strict: true,
     allowPositionals: false,
   });
   if (values.help) return "help";
-  const synchronous = values["sqlite-synchronous"] ?? env.TROVE_SQLITE_SYNCHRONOUS ?? "normal";
-  if (synchronous !== "normal" && synchronous !== "full") {
-    throw new Error(`unknown --sqlite-synchronous ${JSON.stringify(synchronous)}: use normal or full`);
+  // Each option from its flag, else its environment variable, else its default, in the table's order.
+  const config: Record<string, unknown> = {};
+  const limits: Record<string, unknown> = {};
+  for (const [flag, spec] of Object.entries(OPTIONS) as Array<[string, OptionSpec]>) {
+    const given = (values as Record<string, string | string[] | boolean | undefined>)[flag];
+    const fromEnv = env[envName(flag)];
+    let value: unknown;
+    if (given === true) value = false;
+    else if (spec.list) {
+      const texts =
+        (given as string[] | undefined) ??
+        (fromEnv ?? "")
+          .split(",")
+          .map((t) => t.trim())
+          .filter((t) => t !== "");
+      value = texts.map((t) => spec.parse(t, flag));
+    } else {
+      const text = (given as string | undefined) ?? fromEnv ?? spec.default;
+      value = text === undefined ? undefined : spec.parse(text, flag);
+    }
+    (spec.limit ? limits : config)[keyOf(flag)] = value;
   }
-  const level = values["log-level"] ?? env.TROVE_LOG_LEVEL ?? "info";
-  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
-    throw new Error(`unknown log level ${JSON.stringify(level)}`);
-  }
-  const workersText = values.workers ?? env.TROVE_WORKERS ?? "1";
-  const workers = workersText === "auto" ? availableParallelism() : integer(workersText, "workers", 1, 64);
-  const maxConnections = countOrAuto(values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS, "max-connections", () =>
-    defaultMaxConnections(capacity()),
-  );
-  // Each worker counts its own connections and long-lived requests: the limits are split between them.
-  const workerConnections = Math.ceil(maxConnections / workers);
-  const longLivedText = values["max-long-lived"] ?? env.TROVE_MAX_LONG_LIVED;
-  const maxLongLived = countOrAuto(longLivedText, "max-long-lived", () => defaultMaxLongLived(maxConnections));
-  if (longLivedText !== undefined && longLivedText !== "auto" && maxLongLived >= maxConnections) {
+  const workerCount = config.workers as number;
+  const connections = limits.maxConnections as number | "auto";
+  const maxConnections = connections === "auto" ? defaultMaxConnections(capacity()) : connections;
+  const longLived = limits.maxLongLived as number | "auto";
+  const maxLongLived = longLived === "auto" ? defaultMaxLongLived(maxConnections) : longLived;
+  if (longLived !== "auto" && maxLongLived >= maxConnections) {
     throw new Error(
       `--max-long-lived (${maxLongLived}) must be below --max-connections (${maxConnections}): short requests need the connections left over`,
     );
   }
-  return {
-    workers,
-    host: values.host ?? env.TROVE_HOST ?? "127.0.0.1",
-    port: integer(values.port ?? env.TROVE_PORT ?? "13242", "port", 0, 65535),
-    dataDir: values.data ?? env.TROVE_DATA ?? ".trove-data",
-    logLevel: level,
-    logBuffer: integer(
-      values["log-buffer"] ?? env.TROVE_LOG_BUFFER ?? String(DEFAULT_LOG_BUFFER),
-      "log-buffer",
-      65536,
-      1073741824,
-    ),
-    maxResourceSize: integer(
-      values["max-resource-size"] ?? env.TROVE_MAX_RESOURCE_SIZE ?? "4294967296",
-      "max-resource-size",
-      0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    pollWait: integer(values["poll-wait"] ?? env.TROVE_POLL_WAIT ?? "30", "poll-wait", 1, 3600) * 1000,
-    mongodbUrl: mongodbUrl(values["mongodb-url"] ?? env.TROVE_MONGODB_URL),
-    mongodbDatabase: values["mongodb-database"] ?? env.TROVE_MONGODB_DATABASE ?? "trove",
-    filesystemScanLease:
-      integer(
-        values["filesystem-scan-lease"] ?? env.TROVE_FILESYSTEM_SCAN_LEASE ?? "30",
-        "filesystem-scan-lease",
-        1,
-        3600,
-      ) * 1000,
-    sqliteSynchronous: synchronous,
-    issuer: issuerUrl(values.issuer ?? env.TROVE_ISSUER),
-    audience: nonEmpty(values.audience ?? env.TROVE_AUDIENCE ?? "trove", "audience"),
-    tokenLifetime: integer(values["token-lifetime"] ?? env.TROVE_TOKEN_LIFETIME ?? "600", "token-lifetime", 10, 86400),
-    reportAvailability: reportAvailability(values["report-availability"] ?? env.TROVE_REPORT_AVAILABILITY ?? "90d"),
-    reportWorker: !(values["no-report-worker"] ?? env.TROVE_REPORT_WORKER === "false"),
-    metrics: booleanValue(values.metrics ?? env.TROVE_METRICS ?? "true", "--metrics"),
-    shutdownTimeout:
-      integer(values["shutdown-timeout"] ?? env.TROVE_SHUTDOWN_TIMEOUT ?? "10", "shutdown-timeout", 0, 3600) * 1000,
-    corsOrigins: (
-      values["cors-origin"] ??
-      (env.TROVE_CORS_ORIGIN ?? "")
-        .split(",")
-        .map((o) => o.trim())
-        .filter((o) => o !== "")
-    ).map(parseCorsOrigin),
-    consoleClientId: nonEmpty(
-      values["console-client-id"] ?? env.TROVE_CONSOLE_CLIENT_ID ?? "trove-console",
-      "console-client-id",
-    ),
-    limits: {
-      firstByteTimeout: seconds(
-        values["first-byte-timeout"] ?? env.TROVE_FIRST_BYTE_TIMEOUT,
-        "first-byte-timeout",
-        "firstByteTimeout",
-      ),
-      headersTimeout: seconds(
-        values["headers-timeout"] ?? env.TROVE_HEADERS_TIMEOUT,
-        "headers-timeout",
-        "headersTimeout",
-      ),
-      keepAliveTimeout: seconds(
-        values["keep-alive-timeout"] ?? env.TROVE_KEEP_ALIVE_TIMEOUT,
-        "keep-alive-timeout",
-        "keepAliveTimeout",
-      ),
-      sessionIdleTimeout: seconds(
-        values["session-idle-timeout"] ?? env.TROVE_SESSION_IDLE_TIMEOUT,
-        "session-idle-timeout",
-        "sessionIdleTimeout",
-      ),
-      maxConcurrentStreams: count(
-        values["max-concurrent-streams"] ?? env.TROVE_MAX_CONCURRENT_STREAMS,
-        "max-concurrent-streams",
-        "maxConcurrentStreams",
-      ),
-      maxConnections: workerConnections,
-      maxLongLived: Math.ceil(maxLongLived / workers),
-      // A caller's share is per worker: its connections go to any of them.
-      maxLongLivedPerCaller: count(
-        values["max-long-lived-per-caller"] ?? env.TROVE_MAX_LONG_LIVED_PER_CALLER,
-        "max-long-lived-per-caller",
-        "maxLongLivedPerCaller",
-      ),
-      maxLongLivedUnauthenticated: count(
-        values["max-long-lived-unauthenticated"] ?? env.TROVE_MAX_LONG_LIVED_UNAUTHENTICATED,
-        "max-long-lived-unauthenticated",
-        "maxLongLivedUnauthenticated",
-      ),
-      minBodyRate: integer(
-        values["min-body-rate"] ?? env.TROVE_MIN_BODY_RATE ?? String(DEFAULT_LIMITS.minBodyRate),
-        "min-body-rate",
-        0,
-        1_000_000_000,
-      ),
-    },
-  };
+  // Each worker counts its own connections and long-lived requests: the limits are split between
+  // them. A caller's share is per worker: its connections go to any of them.
+  limits.maxConnections = Math.ceil(maxConnections / workerCount);
+  limits.maxLongLived = Math.ceil(maxLongLived / workerCount);
+  return { ...config, limits } as unknown as ServeConfig;
 }

@@ -22,6 +22,7 @@ import { ResourceRoutes } from "../rest/resources.js";
 import { handleRest, REST_PREFIX } from "../rest/router.js";
 import { StoreRoutes } from "../rest/stores.js";
 import { toConnectError, withConnectErrors, withRequestDecodeErrors } from "../services/connect-errors.js";
+import { claimOf, longLivedClaimKey } from "../services/long-lived.js";
 import { giveBack } from "../storage/chunk-pool.js";
 import type { Cores } from "./cores.js";
 import { rpcReadMaxBytes } from "./limits.js";
@@ -94,6 +95,7 @@ export function callerOf(req: unknown): Caller | undefined {
 function contextValues(req: unknown) {
   const values = createContextValues();
   values.set(callerKey, callerOf(req) ?? nobody);
+  values.set(longLivedClaimKey, claimOf(req));
   return values;
 }
 

@@ -15,8 +15,8 @@ export interface ServerLimits {
   /** Connections open at once; beyond it a connection is answered 503 (HTTP/1.1) or closed (HTTP/2). */
   maxConnections: number;
   /**
-   * Long-lived requests (long polls, watches, report downloads, large uploads: `longLivedWork` in
-   * fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
+   * Long-lived requests (long polls, watches, report downloads, large uploads and downloads:
+   * `longLivedKind` in fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
    * `maxConnections`, so that short requests always keep the connections left over.
    * Undefined: four fifths of `maxConnections` (capacity.ts).
    */
@@ -35,8 +35,9 @@ export interface ServerLimits {
 /**
  * The limits whose hits are counted (`trove_limit_refusals_total{limit}`): the connection cap, the
  * long-lived budget, a caller's share of it, the unauthenticated callers' share, the minimum body
- * rate, request heads not complete in time (HTTP/1.1 408, HTTP/2 unfinished header blocks), and
- * HTTP/2 sessions closed for idleness.
+ * rate, request heads not complete in time (HTTP/1.1 408, HTTP/2 unfinished header blocks),
+ * HTTP/2 sessions closed for idleness, and idle connections closed at the connection cap to admit
+ * a new one.
  */
 export const LIMIT_NAMES = [
   "connections",
@@ -46,6 +47,7 @@ export const LIMIT_NAMES = [
   "body_rate",
   "headers",
   "session_idle",
+  "idle_evicted",
 ] as const;
 
 export type LimitName = (typeof LIMIT_NAMES)[number];

@@ -309,10 +309,27 @@ export function createListener(options: ListenerOptions): Listener {
 
   // Requests in flight (their responses until 'close') and the drain, if one runs.
   const inFlight = new Map<http.ServerResponse | http2.Http2ServerResponse, object>();
+  // HTTP/1.1 connections with requests in flight, and how many (pipelined requests queue on one).
+  const busySockets = new Map<net.Socket, number>();
+  // HTTP/1.1 keep-alive connections with none, in the order they became idle, with since when
+  // (performance.now()) and the bytes they had received then: a connection that has received more
+  // since is sending its next request, and is not idle.
+  const idleSockets = new Map<net.Socket, { since: number; bytes: number }>();
   let draining: (() => void) | undefined;
   // One `close` listener for every response: a request costs no closure of its own (issue 14).
   function requestClosed(this: http.ServerResponse | http2.Http2ServerResponse): void {
+    const connection = inFlight.get(this);
     inFlight.delete(this);
+    if (connection instanceof net.Socket) {
+      const left = (busySockets.get(connection) ?? 1) - 1;
+      if (left > 0) busySockets.set(connection, left);
+      else {
+        busySockets.delete(connection);
+        // Kept alive for the next request (not ending after this answer, nor gone).
+        if (connection.writable && !connection.destroyed)
+          idleSockets.set(connection, { since: performance.now(), bytes: connection.bytesRead });
+      }
+    }
     draining?.();
   }
   const track = (
@@ -322,6 +339,10 @@ export function createListener(options: ListenerOptions): Listener {
     // The connection it came on: the socket (HTTP/1.1) or the session (HTTP/2).
     const connection = "stream" in req ? req.stream.session : req.socket;
     inFlight.set(res, connection ?? res);
+    if (connection instanceof net.Socket) {
+      busySockets.set(connection, (busySockets.get(connection) ?? 0) + 1);
+      idleSockets.delete(connection);
+    }
     // During a drain, an HTTP/1.1 connection closes after its answer.
     if (draining && res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
     res.on("close", requestClosed);
@@ -361,6 +382,57 @@ export function createListener(options: ListenerOptions): Listener {
     sniffing.delete(this);
     overCap.delete(this);
     sockets.delete(this);
+    busySockets.delete(this);
+    idleSockets.delete(this);
+  }
+  // Idle connections closed to admit new ones, until their close: they no longer count.
+  let evicting = 0;
+  function evictedClosed(): void {
+    evicting--;
+  }
+  /**
+   * At the connection cap, closes the connection idle the longest: an HTTP/1.1 keep-alive connection
+   * between requests (nothing received since its last answer) or an HTTP/2 session with no open
+   * stream and no header block coming, as nginx reuses keep-alive connections when it runs out.
+   * False when there is none: the newcomer is refused.
+   */
+  function evictIdle(): boolean {
+    let socket: net.Socket | undefined;
+    let socketSince = Number.POSITIVE_INFINITY;
+    for (const [candidate, idle] of idleSockets) {
+      // Gone, ending, or its next request has begun: not idle (any more).
+      if (candidate.destroyed || !candidate.writable || candidate.bytesRead !== idle.bytes) {
+        idleSockets.delete(candidate);
+        continue;
+      }
+      socket = candidate;
+      socketSince = idle.since;
+      break;
+    }
+    let session: http2.ServerHttp2Session | undefined;
+    for (const [candidate, idle] of idleSessions) {
+      if (candidate.destroyed || candidate.closed) {
+        idleSessions.delete(candidate);
+        continue;
+      }
+      if ((candidate.state.lastProcStreamID ?? 0) > idle.lastStream) continue;
+      if (idle.since < socketSince) session = candidate;
+      break;
+    }
+    evicting++;
+    if (session) {
+      session.once("close", evictedClosed);
+      closeSession(session, "idle_evicted");
+    } else if (socket) {
+      idleSockets.delete(socket);
+      socket.once("close", evictedClosed);
+      refused("idle_evicted");
+      socket.destroy();
+    } else {
+      evicting--;
+      return false;
+    }
+    return true;
   }
   function firstBytes(this: net.Socket, chunk: Buffer): void {
     this.off("data", firstBytes);
@@ -368,7 +440,8 @@ export function createListener(options: ListenerOptions): Listener {
     this.pause();
     const n = Math.min(chunk.length, H2_PREFACE.length);
     const h2c = n >= 3 && chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
-    if (overCap.delete(this)) {
+    // Over the cap when it came: still over (others may have closed since), and no idle one to close.
+    if (overCap.delete(this) && sockets.size - evicting > limits.maxConnections && !evictIdle()) {
       refused("connections");
       // HTTP/2 clients see the connection closed (gRPC: UNAVAILABLE); HTTP/1.1 ones a 503.
       if (h2c) this.destroy();
@@ -392,7 +465,7 @@ export function createListener(options: ListenerOptions): Listener {
     }
   }
   const tcp = net.createServer((socket) => {
-    if (sockets.size >= limits.maxConnections) overCap.add(socket);
+    if (sockets.size - evicting >= limits.maxConnections) overCap.add(socket);
     sockets.add(socket);
     sniffing.set(socket, performance.now() + limits.firstByteTimeout);
     armFirstByteTimer();

@@ -519,7 +519,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   let longLived: LongLivedBudget | undefined;
   new Gauge({
     name: "trove_long_lived_requests",
-    help: "Long-lived requests in flight (long polls, watches, report downloads, large uploads): the budget --max-long-lived bounds.",
+    help: "Long-lived requests in flight (long polls, watches, report downloads, large uploads and downloads): the budget --max-long-lived bounds.",
     registers,
     collect() {
       this.set(longLived?.count ?? 0);
@@ -527,7 +527,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   });
   const limitHits = new Counter({
     name: "trove_limit_refusals_total",
-    help: "Connections, requests and sessions refused or closed by a limit (docs/security.md): connections (--max-connections), long_lived (--max-long-lived), long_lived_per_caller, long_lived_unauthenticated, body_rate (--min-body-rate), session_idle (HTTP/2 sessions closed without an open stream).",
+    help: "Connections, requests and sessions refused or closed by a limit (docs/security.md): connections (--max-connections), long_lived (--max-long-lived), long_lived_per_caller, long_lived_unauthenticated, body_rate (--min-body-rate), session_idle (HTTP/2 sessions closed without an open stream), idle_evicted (idle connections closed at --max-connections to admit a new one).",
     labelNames: ["limit"],
     registers,
   });

@@ -9,6 +9,7 @@ import { NotFoundError } from "../domain/errors.js";
 import { tagMatches } from "../domain/etag.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { throwIfCallAborted } from "./call-end.js";
+import { claimLargeTransfer } from "./long-lived.js";
 
 /**
  * Largest chunk of a Read message: storage may read in larger pieces, a message stays well below
@@ -38,6 +39,8 @@ export async function* fileMessages(
     yield create(ReadResponseSchema, { resource, chunk: node.inline });
     return true;
   }
+  // A large download is long-lived work: it takes its place (or is refused) before the blob is opened.
+  claimLargeTransfer(ctx, node.size);
   const chunks = boundedChunks(storage.readBlob(node))[Symbol.asyncIterator]();
   let first: IteratorResult<Uint8Array>;
   try {

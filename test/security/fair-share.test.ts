@@ -3,11 +3,13 @@
 // Small configured limits keep the cases fast; they assert statuses, reasons and which client is refused.
 
 import { execFile } from "node:child_process";
+import * as net from "node:net";
 import { promisify } from "node:util";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Health as HealthService } from "@trove/sdk/gen/grpc/health/v1/health_pb.js";
 import { ChangeService } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
+import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, createTroveClient, fromConnectError, TooManyRequestsError } from "../../sdk/src/index.js";
 import { createJwtAuthenticator } from "../../src/auth/verifier.js";
@@ -37,6 +39,32 @@ function park(
     signal: controller.signal,
   }).catch((err: Error) => err.name);
   return { answer, abort: () => controller.abort() };
+}
+
+/** Larger than the socket buffers between a client that reads nothing and the server: its download stays in flight. */
+const BIG = 24 * 1024 * 1024;
+
+/** A GET whose client never reads its answer: the download stays in flight until `close`. */
+function heldDownload(port: number, path: string, headers: Record<string, string> = {}): { close(): void } {
+  const socket = net.connect(port, "127.0.0.1");
+  socket.pause();
+  socket.on("error", () => {});
+  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n${lines.join("")}\r\n`);
+  return { close: () => socket.destroy() };
+}
+
+/** A Read of `path` in "home" on `transport`: the error it ends with, or the bytes it read. */
+async function readVia(transport: Transport, path: string): Promise<ConnectError | number> {
+  try {
+    let bytes = 0;
+    for await (const m of createClient(ResourceService, transport).read({ store: "home", path })) {
+      bytes += m.chunk.byteLength;
+    }
+    return bytes;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
 }
 
 const config = (args: string[], openFiles: number | undefined, memory = 24 * 2 ** 30) =>
@@ -111,7 +139,7 @@ describe("separate budgets: long-lived work never takes the connections short re
       expect(refused.headers.get("retry-after")).toBe("1");
       expect(refused.headers.get("server")).toBe("resources/1.0");
       expect(await refused.text()).toBe(
-        "too many long-lived requests (polls, watches, uploads): this server takes at most 3 at once\n",
+        "too many long-lived requests (polls, watches, transfers): this server takes at most 3 at once\n",
       );
 
       const client = createClient(
@@ -125,7 +153,7 @@ describe("separate budgets: long-lived work never takes the connections short re
       expect(err).toBeInstanceOf(ConnectError);
       expect((err as ConnectError).code).toBe(Code.Unavailable);
       expect((err as ConnectError).rawMessage).toBe(
-        "too many long-lived requests (polls, watches, uploads): this server takes at most 3 at once",
+        "too many long-lived requests (polls, watches, transfers): this server takes at most 3 at once",
       );
 
       const metrics = await scrape(t.url);
@@ -148,6 +176,68 @@ describe("separate budgets: long-lived work never takes the connections short re
     } finally {
       again.abort();
     }
+  });
+});
+
+describe("large downloads are long-lived work (issue 29, item 2: large transfers)", () => {
+  let t: TestServer;
+  const longLived = async () => sample(await scrape(t.url), "trove_long_lived_requests");
+  beforeAll(async () => {
+    t = await startServer({ limits: { maxConnections: 20, maxLongLived: 1 } });
+    const put = (name: string, body: Uint8Array | string) =>
+      fetch(`${t.url}/resources/v2/data/home/${name}`, { method: "PUT", body });
+    expect((await put("big.bin", new Uint8Array(BIG).fill(7))).status).toBe(201);
+    expect((await put("small.txt", "small")).status).toBe(201);
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  it("a download of 1 MiB or more beyond --max-long-lived answers 503 + Retry-After (REST v2, v1) or UNAVAILABLE (Connect, gRPC) before any of its bytes; small reads, HEAD and 304 answer", async () => {
+    const held = heldDownload(t.port, "/resources/v2/data/home/big.bin");
+    try {
+      // The held download took the one place: the gauge counts it.
+      await until(async () => (await longLived()) === 1, "the held download");
+      const reason = "too many long-lived requests (polls, watches, transfers): this server takes at most 1 at once";
+      for (const version of ["v2", "v1"]) {
+        const refused = await fetch(`${t.url}/resources/${version}/data/home/big.bin`);
+        expect(refused.status, version).toBe(503);
+        expect(refused.headers.get("retry-after")).toBe("1");
+        expect(refused.headers.get("content-length")).toBe(String(Buffer.byteLength(`${reason}\n`)));
+        expect(await refused.text()).toBe(`${reason}\n`);
+      }
+      const transports = {
+        connect: createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }),
+        grpc: createGrpcTransport({ baseUrl: t.url, idleConnectionTimeoutMs: 1000 }),
+      };
+      for (const [name, transport] of Object.entries(transports)) {
+        const err = await readVia(transport, "big.bin");
+        expect(err, name).toBeInstanceOf(ConnectError);
+        expect((err as ConnectError).code, name).toBe(Code.Unavailable);
+        expect((err as ConnectError).rawMessage, name).toBe(reason);
+        expect((err as ConnectError).metadata.get("retry-after"), name).toBe("1");
+        // A small resource is a short request on every face.
+        expect(await readVia(transport, "small.txt"), name).toBe(5);
+      }
+      const small = await fetch(`${t.url}/resources/v2/data/home/small.txt`);
+      expect([small.status, await small.text()]).toEqual([200, "small"]);
+      // Only sending the contents is long-lived: a HEAD, and a conditional GET answered 304, are not.
+      const head = await fetch(`${t.url}/resources/v2/data/home/big.bin`, { method: "HEAD" });
+      expect([head.status, head.headers.get("content-length")]).toEqual([200, String(BIG)]);
+      const notModified = await fetch(`${t.url}/resources/v2/data/home/big.bin`, {
+        headers: { "If-None-Match": head.headers.get("etag") as string },
+      });
+      expect(notModified.status).toBe(304);
+      const metrics = await scrape(t.url);
+      expect(sample(metrics, "trove_limit_refusals_total", { limit: "long_lived" })).toBe(4);
+      expect(sample(metrics, "trove_long_lived_requests")).toBe(1);
+    } finally {
+      held.close();
+    }
+    // The place is given back when the download's connection closes: the next download is whole.
+    await until(async () => (await longLived()) === 0, "the held download to end");
+    const whole = await fetch(`${t.url}/resources/v2/data/home/big.bin`);
+    expect([whole.status, (await whole.arrayBuffer()).byteLength]).toEqual([200, BIG]);
   });
 });
 
@@ -181,7 +271,7 @@ describe("a fair share per caller (issue 29, item 3)", () => {
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).toBe("1");
       expect(await refused.text()).toBe(
-        "too many long-lived requests (polls, watches, uploads) of alice: one caller may have at most 2 at once\n",
+        "too many long-lived requests (polls, watches, transfers) of alice: one caller may have at most 2 at once\n",
       );
       const grpc = createClient(
         ChangeService,
@@ -206,6 +296,43 @@ describe("a fair share per caller (issue 29, item 3)", () => {
       expect(sample(metrics, "trove_long_lived_requests")).toBe(4);
     } finally {
       for (const p of [...polls, ...others]) p.abort();
+    }
+  });
+
+  it("a large download counts against its caller's share: beyond it 429 + Retry-After (RESOURCE_EXHAUSTED on gRPC), another caller's download is whole", async () => {
+    await until(async () => sample(await scrape(t.url), "trove_long_lived_requests") === 0, "no long-lived request");
+    const big = `${t.url}/resources/v2/data/home/shared-big.bin`;
+    const put = await fetch(big, { method: "PUT", body: new Uint8Array(BIG).fill(3), headers: alice });
+    expect(put.status).toBe(201);
+    const cursor = await cursorOf(t.url, alice);
+    // Alice's share (2): one parked poll and one download her client does not read.
+    const poll = park(t.url, cursor, alice);
+    const held = heldDownload(t.port, "/resources/v2/data/home/shared-big.bin", alice);
+    try {
+      await until(
+        async () => sample(await scrape(t.url), "trove_long_lived_requests") === 2,
+        "alice's poll and download",
+      );
+      const refused = await fetch(big, { headers: alice });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(await refused.text()).toBe(
+        "too many long-lived requests (polls, watches, transfers) of alice: one caller may have at most 2 at once\n",
+      );
+      const grpc = createGrpcTransport({
+        baseUrl: t.url,
+        idleConnectionTimeoutMs: 1000,
+        interceptors: [bearer(alice)],
+      });
+      const err = await readVia(grpc, "shared-big.bin");
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
+      // Bob's share is his own.
+      const whole = await fetch(big, { headers: bob });
+      expect([whole.status, (await whole.arrayBuffer()).byteLength]).toEqual([200, BIG]);
+    } finally {
+      held.close();
+      poll.abort();
     }
   });
 

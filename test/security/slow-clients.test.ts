@@ -13,6 +13,7 @@ import { ChangeService } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TIMEOUT_SLACK_MS } from "../../src/server/limits.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
+import { until } from "../support/observe.js";
 import { startServer, type TestServer } from "../support/server.js";
 
 const SHORT = [
@@ -320,5 +321,109 @@ describe("the connection cap", () => {
         return res?.status === 200;
       }, 10_000),
     ).toBe(true);
+  });
+});
+
+/** A raw HTTP/1.1 connection: `ask` sends a request and resolves with its whole answer (Content-Length). */
+function keepAlive(port: number): { socket: net.Socket; closed: Promise<void>; ask(request: string): Promise<string> } {
+  const socket = net.connect(port, "127.0.0.1");
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  let text = "";
+  let waiting: ((answer: string) => void) | undefined;
+  socket.on("data", (d: Buffer) => {
+    text += d.toString("latin1");
+    const head = text.indexOf("\r\n\r\n");
+    const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text.slice(0, head + 2))?.[1];
+    if (head < 0 || length === undefined || text.length < head + 4 + Number(length)) return;
+    const answer = text.slice(0, head + 4 + Number(length));
+    text = text.slice(answer.length);
+    waiting?.(answer);
+  });
+  return {
+    socket,
+    closed,
+    ask: (request) =>
+      new Promise((resolve) => {
+        waiting = resolve;
+        socket.write(request);
+      }),
+  };
+}
+
+const GET_HEALTHZ = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+/** An ordinary GET on a connection of its own, after it is answered closed: the metrics, as the server counts them then. */
+const GET_METRICS = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+describe("idle connections at the connection cap (issue 29, item 3: unauthenticated connections get the smallest budget)", () => {
+  it("with --max-connections 3 and 3 idle keep-alive connections, a new GET answers 200 and the longest idle one is closed", async () => {
+    const t = await startServer({ limits: { maxConnections: 3 } });
+    const idle = [keepAlive(t.port), keepAlive(t.port), keepAlive(t.port)];
+    try {
+      // One after the other: the first has been idle the longest.
+      for (const c of idle) expect(await c.ask(GET_HEALTHZ)).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      const answer = await keepAlive(t.port).ask(GET_METRICS);
+      expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(answer).toMatch(/\ntrove_limit_refusals_total\{limit="idle_evicted"\} 1\n/);
+      expect(answer).toMatch(/\ntrove_limit_refusals_total\{limit="connections"\} 0\n/);
+      await idle[0]?.closed;
+      // The others were not closed: each still answers on its connection.
+      for (const c of idle.slice(1)) expect(await c.ask(GET_HEALTHZ)).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    } finally {
+      for (const c of idle) c.socket.destroy();
+      await t.stop();
+    }
+  });
+
+  it("an HTTP/2 session with no open stream is idle too: with --max-connections 2 and 2 such sessions, a new GET answers and the first session gets GOAWAY", async () => {
+    const t = await startServer({ limits: { maxConnections: 2 } });
+    const sessions = [http2.connect(t.url), http2.connect(t.url)];
+    try {
+      const goaway: boolean[] = [];
+      const closed = sessions.map((session, i) => {
+        session.on("error", () => {});
+        session.once("goaway", () => {
+          goaway[i] = true;
+        });
+        return new Promise<void>((resolve) => session.once("close", () => resolve()));
+      });
+      // Each session is established (its PING answered), the first one first.
+      for (const session of sessions) await new Promise((resolve) => session.ping(resolve));
+      const answer = await keepAlive(t.port).ask(GET_METRICS);
+      expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(answer).toMatch(/\ntrove_limit_refusals_total\{limit="idle_evicted"\} 1\n/);
+      await closed[0];
+      expect(goaway[0]).toBe(true);
+      expect(sessions[1]?.closed || sessions[1]?.destroyed).toBe(false);
+    } finally {
+      for (const session of sessions) session.destroy();
+      await t.stop();
+    }
+  });
+
+  it("connections with a request in flight or a head coming are not idle: at the cap a new connection is refused 503 as before", async () => {
+    const t = await startServer({ limits: { maxConnections: 3, maxLongLived: 2 }, pollWait: 300_000 });
+    const busy = [keepAlive(t.port), keepAlive(t.port), keepAlive(t.port)];
+    try {
+      const status = await busy[0]?.ask("GET /resources/v2/poll HTTP/1.1\r\nHost: x\r\n\r\n");
+      const cursor = /RESET home (\d+)/.exec(status ?? "")?.[1];
+      // Two connections had an answer, then began a long poll: a request in flight on each.
+      await busy[1]?.ask(GET_HEALTHZ);
+      for (const c of busy.slice(0, 2)) {
+        c.socket.write(`GET /resources/v2/poll?store=home:${cursor}&wait=300 HTTP/1.1\r\nHost: x\r\n\r\n`);
+      }
+      // The third is sending its first head.
+      busy[2]?.socket.write("GET /healthz HTTP/1.1\r\n");
+      await until(() => t.server.notifier.waiterCount === 2, "two parked polls");
+      const answer = await keepAlive(t.port).ask(GET_METRICS);
+      expect(answer).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+      expect(answer).toMatch(/\r\n\r\ntoo many connections: this server keeps at most 3 open\n$/);
+      // None of them was closed: the polls are parked, the head is answered once complete.
+      expect(t.server.notifier.waiterCount).toBe(2);
+      expect(await busy[2]?.ask("Host: x\r\n\r\n")).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    } finally {
+      for (const c of busy) c.socket.destroy();
+      await t.stop();
+    }
   });
 });
