@@ -89,10 +89,10 @@ Options:
                             face; repeat for more (TROVE_CORS_ORIGIN, comma-separated; default none)
   --console-client-id ID    public OAuth client id the console at /console/ signs in with
                             (TROVE_CONSOLE_CLIENT_ID, default trove-console; docs/console.md)
-  --workers N               processes serving the port, one per core: N, or auto for the machine's
-                            cores; they share the data directory or the MongoDB database, and
-                            --max-connections is split between them (TROVE_WORKERS, default 1;
-                            docs/operations.md, Several cores)
+  --workers N               processes serving the port: auto, one per core (os.availableParallelism),
+                            or N; 1 serves from one process. They share the data directory or the
+                            MongoDB database, and --max-connections is split between them
+                            (TROVE_WORKERS, default auto; docs/operations.md, Several cores)
 
 Limits (docs/security.md): a connection that never finishes a request is closed.
   --first-byte-timeout S    seconds a new connection may stay silent (TROVE_FIRST_BYTE_TIMEOUT, default 10)
@@ -248,7 +248,7 @@ export function parseServeArgs(
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
     throw new Error(`unknown log level ${JSON.stringify(level)}`);
   }
-  const workersText = values.workers ?? env.TROVE_WORKERS ?? "1";
+  const workersText = values.workers ?? env.TROVE_WORKERS ?? "auto";
   const workers = workersText === "auto" ? availableParallelism() : integer(workersText, "workers", 1, 64);
   const maxConnections = countOrAuto(values["max-connections"] ?? env.TROVE_MAX_CONNECTIONS, "max-connections", () =>
     defaultMaxConnections(capacity()),
