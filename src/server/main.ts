@@ -207,17 +207,22 @@ async function servePrimary(config: ServeConfig): Promise<number> {
 async function serveWorker(config: ServeConfig, link: WorkerLink): Promise<number> {
   process.on("SIGINT", () => {});
   process.on("SIGTERM", () => {});
-  const server = await serve(config, link);
-  const graceful = await new Promise<boolean>((resolve) => {
+  let server: TroveServer | undefined;
+  const stopped = new Promise<void>((resolve) => {
     link.onStop((now) => {
+      // Told to stop while still starting (waiting for MongoDB, say): it serves nothing yet, so it
+      // ends at once, as a single process's start-up does on SIGTERM.
+      if (!server) process.exit(0);
       if (now) {
         server.logger.warn("stopping at once, cutting every connection");
         process.exit(143);
       }
-      resolve(true);
+      resolve();
     });
   });
-  if (graceful) await server.shutdown(config.shutdownTimeout, "primary");
+  server = await serve(config, link);
+  await stopped;
+  await server.shutdown(config.shutdownTimeout, "primary");
   return 0;
 }
 

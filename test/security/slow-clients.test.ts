@@ -15,7 +15,10 @@ import { TIMEOUT_SLACK_MS } from "../../src/server/limits.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
 import { startServer, type TestServer } from "../support/server.js";
 
+// One process (--workers 1): the tests read its descriptors in /proc.
 const SHORT = [
+  "--workers",
+  "1",
   "--first-byte-timeout",
   "1",
   "--headers-timeout",
@@ -180,6 +183,8 @@ describe("200 slow or silent connections that never read", () => {
   beforeAll(async () => {
     server = await startChildServer({
       args: [
+        "--workers",
+        "1",
         "--first-byte-timeout",
         "2",
         "--headers-timeout",

@@ -9,7 +9,9 @@ import { readdir, readFile, readlink, rm } from "node:fs/promises";
 import * as http from "node:http";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { expect } from "vitest";
-import { type ChildServer, startChildServer } from "./child-server.js";
+import { type ChildServer, startChildServer, workerPids } from "./child-server.js";
+
+export { workerPids };
 
 /** Idle keep-alive connections and HTTP/2 sessions stay open for the whole test (the defaults close them after 15 s and 120 s). */
 export const WORKERS_ARGS = ["--workers", "2", "--keep-alive-timeout", "600", "--session-idle-timeout", "600"];
@@ -55,17 +57,6 @@ export function tagOf(a: Answer): string {
   const etag = a.headers.etag;
   if (typeof etag !== "string") throw new Error(`no ETag in the answer (${a.status}): ${a.body}`);
   return etag.replaceAll('"', "");
-}
-
-/** The processes the primary started (its children), from every thread's children list. */
-export async function workerPids(primary: number): Promise<number[]> {
-  const tasks = await readdir(`/proc/${primary}/task`).catch(() => [] as string[]);
-  const pids = new Set<number>();
-  for (const task of tasks) {
-    const children = await readFile(`/proc/${primary}/task/${task}/children`, "utf8").catch(() => "");
-    for (const pid of children.trim().split(/\s+/)) if (pid) pids.add(Number(pid));
-  }
-  return [...pids].sort((a, b) => a - b);
 }
 
 /** Whether a process exists and is not a zombie. */
