@@ -6,23 +6,24 @@
 
 import { spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { trove } from "../backup/run-cli.js";
-import { type ChildServer, freePort, startChildServer } from "../support/child-server.js";
+import { type ChildServer, freePort } from "../support/child-server.js";
 import {
   type Answer,
   alive,
   auth,
   children,
   cleanUp,
+  defaultWorkers,
   dirs,
   onePerWorker,
   type Pinned,
   send,
-  servers,
+  startWorkers,
   until,
   workerPids,
   workers,
@@ -31,34 +32,9 @@ import {
 const CLI = fileURLToPath(new URL("../../bin/trove.js", import.meta.url));
 
 /** The workers `trove serve` starts without --workers: TROVE_WORKERS where set, else one per core. */
-const EXPECTED = (() => {
-  const env = process.env.TROVE_WORKERS;
-  return env === undefined || env === "auto" ? availableParallelism() : Number(env);
-})();
+const EXPECTED = defaultWorkers();
 
 afterEach(cleanUp);
-
-/** `trove serve` at its defaults, once every worker answers; the connections held by each worker. */
-async function startDefault(): Promise<{ s: ChildServer; pids: number[]; held: Pinned[] }> {
-  const s = await startChildServer({ args: ["--keep-alive-timeout", "600"] });
-  servers.push(s);
-  if (EXPECTED === 1) {
-    expect(await workerPids(s.pid)).toEqual([]);
-    return { s, pids: [s.pid], held: [] };
-  }
-  let found: number[] = [];
-  const pids = await until(
-    `${EXPECTED} worker processes`,
-    async () => {
-      found = await workerPids(s.pid);
-      for (const pid of found) workers.add(pid);
-      return found.length === EXPECTED ? found : undefined;
-    },
-    () => ({ found, stderr: s.stderr() }),
-  );
-  const held = await until("a connection held by every worker", () => onePerWorker(s, pids).catch(() => undefined));
-  return { s, pids, held };
-}
 
 function put(s: ChildServer, path: string, body: string, via?: Pinned): Promise<Answer> {
   const init = { method: "PUT", headers: auth(s, { "content-type": "text/plain" }), body };
@@ -115,7 +91,8 @@ describe("trove serve at its defaults: every core (issue 32 item 4)", () => {
   });
 
   it("issue 32 item 4, issue 28 read-only switch: `trove backup read-only on` through one worker holds on every worker: PUTs on a connection held by each worker and on 24 fresh connections all answer 503 with Retry-After 7 and change nothing; `off`, and they all succeed", async () => {
-    const { s, pids, held } = await startDefault();
+    const { s, pids } = await startWorkers({ defaults: true });
+    const held = await onePerWorker(s, pids);
     const original = await put(s, "/resources/v2/data/home/kept.txt", "before");
     expect(original.status).toBe(201);
     const token = s.authorization.slice("Bearer ".length);
@@ -149,7 +126,7 @@ describe("trove serve at its defaults: every core (issue 32 item 4)", () => {
     const off = await trove(["backup", "read-only", "off", "--url", s.url, "--token", token]);
     expect(off).toEqual({ code: 0, stdout: "read-only off\n", stderr: "" });
     // New connections held by each worker again.
-    const again = pids.length > 1 ? await onePerWorker(s, pids) : [];
+    const again = await onePerWorker(s, pids);
     for (const [i, c] of again.entries()) {
       expect((await put(s, "/resources/v2/data/home/kept.txt", `held ${i}`, c)).status).toBe(200);
     }
