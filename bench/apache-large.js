@@ -142,15 +142,15 @@ async function measure(t, c, seconds, connections) {
 }
 
 /** A Trove target from `servers.js`'s startTrove, labelled. */
-async function troveTarget(startTrove, label, mongodbUrl, serveArgs = []) {
-  const trove = await startTrove({ logLevel: "info", mongodbUrl, serveArgs });
+async function troveTarget(startTrove, label, mongodbUrl, workers = "1") {
+  const trove = await startTrove({ logLevel: "info", mongodbUrl, workers });
   return {
     label,
     trove: true,
     ...trove,
     auth: { authorization: trove.authorization },
     // Several processes (--workers): their peaks are not one process's VmHWM.
-    memory: serveArgs.length === 0,
+    memory: workers === "1",
     bigGet: (size) => `/resources/v2/data/home/get-${size}.bin`,
     bigPut: (size, i) => `/resources/v2/data/home/put-${size}-${i}.bin`,
   };
@@ -159,7 +159,7 @@ async function troveTarget(startTrove, label, mongodbUrl, serveArgs = []) {
 /**
  * The large-body comparison; `options`: { duration, rounds, warmup, connections, mongodbUrl,
  * also (checkouts of other Trove builds to measure too), cases (names of the cases to run),
- * workers (also Trove with `--workers N` when more than 1) }.
+ * workers (also Trove with `--workers N` when N > 0) }.
  * Prints the table and answers its rows.
  */
 export async function runApacheLarge({
@@ -194,11 +194,9 @@ export async function runApacheLarge({
       bigGet: (size) => `/get-${size}.bin`,
       bigPut: (size, i) => `/put-${size}-${i}.bin`,
     });
-    targets.push(await troveTarget(startTrove, "trove (defaults)", mongodbUrl));
-    if (workers > 1) {
-      targets.push(
-        await troveTarget(startTrove, `trove --workers ${workers}`, mongodbUrl, ["--workers", String(workers)]),
-      );
+    targets.push(await troveTarget(startTrove, "trove (defaults)", mongodbUrl, "auto"));
+    if (workers > 0) {
+      targets.push(await troveTarget(startTrove, `trove --workers ${workers}`, mongodbUrl, String(workers)));
     }
     for (const dir of also) {
       const other = await import(pathToFileURL(resolve(dir, "bench/servers.js")).href);

@@ -55,6 +55,9 @@ async function startServer() {
       data,
       "--log-level",
       "silent",
+      // One process, whose memory and descriptors this measures (the arguments may choose more).
+      "--workers",
+      "1",
       ...positionals,
     ],
     { stdio: ["ignore", "ignore", "ignore"] },

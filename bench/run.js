@@ -14,10 +14,11 @@
 // (bench/apache-large.js) compares GET and PUT of 1 MiB and 64 MiB, `--only apache-listing`
 // (bench/apache-listing.js) listings of 1,000 and 10,000 entries against PROPFIND; a bare `npm
 // run bench` runs both too where httpd and wrk are installed (4 connections, rounds of <= 5 s).
-// `--only apache` and `apache-large` also measure `trove serve --workers N` (`--workers N`,
-// default one per core where there are several; `--workers 0` leaves it out).
+// `--only apache` and `apache-large` measure Trove at its defaults (`--workers auto`, one worker
+// per core) and also `trove serve --workers N` (`--workers N`, default 1; `--workers 0` leaves it
+// out). Every other case runs one worker (bench/servers.js).
 
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { apacheAvailable, prepareApache, startApache } from "./apache.js";
@@ -40,7 +41,7 @@ const { values: opts } = parseArgs({
     rounds: { type: "string", default: "3" },
     "mongodb-url": { type: "string" },
     "mongodb-pid": { type: "string" },
-    // `--only apache`: also Trove with `--workers N` (0: not; default the machine's cores, if more than one).
+    // `--only apache` and `apache-large`: also Trove with `--workers N` (0: not; default 1).
     workers: { type: "string" },
   },
 });
@@ -49,8 +50,8 @@ const mongodbPid = opts["mongodb-pid"] === undefined ? undefined : Number(opts["
 const duration = Number(opts.duration);
 const warmup = Number(opts.warmup);
 const connections = Number(opts.connections);
-/** `--only apache` and `apache-large` also measure `trove serve --workers N` when N > 1. */
-const troveWorkers = Number(opts.workers ?? (cpus().length > 1 ? cpus().length : 0));
+/** `--only apache` and `apache-large` also measure `trove serve --workers N` when N > 0. */
+const troveWorkers = Number(opts.workers ?? 1);
 
 const RESOURCE = "/resources/v2/data/home/resource-4k.bin";
 const PUT_TARGET = "/resources/v2/data/home/put-4k.bin";
@@ -321,18 +322,23 @@ async function runApache() {
     return summarize(await load(t.url, request, seconds), [200, 201, 204, 304]);
   };
   const targets = [];
+  // The machine may be shared: its load, before and after, says how far the figures can be read.
+  const load = () =>
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(", ");
+  const loadBefore = load();
   try {
     const baseline = await startBaseline();
     targets.push({ label: "node:http", ...baseline, get: "/r", put: "/r", newPrefix: "/n", etag: ETAG_4K });
     const apache = await prepareApache(await startApache(), BODY_4K, "/r.bin", "/p.bin");
     targets.push({ label: "apache mod_dav", ...apache, newPrefix: "/new-" });
-    const trove = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl }));
+    const trove = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl, workers: "auto" }));
     targets.push({ label: "trove (defaults)", ...trove, newPrefix: "/resources/v2/data/home/new-" });
-    const workers = troveWorkers;
-    if (workers > 1) {
-      const serveArgs = ["--workers", String(workers)];
-      const several = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl, serveArgs }));
-      targets.push({ label: `trove --workers ${workers}`, ...several, newPrefix: "/resources/v2/data/home/new-" });
+    if (troveWorkers > 0) {
+      const workers = String(troveWorkers);
+      const other = await prepareTrove(await startTrove({ logLevel: "info", mongodbUrl, workers }));
+      targets.push({ label: `trove --workers ${workers}`, ...other, newPrefix: "/resources/v2/data/home/new-" });
     }
     const [bare, ,] = targets;
     const rows = [];
@@ -371,7 +377,7 @@ async function runApache() {
       }
     }
     console.log(
-      `\nTrove against Apache mod_dav and node:http, ${useWrk ? "wrk, 1 thread" : "autocannon"}, ${connections} connections, ${duration} s rounds, median of ${rounds} alternating rounds`,
+      `\nTrove against Apache mod_dav and node:http, ${useWrk ? "wrk, 1 thread" : "autocannon"}, ${connections} connections, ${duration} s rounds, median of ${rounds} alternating rounds; Node ${process.version}; load average ${loadBefore} before, ${load()} after`,
     );
     const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("CPU/req", 10, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}  other`;
     console.log(`${head}\n${"-".repeat(head.length + 6)}`);

@@ -110,7 +110,9 @@ async function dropDatabase(url, database) {
  * dropped when the server stops; the data directory then holds only the development issuer's keys.
  * `pollWait` (seconds) raises the longest wait a poll may ask for (`--poll-wait`, default 30).
  * `serveArgs` are more `trove serve` flags; `nodeArgs` and `env` are node's flags and extra
- * environment variables of the server process (bench/parked-polls.js).
+ * environment variables of the server process (bench/parked-polls.js). `workers` is `--workers`:
+ * 1 unless asked, since most benchmarks measure what one process costs (its memory, its CPU);
+ * `--only apache` and `apache-large` measure the default, auto, beside it.
  */
 export async function startTrove({
   logLevel = "silent",
@@ -120,6 +122,7 @@ export async function startTrove({
   serveArgs = [],
   nodeArgs,
   env,
+  workers = "1",
 } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "trove-bench-"));
   const port = await freePort();
@@ -146,6 +149,8 @@ export async function startTrove({
     logLevel,
     "--token-lifetime",
     "86400",
+    "--workers",
+    String(workers),
   ];
   if (database) args.push("--mongodb-url", mongodbUrl, "--mongodb-database", database);
   if (pollWait !== undefined) args.push("--poll-wait", String(pollWait));

@@ -265,8 +265,8 @@ export const OPTIONS = {
   },
   workers: {
     arg: "N",
-    help: "processes serving the port, one per core: N, or auto for the machine's cores; they share the data directory or the MongoDB database, and --max-connections is split between them",
-    default: "1",
+    help: "processes serving the port: auto, one per core (os.availableParallelism), or N; 1 serves from one process. They share the data directory or the MongoDB database, and --max-connections is split between them",
+    default: "auto",
     see: "docs/operations.md, Several cores",
     parse: workers,
   },

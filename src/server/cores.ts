@@ -25,6 +25,8 @@ export interface CoreOptions {
   reportAvailability?: number;
   /** The other workers of `trove serve --workers`: report changes and jobs are told to them. */
   peers?: PeerChannel;
+  /** The read-only switch, when it is shared with the other workers (server/workers.ts); default this process's own. */
+  readOnly?: ReadOnlySwitch;
   reportWorker?:
     | Partial<Omit<ReportWorkerOptions, "storage" | "notifier" | "availabilityMs" | "now" | "logger">>
     | false;
@@ -50,7 +52,7 @@ export interface Cores {
 export function createCores(options: CoreOptions): Cores {
   const { now, logger } = options;
   // Every client write goes through the switch (services/read-only.ts); the backup reads past it.
-  const readOnly = new ReadOnlySwitch();
+  const readOnly = options.readOnly ?? new ReadOnlySwitch();
   const storage = readOnlyStorage(options.storage, readOnly);
   const backup = new BackupCore({ storage: options.storage, readOnly, now });
   const resources = new ResourceCore({ storage, maxResourceSize: options.maxResourceSize, now });

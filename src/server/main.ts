@@ -87,7 +87,7 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
     reportAvailability: config.reportAvailability,
     reportWorker: config.reportWorker && first ? {} : false,
     purgeInterval: first ? undefined : 0,
-    worker: link && { peers: link.peers, collectMetrics: link.collectMetrics },
+    worker: link && { peers: link.peers, collectMetrics: link.collectMetrics, readOnly: link.readOnly },
     metrics: config.metrics,
     logDropped: output.dropped,
     limits: config.limits,
@@ -103,21 +103,9 @@ export async function serve(config: ServeConfig, link?: WorkerLink): Promise<Tro
           : {},
   });
   const address = await server.listen(config.port, config.host);
-  const backend = storage.backend;
-  logger.info(
-    {
-      version: TROVE_VERSION,
-      storage: backend,
-      ...(config.mongodbUrl ? {} : { synchronous: config.sqliteSynchronous }),
-      host: address.address,
-      port: address.port,
-      data: config.dataDir,
-      // The budgets in force (docs/security.md, "Capacity"), per process with --workers.
-      maxConnections: config.limits.maxConnections,
-      maxLongLived: config.limits.maxLongLived,
-    },
-    `Trove ${TROVE_VERSION} listening on http://${config.host}:${address.port} (storage: ${backend})`,
-  );
+  // Workers: each says it listens; the primary says once that the server does, when all of them do.
+  if (link) logger.info({ port: address.port }, `worker ${link.slot} listening`);
+  else logger.info(...readyLine(config, address.port));
   // Workers: the primary shows the banner once.
   if (devIssuer && !link) process.stderr.write(devModeBanner(devIssuer, config));
   else if (!devIssuer && first) void reportIssuer(config.issuer as string, config.audience, logger);
@@ -163,6 +151,29 @@ export async function serveUntilSignal(config: ServeConfig): Promise<number> {
   return 0;
 }
 
+/**
+ * The line that says the server serves (docs/operations.md, "Logs"): written once, by the only
+ * process or by the primary once every worker listens, before the development issuer's banner.
+ */
+function readyLine(config: ServeConfig, port: number): [Record<string, unknown>, string] {
+  const backend = config.mongodbUrl ? "mongodb" : "sqlite";
+  return [
+    {
+      version: TROVE_VERSION,
+      storage: backend,
+      ...(config.mongodbUrl ? {} : { synchronous: config.sqliteSynchronous }),
+      host: config.host,
+      port,
+      data: config.dataDir,
+      workers: config.workers,
+      // The budgets in force (docs/security.md, "Capacity"), per process with several workers.
+      maxConnections: config.limits.maxConnections,
+      maxLongLived: config.limits.maxLongLived,
+    },
+    `Trove ${TROVE_VERSION} listening on http://${config.host}:${port} (storage: ${backend})`,
+  ];
+}
+
 /** The primary of `trove serve --workers`: the development issuer's file first, then the workers. */
 async function servePrimary(config: ServeConfig): Promise<number> {
   const logger = primaryLogger(config.logLevel, config.logBuffer);
@@ -180,6 +191,7 @@ async function servePrimary(config: ServeConfig): Promise<number> {
     workers: config.workers,
     logger,
     listening(port) {
+      logger.info(...readyLine(config, port));
       if (!devIssuer) return;
       devIssuer.listening(config.host, port);
       process.stderr.write(devModeBanner(devIssuer, { ...config, port }));
@@ -195,17 +207,22 @@ async function servePrimary(config: ServeConfig): Promise<number> {
 async function serveWorker(config: ServeConfig, link: WorkerLink): Promise<number> {
   process.on("SIGINT", () => {});
   process.on("SIGTERM", () => {});
-  const server = await serve(config, link);
-  const graceful = await new Promise<boolean>((resolve) => {
+  let server: TroveServer | undefined;
+  const stopped = new Promise<void>((resolve) => {
     link.onStop((now) => {
+      // Told to stop while still starting (waiting for MongoDB, say): it serves nothing yet, so it
+      // ends at once, as a single process's start-up does on SIGTERM.
+      if (!server) process.exit(0);
       if (now) {
         server.logger.warn("stopping at once, cutting every connection");
         process.exit(143);
       }
-      resolve(true);
+      resolve();
     });
   });
-  if (graceful) await server.shutdown(config.shutdownTimeout, "primary");
+  server = await serve(config, link);
+  await stopped;
+  await server.shutdown(config.shutdownTimeout, "primary");
   return 0;
 }
 

@@ -7,6 +7,7 @@ import { type Logger, pino } from "pino";
 import { DEFAULT_CONSOLE_CLIENT_ID, type DevIssuer } from "../auth/dev-issuer.js";
 import type { Authenticator } from "../auth/verifier.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
+import type { ReadOnlySwitch } from "../services/read-only.js";
 import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import { createFilesystemStorage, type FilesystemStorageOptions } from "../storage/filesystem/filesystem-storage.js";
@@ -37,9 +38,10 @@ export interface TroveServerOptions {
   purgeInterval?: number;
   /**
    * This server is one of the workers of `trove serve --workers` (server/workers.ts): report
-   * changes and jobs are told to the other workers, and GET /metrics answers every worker's sum.
+   * changes and jobs are told to the other workers, GET /metrics answers every worker's sum, and
+   * the read-only switch is set on every worker at once.
    */
-  worker?: { peers: PeerChannel; collectMetrics(): Promise<string> };
+  worker?: { peers: PeerChannel; collectMetrics(): Promise<string>; readOnly?: ReadOnlySwitch };
   now?: () => number;
   /**
    * How callers are authenticated: a token verifier (every request then needs
@@ -116,6 +118,7 @@ export function createTroveServer(options: TroveServerOptions): TroveServer {
     pollWait: options.pollWait,
     reportAvailability: options.reportAvailability,
     peers: options.worker?.peers,
+    readOnly: options.worker?.readOnly,
     reportWorker:
       metrics && options.reportWorker !== false
         ? { ...options.reportWorker, observer: metrics.reportJobs }

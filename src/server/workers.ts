@@ -5,7 +5,8 @@
 // commits, the others are told through the primary (a PeerChannel), so a poll parked in one worker
 // wakes for a PUT another answered. The primary serves nothing: it starts the workers and starts
 // again one that died, relays their messages, keeps the development issuer's single-use grants,
-// sums their metrics for GET /metrics, and stops them gracefully on SIGTERM or SIGINT.
+// sums their metrics for GET /metrics, keeps the read-only switch (set on one worker, it is on in
+// every worker before SetReadOnly answers), and stops them gracefully on SIGTERM or SIGINT.
 //
 // Every worker is the same server; slot 1 (whichever process holds it now) also runs what must
 // run once per data directory: the report worker, the purge of expired tombstones, the filesystem
@@ -15,6 +16,7 @@ import cluster, { type Worker } from "node:cluster";
 import { type Logger, pino } from "pino";
 import { AggregatorRegistry } from "prom-client";
 import { type Grant, type GrantStore, type GrantTable, localGrants } from "../auth/dev-issuer.js";
+import { ReadOnlySwitch } from "../services/read-only.js";
 import type { ScanLease } from "../storage/filesystem/scan-lease.js";
 import type { PeerChannel, WriteTurns } from "../storage/port.js";
 import { stdoutLog } from "./log-destination.js";
@@ -41,7 +43,13 @@ type Upward =
   /** The write turn (WriteTurns): asked for, or given back. */
   | { trove: "turn"; op: "take" | "release" }
   | { trove: "ask"; id: number; what: "metrics" }
-  | { trove: "ask"; id: number; what: "grants"; grant: GrantOp };
+  | { trove: "ask"; id: number; what: "grants"; grant: GrantOp }
+  /** The read-only switch, set through this worker: the primary sets it on every worker, then answers. */
+  | { trove: "ask"; id: number; what: "read-only"; retryAfter: number }
+  /** This worker listens to the primary now: it is told the read-only switch from here on. */
+  | { trove: "hello" }
+  /** The read-only setting `round` is applied in this worker. */
+  | { trove: "applied"; round: number };
 
 /** Primary to worker. */
 type Downward =
@@ -49,6 +57,8 @@ type Downward =
   /** The write turn is this worker's. */
   | { trove: "turn" }
   | { trove: "answer"; id: number; value?: unknown; error?: string }
+  /** The read-only switch (seconds of Retry-After, 0 off); with `round`, to be acknowledged. */
+  | { trove: "read-only"; retryAfter: number; round?: number }
   /** Stop: gracefully, or at once (a second signal). */
   | { trove: "stop"; now: boolean };
 
@@ -68,6 +78,8 @@ export interface WorkerLink {
   readonly grants: GrantStore;
   /** Every worker's metrics, summed by the primary (Prometheus text). */
   collectMetrics(): Promise<string>;
+  /** The read-only switch of every worker: set here, it is set in all of them (the primary relays it). */
+  readonly readOnly: ReadOnlySwitch;
   /** Filesystem stores: slot 1 scans their folders, the others serve what it records. */
   readonly scanLease: ScanLease;
   /** Calls `listener` each time this worker is told to stop: gracefully (the primary's first signal, or the primary is gone), or at once. */
@@ -96,9 +108,13 @@ export function workerLink(): WorkerLink | undefined {
     process.send?.(message);
     return true;
   };
+  const readOnly = new ReadOnlySwitch((retryAfter) => ask<void>({ what: "read-only", retryAfter }));
   process.on("message", (message: unknown) => {
     if (!isTroveMessage<Downward>(message)) return;
-    if (message.trove === "publish") {
+    if (message.trove === "read-only") {
+      readOnly.apply(message.retryAfter);
+      if (message.round !== undefined) send({ trove: "applied", round: message.round });
+    } else if (message.trove === "publish") {
       for (const [topic, key] of message.items) {
         for (const listener of listeners.get(topic) ?? []) listener(key);
       }
@@ -136,7 +152,12 @@ export function workerLink(): WorkerLink | undefined {
     }
     stopNow(false);
   });
-  const ask = <T>(question: { what: "metrics" } | { what: "grants"; grant: GrantOp }): Promise<T> =>
+  // From here on the primary tells this worker every change of the read-only switch, and answers
+  // this with the switch as it is: both before the server listens (one channel, in order).
+  send({ trove: "hello" });
+  const ask = <T>(
+    question: { what: "metrics" } | { what: "grants"; grant: GrantOp } | { what: "read-only"; retryAfter: number },
+  ): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const timer = setTimeout(() => {
@@ -202,6 +223,7 @@ export function workerLink(): WorkerLink | undefined {
       delete: (table, key) => grant<void>({ op: "delete", table, key }),
     },
     collectMetrics: () => ask<string>({ what: "metrics" }),
+    readOnly,
     scanLease: {
       duration: 30_000,
       hold: async () => slot === 1,
@@ -240,6 +262,28 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   // The write turn: who holds it, and who asked for it next, in order.
   let holder: Worker | undefined;
   const waiting: Worker[] = [];
+  // The read-only switch (seconds of Retry-After, 0 off), the workers that are told its changes
+  // (those that said hello), and the settings not yet applied by every one of them.
+  let readOnly = 0;
+  const told = new Set<Worker>();
+  let nextRound = 0;
+  const rounds = new Map<number, { pending: Set<Worker>; done(): void }>();
+  const applied = (round: number, worker: Worker) => {
+    const r = rounds.get(round);
+    if (!r?.pending.delete(worker) || r.pending.size > 0) return;
+    rounds.delete(round);
+    r.done();
+  };
+  /** Sets the switch in every worker told of it; settles once each has applied it (or ended). */
+  const setReadOnly = (retryAfter: number) =>
+    new Promise<void>((done) => {
+      readOnly = retryAfter;
+      const round = nextRound++;
+      const pending = new Set([...told].filter((w) => w.isConnected()));
+      if (pending.size === 0) return done();
+      rounds.set(round, { pending, done });
+      for (const worker of pending) worker.send({ trove: "read-only", retryAfter, round } satisfies Downward);
+    });
   const handTurn = () => {
     while (holder === undefined && waiting.length > 0) {
       const next = waiting.shift() as Worker;
@@ -259,7 +303,12 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     };
     const onMessage = (worker: Worker, message: unknown) => {
       if (!isTroveMessage<Upward>(message)) return;
-      if (message.trove === "turn") {
+      if (message.trove === "hello") {
+        told.add(worker);
+        worker.send({ trove: "read-only", retryAfter: readOnly } satisfies Downward);
+      } else if (message.trove === "applied") {
+        applied(message.round, worker);
+      } else if (message.trove === "turn") {
         if (message.op === "take") waiting.push(worker);
         else if (holder === worker) holder = undefined;
         handTurn();
@@ -269,6 +318,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
         }
       } else if (message.what === "metrics") {
         answer(worker, message.id, () => aggregator.clusterMetrics());
+      } else if (message.what === "read-only") {
+        answer(worker, message.id, () => setReadOnly(message.retryAfter));
       } else {
         const op = message.grant;
         answer(worker, message.id, () =>
@@ -302,6 +353,8 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       });
       worker.once("exit", (code, signal) => {
         if (slots.get(slot) === worker) slots.delete(slot);
+        told.delete(worker);
+        for (const round of [...rounds.keys()]) applied(round, worker);
         // A turn it held or asked for goes to the next in line (SQLite released its lock).
         const place = waiting.indexOf(worker);
         if (place >= 0) waiting.splice(place, 1);

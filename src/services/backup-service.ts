@@ -53,7 +53,7 @@ export class BackupCore implements ServiceImpl<typeof BackupService> {
 
   async setReadOnly(req: SetReadOnlyRequest, ctx: HandlerContext): Promise<SetReadOnlyResponse> {
     requirePermission(ctx.values.get(callerKey), STORE_ADMIN);
-    this.readOnly.set(req.readOnly, req.retryAfterSeconds || READ_ONLY_RETRY_AFTER);
+    await this.readOnly.set(req.readOnly, req.retryAfterSeconds || READ_ONLY_RETRY_AFTER);
     return create(SetReadOnlyResponseSchema, { readOnly: this.readOnly.on });
   }
 }

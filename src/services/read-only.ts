@@ -12,12 +12,26 @@ export const READ_ONLY_RETRY_AFTER = 30;
 export class ReadOnlySwitch {
   private retryAfter = 0;
 
+  /**
+   * `spread`: how a setting reaches every worker of `trove serve` (server/workers.ts), this one
+   * included, settling once each has applied it; without it, the switch is this process's.
+   */
+  constructor(private readonly spread?: (retryAfter: number) => Promise<void>) {}
+
   get on(): boolean {
     return this.retryAfter > 0;
   }
 
-  set(on: boolean, retryAfter = READ_ONLY_RETRY_AFTER): void {
-    this.retryAfter = on ? Math.max(1, retryAfter) : 0;
+  /** Turns the switch on or off, on every worker before it settles. */
+  async set(on: boolean, retryAfter = READ_ONLY_RETRY_AFTER): Promise<void> {
+    const value = on ? Math.max(1, retryAfter) : 0;
+    if (this.spread) await this.spread(value);
+    else this.apply(value);
+  }
+
+  /** This process's switch alone: seconds of Retry-After, 0 for off (what a worker is told). */
+  apply(retryAfter: number): void {
+    this.retryAfter = Math.max(0, retryAfter);
   }
 
   /** Throws ReadOnlyError while the switch is on. */

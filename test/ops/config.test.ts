@@ -2,10 +2,12 @@
 // OPTIONS (src/server/config.ts); its environment variable, its key and its --help line derive from
 // it. README.md's table is checked against --help by test/readme/configuration-table.test.ts.
 
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { envName, keyOf, OPTIONS, parseServeArgs, SERVE_HELP, type ServeConfig } from "../../src/server/config.js";
 
 const capacity = () => ({ openFiles: 20_000, memory: 24 * 2 ** 30 });
+const cores = availableParallelism();
 const parse = (args: string[], env: NodeJS.ProcessEnv = {}) => parseServeArgs(args, env, capacity) as ServeConfig;
 
 describe("one option table (issue 29 review)", () => {
@@ -49,15 +51,16 @@ describe("one option table (issue 29 review)", () => {
       shutdownTimeout: 10_000,
       corsOrigins: [],
       consoleClientId: "trove-console",
-      workers: 1,
+      // --workers auto: one per core, and the connection budgets split between them.
+      workers: cores,
       limits: {
         firstByteTimeout: 10_000,
         headersTimeout: 20_000,
         keepAliveTimeout: 15_000,
         sessionIdleTimeout: 30_000,
         maxConcurrentStreams: 256,
-        maxConnections: 15_795,
-        maxLongLived: 12_636,
+        maxConnections: Math.ceil(15_795 / cores),
+        maxLongLived: Math.ceil(12_636 / cores),
         minBodyRate: 500,
         maxLongLivedPerCaller: 1000,
         maxLongLivedUnauthenticated: 100,

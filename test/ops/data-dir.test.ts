@@ -284,7 +284,7 @@ describe("serve with a data directory that cannot be used", () => {
 });
 
 describe("serve without a usable data directory: start-up ends on SIGTERM, workers are not started again for ever", () => {
-  it("SIGTERM while start-up waits for MongoDB (with --issuer, --data is not used: /proc/nope is not checked) ends the process", async () => {
+  it("SIGTERM while start-up waits for MongoDB (with --issuer, --data is not used: /proc/nope is not checked) ends the process; with several workers (the default, issue 32 item 4), the primary stops the starting workers at once and exits 0", async () => {
     const mongo = await silentServer();
     const s = await serve("/proc/nope", [
       "--mongodb-url",
@@ -294,15 +294,21 @@ describe("serve without a usable data directory: start-up ends on SIGTERM, worke
     ]);
     // Start-up reached MongoDB (the data directory was not in its way), and waits for its answer.
     await until("a connection to MongoDB", async () => (mongo.connections() > 0 ? true : undefined), s.stderr);
+    const pids = await workerPids(s.child.pid as number);
+    for (const pid of pids) workers.add(pid);
     s.child.kill("SIGTERM");
-    expect(await ended(s)).toEqual({ code: null, signal: "SIGTERM", stderr: "" });
+    // One process ends by the signal; a primary stops its workers, which serve nothing yet, and ends.
+    expect(await ended(s)).toEqual(
+      pids.length > 0 ? { code: 0, signal: null, stderr: "" } : { code: null, signal: "SIGTERM", stderr: "" },
+    );
+    for (const pid of pids) await until(`worker ${pid} gone`, async () => ((await alive(pid)) ? undefined : true));
     expect(existsSync("/proc/nope")).toBe(false);
   });
 
-  it("SIGTERM while start-up is blocked in a system call (open of a FIFO named trove.db, never answered) ends the process", async () => {
+  it("SIGTERM while start-up is blocked in a system call (open of a FIFO named trove.db, never answered) ends the process (--workers 1: a worker blocked so ends on the second signal, docs/operations.md)", async () => {
     const dir = await tempDir("fifo");
     execFileSync("mkfifo", [join(dir, "trove.db")]);
-    const s = await serve(dir);
+    const s = await serve(dir, ["--workers", "1"]);
     const pid = s.child.pid as number;
     // Where the kernel shows it: waiting for the FIFO's other end, the event loop blocked. A
     // kernel that does not show where a process waits (wchan "0") gets the signal after a while.

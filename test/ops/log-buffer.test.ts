@@ -61,7 +61,21 @@ it("a stdout nobody reads: every request is answered, lines beyond --log-buffer 
   const url = `http://127.0.0.1:${port}`;
   const server = spawn(
     process.execPath,
-    [CLI, "serve", "--port", String(port), "--data", dataDir, "--log-level", "info", "--log-buffer", "65536"],
+    // One process, its bound and its count (several workers have one each: docs/operations.md, Logs).
+    [
+      CLI,
+      "serve",
+      "--workers",
+      "1",
+      "--port",
+      String(port),
+      "--data",
+      dataDir,
+      "--log-level",
+      "info",
+      "--log-buffer",
+      "65536",
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   child = server;

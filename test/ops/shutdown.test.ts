@@ -67,7 +67,8 @@ async function serve(args: string[] = [], reuse?: string): Promise<Served> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [CLI, "serve", "--port", String(port), "--data", dataDir, "--token-lifetime", "86400", ...args],
+    // One process's shutdown, its log lines and exit codes; several workers': test/ops/workers.test.ts.
+    [CLI, "serve", "--workers", "1", "--port", String(port), "--data", dataDir, "--token-lifetime", "86400", ...args],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   children.push(child);

@@ -851,7 +851,9 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
       c.request(`/resources/v2/poll?store=home:${cursor}&wait=60`, { headers: auth(s) }),
     );
     await parked(s, 2);
-    await s.kill();
+    // The primary alone (s.kill() would end its workers too, as a crash of the whole server).
+    process.kill(s.pid, "SIGKILL");
+    await s.exited;
     for (const answer of await Promise.all(waiting)) {
       expect({ status: answer.status, body: answer.body }).toEqual({ status: 204, body: "" });
     }
@@ -892,7 +894,16 @@ describe("trove serve --workers: refusals (issue 14, multi-core serving)", () =>
       body: "b",
     });
     expect(put.status).toBe(201);
-    const refused = await run(["--port", String(await freePort()), "--data", s.dataDir, "--log-level", "silent"]);
+    const refused = await run([
+      "--workers",
+      "1",
+      "--port",
+      String(await freePort()),
+      "--data",
+      s.dataDir,
+      "--log-level",
+      "silent",
+    ]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(
       `trove serve: the data directory ${s.dataDir} is in use by another process (another trove serve?): stop it, or give this one another --data directory\n`,
@@ -914,7 +925,7 @@ describe("trove serve --workers: refusals (issue 14, multi-core serving)", () =>
   }, 60_000);
 
   it("workers on the data directory of a running single-process trove serve are refused; it keeps serving (issue 14, multi-core serving)", async () => {
-    const single = await startChildServer();
+    const single = await startChildServer({ args: ["--workers", "1"] });
     servers.push(single);
     const port = await freePort();
     const child = spawn(

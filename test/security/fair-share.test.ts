@@ -83,7 +83,8 @@ describe("capacity: the default connection budget (issue 29, item 1)", () => {
   });
 
   it("leaves room for 10,000 parked polls and streams at the defaults where the limit allows it, and a fifth for short requests", () => {
-    const c = config([], 20_000);
+    // One worker: the totals (several split them, as the last case of the next test shows).
+    const c = config(["--workers", "1"], 20_000);
     expect(c.limits.maxConnections).toBe(15_795);
     expect(c.limits.maxLongLived).toBe(12_636);
     expect(c.limits.maxLongLived).toBeGreaterThanOrEqual(10_000);
@@ -93,9 +94,9 @@ describe("capacity: the default connection budget (issue 29, item 1)", () => {
   });
 
   it("--max-connections and --max-long-lived override the defaults; a long-lived budget not below the connections is refused", () => {
-    const c = config(["--max-connections", "500", "--max-long-lived", "300"], 20_000);
+    const c = config(["--workers", "1", "--max-connections", "500", "--max-long-lived", "300"], 20_000);
     expect([c.limits.maxConnections, c.limits.maxLongLived]).toEqual([500, 300]);
-    expect(config(["--max-connections", "500"], 20_000).limits.maxLongLived).toBe(400);
+    expect(config(["--workers", "1", "--max-connections", "500"], 20_000).limits.maxLongLived).toBe(400);
     expect(() => config(["--max-connections", "500", "--max-long-lived", "500"], 20_000)).toThrow(
       "--max-long-lived (500) must be below --max-connections (500): short requests need the connections left over",
     );

@@ -16,7 +16,10 @@ import { type ChildServer, startChildServer } from "../support/child-server.js";
 import { until } from "../support/observe.js";
 import { startServer, type TestServer } from "../support/server.js";
 
+// One process (--workers 1): the tests read its descriptors in /proc.
 const SHORT = [
+  "--workers",
+  "1",
   "--first-byte-timeout",
   "1",
   "--headers-timeout",
@@ -181,6 +184,8 @@ describe("200 slow or silent connections that never read", () => {
   beforeAll(async () => {
     server = await startChildServer({
       args: [
+        "--workers",
+        "1",
         "--first-byte-timeout",
         "2",
         "--headers-timeout",

@@ -15,7 +15,8 @@ const GRPC_PREFIX = Buffer.from([0, 0x7f, 0xff, 0xff, 0xff]);
 
 let server: ChildServer;
 beforeAll(async () => {
-  server = await startChildServer();
+  // One process (--workers 1): the test reads its memory in /proc.
+  server = await startChildServer({ args: ["--workers", "1"] });
 }, 60_000);
 afterAll(async () => {
   await server?.stop();

@@ -90,7 +90,8 @@ describe.skipIf(process.platform !== "linux")("streaming a 256 MiB resource", ()
   let baseline = 0;
 
   beforeAll(async () => {
-    server = await startChildServer();
+    // One process (--workers 1): the test reads its memory in /proc.
+    server = await startChildServer({ args: ["--workers", "1"] });
     authorization = server.authorization;
     // Warm the code paths of a large PUT and GET so that the baseline holds the compiled code.
     const warm = body();

@@ -4,7 +4,7 @@
 // a token from it, as `trove token` would print it.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,7 +26,7 @@ export interface ChildServer {
   /** `Bearer {token}`: the Authorization header value every request to this server needs. */
   authorization: string;
   stop(): Promise<void>;
-  /** Ends the process with SIGKILL, as a crash would; the data directory stays. */
+  /** Ends the process and its workers with SIGKILL, as a crash of the server would; the data directory stays. */
   kill(): Promise<void>;
   /** The last 4000 characters the process (and any process it started) wrote to stderr. */
   stderr(): string;
@@ -138,11 +138,37 @@ export async function startChildServer(options: ChildServerOptions = {}): Promis
     },
     async kill() {
       if (child.exitCode === null && child.signalCode === null) {
+        // Several workers (trove serve's default): a worker outlives a killed primary for its
+        // graceful stop, and would still hold the data directory when the test starts it again.
+        const workers = await workerPids(child.pid as number);
         child.kill("SIGKILL");
+        for (const pid of workers) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+        }
         await exited;
+        for (const pid of workers) {
+          while ((await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "")).match(/\) [^Z]/)) {
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        }
       }
     },
   };
+}
+
+/** The processes a primary of `trove serve` started (its workers), from every thread's children list. */
+export async function workerPids(primary: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${primary}/task`).catch(() => [] as string[]);
+  const pids = new Set<number>();
+  for (const task of tasks) {
+    const children = await readFile(`/proc/${primary}/task/${task}/children`, "utf8").catch(() => "");
+    for (const pid of children.trim().split(/\s+/)) if (pid) pids.add(Number(pid));
+  }
+  return [...pids].sort((a, b) => a - b);
 }
 
 /** A field of /proc/{pid}/status in bytes, e.g. VmRSS (resident now) or VmHWM (peak resident). */

@@ -7,9 +7,12 @@
 import type { ChildProcess } from "node:child_process";
 import { readdir, readFile, readlink, rm } from "node:fs/promises";
 import * as http from "node:http";
+import { availableParallelism } from "node:os";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { expect } from "vitest";
-import { type ChildServer, startChildServer } from "./child-server.js";
+import { type ChildServer, startChildServer, workerPids } from "./child-server.js";
+
+export { workerPids };
 
 /** Idle keep-alive connections and HTTP/2 sessions stay open for the whole test (the defaults close them after 15 s and 120 s). */
 export const WORKERS_ARGS = ["--workers", "2", "--keep-alive-timeout", "600", "--session-idle-timeout", "600"];
@@ -55,17 +58,6 @@ export function tagOf(a: Answer): string {
   const etag = a.headers.etag;
   if (typeof etag !== "string") throw new Error(`no ETag in the answer (${a.status}): ${a.body}`);
   return etag.replaceAll('"', "");
-}
-
-/** The processes the primary started (its children), from every thread's children list. */
-export async function workerPids(primary: number): Promise<number[]> {
-  const tasks = await readdir(`/proc/${primary}/task`).catch(() => [] as string[]);
-  const pids = new Set<number>();
-  for (const task of tasks) {
-    const children = await readFile(`/proc/${primary}/task/${task}/children`, "utf8").catch(() => "");
-    for (const pid of children.trim().split(/\s+/)) if (pid) pids.add(Number(pid));
-  }
-  return [...pids].sort((a, b) => a - b);
 }
 
 /** Whether a process exists and is not a zombie. */
@@ -163,22 +155,37 @@ export async function cleanUp(): Promise<void> {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 }
 
-/** `trove serve` with WORKERS_ARGS (and `args`, more of them), once both workers answer. */
+/** How many workers `trove serve` starts without --workers: TROVE_WORKERS where set (CI's second run sets 1), else one per core. */
+export function defaultWorkers(): number {
+  const env = process.env.TROVE_WORKERS;
+  return env === undefined || env === "auto" ? availableParallelism() : Number(env);
+}
+
+/**
+ * `trove serve` with WORKERS_ARGS (and `args`, more of them), once both workers answer; with
+ * `defaults`, without --workers (one worker per core, issue 32), once every worker answers. The
+ * pids are the workers', or the one process's when it serves alone.
+ */
 export async function startWorkers(
-  options: { dataDir?: string; args?: string[] } = {},
+  options: { dataDir?: string; args?: string[]; defaults?: boolean } = {},
 ): Promise<{ s: ChildServer; pids: number[] }> {
-  const s = await startChildServer({ args: [...WORKERS_ARGS, ...(options.args ?? [])], dataDir: options.dataDir });
+  const base = options.defaults ? WORKERS_ARGS.slice(2) : WORKERS_ARGS;
+  const count = options.defaults ? defaultWorkers() : 2;
+  const s = await startChildServer({ args: [...base, ...(options.args ?? [])], dataDir: options.dataDir });
   servers.push(s);
   let found: number[] = [];
-  const pids = await until(
-    "two worker processes",
-    async () => {
-      found = await workerPids(s.pid);
-      for (const pid of found) workers.add(pid);
-      return found.length === 2 ? found : undefined;
-    },
-    () => ({ found, stderr: s.stderr() }),
-  );
+  const pids =
+    count === 1
+      ? [s.pid]
+      : await until(
+          `${count} worker processes`,
+          async () => {
+            found = await workerPids(s.pid);
+            for (const pid of found) workers.add(pid);
+            return found.length === count ? found : undefined;
+          },
+          () => ({ found, stderr: s.stderr() }),
+        );
   // Slot 1 starts first, the others once it listens: wait until each one answers.
   let refused: unknown;
   const serving = await until(
