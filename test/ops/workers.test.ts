@@ -731,7 +731,7 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     }
   }, 60_000);
 
-  it("--max-connections is split between the workers: 2 in all, one each; the next connection on either answers 503 (issue 14, multi-core serving)", async () => {
+  it("--max-connections is split between the workers: 2 in all, one each; with both busy, the next connection on either answers 503 (issue 14, multi-core serving; issue 29: only idle ones make room)", async () => {
     // The default keep-alive timeout (5 s): the connection of startChildServer's readiness check
     // (fetch keeps it, as long as the server's Keep-Alive says) is closed by the server soon.
     const s = await startChildServer({ args: ["--workers", "2", "--max-connections", "2"] });
@@ -742,6 +742,13 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
     });
     for (const pid of pids) workers.add(pid);
     const held = await until("one connection held by each worker", () => pinUnderLimit(s, pids));
+    // Each held connection has an upload in flight: busy, so neither worker has an idle one to close
+    // for a newcomer (an idle one would make room: test/security/slow-clients.test.ts).
+    const uploads = held.map((c, i) => slowUpload(c, `/resources/v2/data/home/busy-${i}.txt`, 10));
+    for (const upload of uploads) {
+      await upload.started;
+      await upload.write("busy ");
+    }
     for (let i = 0; i < 4; i++) {
       const refused = await send(`${s.url}/healthz`);
       expect({ status: refused.status, retryAfter: refused.headers["retry-after"] }).toEqual({
@@ -750,8 +757,13 @@ describe("trove serve --workers 2: processes (issue 14, multi-core serving)", ()
       });
       expect(refused.body).toMatch(/at most 1 open/);
     }
-    // Both held connections are served all the while.
-    for (const c of held) expect((await c.request("/resources/v2/data/home/", { headers: auth(s) })).status).toBe(200);
+    // Both held connections are served all the while: their uploads finish and are stored.
+    for (const upload of uploads) upload.end("busy!");
+    for (const upload of uploads) expect((await upload.response).status).toBe(201);
+    for (let i = 0; i < held.length; i++) {
+      const stored = await send(`${s.url}/resources/v2/data/home/busy-${i}.txt`, { headers: auth(s) });
+      expect({ status: stored.status, body: stored.body }).toEqual({ status: 200, body: "busy busy!" });
+    }
   }, 60_000);
 
   it("a worker ignores SIGTERM and SIGINT sent to it directly: it keeps its parked poll and serves on (issue 14, multi-core serving; the primary decides)", async () => {
