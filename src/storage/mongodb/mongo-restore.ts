@@ -77,24 +77,10 @@ export class MongoRestore {
   }
 }
 
-/** A node as its document (no link to the state it replaced: the archive does not keep them). */
+/**
+ * A node as its document: the record's fields as they are (a field added to NodeRecord is not left
+ * behind), its parent, and no link to the state it replaced (the archive does not keep them).
+ */
 function nodeDoc(store: string, n: NodeRecord): NodeDoc {
-  return {
-    store,
-    path: n.path,
-    parent: parentOf(n.path) ?? null,
-    directory: n.directory,
-    deleted: n.deleted,
-    tag: n.tag,
-    prevTag: n.prevTag,
-    type: n.type,
-    size: n.size,
-    md5: n.md5,
-    blob: n.blob,
-    inline: n.inline,
-    created: n.created,
-    modified: n.modified,
-    eventId: n.eventId,
-    user: n.user ?? "",
-  };
+  return { ...n, store, parent: parentOf(n.path) ?? null, user: n.user ?? "" };
 }
