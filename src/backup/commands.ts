@@ -20,7 +20,7 @@ import {
   UsageError,
 } from "@trove/sdk/cli";
 import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
-import { UnavailableError } from "../domain/errors.js";
+import { InsufficientStorageError, UnavailableError } from "../domain/errors.js";
 import { BackupService } from "../gen/trove/admin/v1/backup_pb.js";
 import { isDataDirError } from "../server/data-dir.js";
 import type { StoragePort } from "../storage/port.js";
@@ -141,8 +141,19 @@ function failure(command: string, err: unknown, io: CliIo): number {
     return EXIT.conflict;
   }
   if (err instanceof UnavailableError) {
-    io.stderr.write(`trove ${command}: ${err.message}\n`);
+    const again =
+      command === "restore"
+        ? "; the target stays marked as being restored: run the same trove restore again once it is back"
+        : "";
+    io.stderr.write(`trove ${command}: ${err.message}${again}\n`);
     return EXIT.unavailable;
+  }
+  if (err instanceof InsufficientStorageError) {
+    // A full disk under the data directory (ENOSPC), or a full MongoDB: what was written stays,
+    // marked as an unfinished restore.
+    const again = command === "restore" ? "; make room and run the same trove restore again to finish it" : "";
+    io.stderr.write(`trove ${command}: no space left on the target: ${err.message}${again}\n`);
+    return EXIT.error;
   }
   if (isDataDirError(err)) {
     io.stderr.write(`trove ${command}: ${err.message}\n`);

@@ -30,8 +30,12 @@ export class MongoRestore {
     });
   }
 
-  async begin(archive: string): Promise<void> {
-    await guard(() => this.marks.replaceOne({ _id: MARK_ID }, { archive }, { upsert: true }));
+  /** Marks the database as being restored from `archive`; true when it was already (a run again). */
+  async begin(archive: string): Promise<boolean> {
+    const before = await guard(() =>
+      this.marks.findOneAndReplace({ _id: MARK_ID }, { archive }, { upsert: true, returnDocument: "before" }),
+    );
+    return before?.archive === archive;
   }
 
   async finish(): Promise<void> {

@@ -321,8 +321,8 @@ export class MongoStorage implements StoragePort {
     return this.restores.target();
   }
 
-  beginRestore(archive: string): Promise<void> {
-    return this.restores.begin(archive);
+  async beginRestore(archive: string): Promise<void> {
+    if (await this.restores.begin(archive)) this.contents.resumeRestore();
   }
 
   finishRestore(): Promise<void> {
