@@ -183,7 +183,7 @@ export function backupParts(
     prefix: string,
     batches: AsyncIterable<T[]>,
     folder: boolean,
-    line: (r: T, inline: string | undefined) => object,
+    line: (r: T) => object,
     counted: (n: number) => Promise<void>,
   ): AsyncIterable<ArchivePart> {
     const lines = new JsonLines(prefix);
@@ -199,7 +199,7 @@ export function backupParts(
           : record.inline
             ? base64(record.inline)
             : await base64Of(storage.readBlob(record));
-        const full = lines.add(line(record, undefined), inline);
+        const full = lines.add(line(record), inline);
         if (full) yield full;
       }
       await counted(batch.length);

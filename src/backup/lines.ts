@@ -15,18 +15,19 @@ export type ReportLine = Omit<ReportRecord, "leaseOwner" | "leaseExpires" | "doc
 };
 
 /**
- * The line of a node (`inline`: its contents in base64, when they travel in the line). A node read
- * as a state of a listing as of an event carries that state's end, which is not the node's: left out.
+ * The line of a node, but its contents: a small resource's `inline` (base64) is the line's last
+ * member, which the writer appends (JsonLines in backup.ts). A node read as a state of a listing
+ * as of an event carries that state's end, which is not the node's: left out.
  */
-export function lineOfNode(n: NodeRecord | VersionRecord, inline: string | undefined): NodeLine {
+export function lineOfNode(n: NodeRecord | VersionRecord): NodeLine {
   const { store: _store, inline: _contents, endedEventId: _event, ended: _ended, ...fields } = n as VersionRecord;
-  return { ...fields, user: n.user ?? "", ...(inline === undefined ? {} : { inline }) };
+  return { ...fields, user: n.user ?? "" };
 }
 
-/** The line of a kept version, its end included. */
-export function lineOfVersion(v: VersionRecord, inline: string | undefined): VersionLine {
+/** The line of a kept version, its end included, but its contents (as lineOfNode). */
+export function lineOfVersion(v: VersionRecord): VersionLine {
   const { store: _store, inline: _contents, ...fields } = v;
-  return { ...fields, ...(inline === undefined ? {} : { inline }) };
+  return fields;
 }
 
 /** The record of a node's or a version's line, in `store`. */
