@@ -7,7 +7,6 @@ import { BACKUP, RESTORE } from "./backup/commands.js";
 import { UnavailableError } from "./domain/errors.js";
 import { parseServeArgs, SERVE_HELP, type ServeConfig } from "./server/config.js";
 import { isDataDirError } from "./server/data-dir.js";
-import { serveUntilSignal } from "./server/main.js";
 import { TROVE_VERSION } from "./version.js";
 
 /** serve's options as its help lists them (`--name VALUE` takes a value), for shell completion. */
@@ -42,6 +41,8 @@ const SERVE: HostCommand = {
     process.removeAllListeners("SIGINT");
     process.removeAllListeners("SIGTERM");
     try {
+      // The server's modules load for serve only: a backup or a client command starts without them.
+      const { serveUntilSignal } = await import("./server/main.js");
       return await serveUntilSignal(config);
     } catch (err) {
       // The data directory cannot be used: exit 1. The storage cannot be reached (MongoDB):

@@ -4,8 +4,10 @@
 
 import { UnavailableError } from "../domain/errors.js";
 import { giveBack } from "../storage/chunk-pool.js";
-import type { NodeRecord, ReportRecord, StoragePort, VersionRecord } from "../storage/port.js";
+import { INLINE_MAX } from "../storage/local/blob-files.js";
+import type { NodeRecord, StoragePort } from "../storage/port.js";
 import type { ArchivePart } from "./archive.js";
+import { lineOfNode, lineOfReport, lineOfVersion } from "./lines.js";
 
 /** A JSON Lines part is cut when it reaches this many bytes, or LINES_PER_PART lines. */
 const PART_BYTES = 1024 * 1024;
@@ -30,15 +32,12 @@ export interface StorePart {
  * Contents up to this size travel in their record's line (`inline`, base64), as both backends keep
  * them with the metadata; larger ones as `blobs/{uuid}` entries, each once.
  */
-export const LINE_CONTENTS_MAX = 64 * 1024;
-
-/** A node or version as a line of `nodes-*.jsonl` / `versions-*.jsonl`: the record without store, contents in base64. */
-export type NodeLine = Omit<NodeRecord, "store" | "inline"> & { user: string; inline?: string };
-export type VersionLine = NodeLine & { endedEventId: number; ended: number };
-/** A report as a line of `reports-*.jsonl`: the record without its job's lease; a small document in base64. */
-export type ReportLine = Omit<ReportRecord, "leaseOwner" | "leaseExpires" | "document"> & {
-  document: { blob: string; size: number; md5: string; inline?: string } | null;
-};
+export const LINE_CONTENTS_MAX = INLINE_MAX;
+/**
+ * States read per batch, with their inline contents (ListOptions.contents): at most
+ * STATES_PER_BATCH * INLINE_MAX = 16 MiB of contents held at once, whatever the store's size.
+ */
+const STATES_PER_BATCH = 256;
 
 export interface StoreSummary {
   name: string;
@@ -134,7 +133,12 @@ export function backupParts(
         const root = await storage.getNodeAsOf(name, "", hold.eventId);
         const states = withFirst(
           root ? [root] : [],
-          storage.listNodesAsOf(name, "", hold.eventId, { recursive: true, includeDeleted: true }),
+          storage.listNodesAsOf(name, "", hold.eventId, {
+            recursive: true,
+            includeDeleted: true,
+            contents: !folder,
+            batchSize: STATES_PER_BATCH,
+          }),
         );
         let renewed = Date.now();
         const renew = async (now = false) => {
@@ -148,16 +152,16 @@ export function backupParts(
             );
           }
         };
-        yield* linesWithBlobs(`${prefix}/nodes`, states, folder, nodeLine, (n) => {
+        yield* linesWithBlobs(`${prefix}/nodes`, states, folder, lineOfNode, (n) => {
           summary.nodes += n;
           contents.counts.nodes += n;
           return renew();
         });
         yield* linesWithBlobs(
           `${prefix}/versions`,
-          storage.listEndedVersions(name, hold.eventId, {}),
+          storage.listEndedVersions(name, hold.eventId, { contents: !folder, batchSize: STATES_PER_BATCH }),
           folder,
-          versionLine,
+          lineOfVersion,
           (n) => {
             summary.versions += n;
             contents.counts.versions += n;
@@ -179,7 +183,7 @@ export function backupParts(
     prefix: string,
     batches: AsyncIterable<T[]>,
     folder: boolean,
-    line: (r: T, inline: string | undefined) => unknown,
+    line: (r: T) => object,
     counted: (n: number) => Promise<void>,
   ): AsyncIterable<ArchivePart> {
     const lines = new JsonLines(prefix);
@@ -188,7 +192,14 @@ export function backupParts(
         // The blobs go before the part that refers to them: a restore stores contents first.
         if (!folder) yield* blobOf(record);
         const small = !folder && hasContents(record) && record.size <= LINE_CONTENTS_MAX;
-        const full = lines.add(line(record, small ? await base64Of(storage.readBlob(record)) : undefined));
+        // Inline contents come with the listing; others this small (a backend that kept them in a
+        // file) are read.
+        const inline = !small
+          ? undefined
+          : record.inline
+            ? base64(record.inline)
+            : await base64Of(storage.readBlob(record));
+        const full = lines.add(line(record), inline);
         if (full) yield full;
       }
       await counted(batch.length);
@@ -235,7 +246,7 @@ export function backupParts(
             };
           }
           const inline = small ? await base64Of(storage.insights.readReportDocument(report)) : undefined;
-          const r = reportLines.add(reportLine(report, inline));
+          const r = reportLines.add(lineOfReport(report, inline));
           if (r) yield r;
         }
       }
@@ -266,6 +277,11 @@ export async function* gathered(pieces: AsyncIterable<Uint8Array>, size = 1024 *
   };
   for await (const piece of pieces) {
     if (bytes > 0 && bytes + piece.byteLength > size) yield flush();
+    if (piece.byteLength >= size) {
+      // A whole chunk already (a JSON part): passed on as it is, not copied; never given back.
+      yield piece;
+      continue;
+    }
     held.push(piece);
     bytes += piece.byteLength;
     if (bytes >= size) yield flush();
@@ -289,33 +305,8 @@ async function base64Of(chunks: AsyncIterable<Uint8Array>): Promise<string> {
   return Buffer.concat(parts).toString("base64");
 }
 
-function nodeLine(n: NodeRecord, inline: string | undefined): NodeLine {
-  return {
-    path: n.path,
-    directory: n.directory,
-    deleted: n.deleted,
-    tag: n.tag,
-    prevTag: n.prevTag,
-    type: n.type,
-    size: n.size,
-    md5: n.md5,
-    blob: n.blob,
-    created: n.created,
-    modified: n.modified,
-    eventId: n.eventId,
-    user: n.user ?? "",
-    ...(inline === undefined ? {} : { inline }),
-  };
-}
-
-function versionLine(v: VersionRecord, inline: string | undefined): VersionLine {
-  return { ...nodeLine(v, inline), endedEventId: v.endedEventId, ended: v.ended };
-}
-
-function reportLine(r: ReportRecord, inline: string | undefined): ReportLine {
-  const { leaseOwner: _owner, leaseExpires: _expires, document, ...rest } = r;
-  const doc = document && { blob: document.blob, size: document.size, md5: document.md5 };
-  return { ...rest, document: doc && (inline === undefined ? doc : { ...doc, inline }) };
+function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
 }
 
 export function jsonPart(name: string, value: unknown): ArchivePart {
@@ -325,25 +316,32 @@ export function jsonPart(name: string, value: unknown): ArchivePart {
 
 /** Lines gathered into numbered parts `{prefix}-000001.jsonl`, each at most PART_BYTES (or one line). */
 class JsonLines {
-  private lines: Buffer[] = [];
+  // Strings until the part is cut: one encoding and one buffer per part, not per line.
+  private lines: string[] = [];
   private bytes = 0;
   private count = 0;
 
   constructor(private readonly prefix: string) {}
 
-  /** Adds a line; returns the part it completes, if it does. */
-  add(value: unknown): ArchivePart | undefined {
-    const line = Buffer.from(`${JSON.stringify(value)}\n`, "utf8");
-    const cut = this.bytes + line.byteLength > PART_BYTES ? this.flush() : undefined;
+  /**
+   * Adds a line: `value`, and `inline` as its last member when given (base64 needs no escaping:
+   * appended as it is, rather than scanned again by JSON.stringify, most of a small resource's
+   * line). Returns the part it completes, if it does.
+   */
+  add(value: object, inline?: string): ArchivePart | undefined {
+    const json = JSON.stringify(value);
+    const line = inline === undefined ? `${json}\n` : `${json.slice(0, -1)},"inline":"${inline}"}\n`;
+    const size = Buffer.byteLength(line, "utf8");
+    const cut = this.bytes + size > PART_BYTES ? this.flush() : undefined;
     this.lines.push(line);
-    this.bytes += line.byteLength;
+    this.bytes += size;
     return cut ?? (this.lines.length >= LINES_PER_PART ? this.flush() : undefined);
   }
 
   flush(): ArchivePart | undefined {
     if (this.lines.length === 0) return undefined;
     this.count += 1;
-    const body = Buffer.concat(this.lines);
+    const body = Buffer.from(this.lines.join(""), "utf8");
     this.lines = [];
     this.bytes = 0;
     return { name: `${this.prefix}-${String(this.count).padStart(6, "0")}.jsonl`, size: body.byteLength, body };

@@ -2,10 +2,9 @@
 // server package's commands that open a storage themselves (a stopped embedded server's data
 // directory, or a MongoDB database) and stream an archive to or from a file.
 
-import { createReadStream, createWriteStream } from "node:fs";
+import { closeSync, createReadStream, openSync, writeSync } from "node:fs";
 import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { finished } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -22,11 +21,9 @@ import {
 } from "@trove/sdk/cli";
 import { BackupService } from "@trove/sdk/gen/trove/admin/v1/backup_pb.js";
 import { DEV_ISSUER_FILE } from "../auth/dev-issuer.js";
-import { UnavailableError } from "../domain/errors.js";
+import { InsufficientStorageError, UnavailableError } from "../domain/errors.js";
 import { isDataDirError } from "../server/data-dir.js";
-import { MongoStorage } from "../storage/mongodb/mongo-storage.js";
 import type { StoragePort } from "../storage/port.js";
-import { SqliteStorage } from "../storage/sqlite/sqlite-storage.js";
 import { TROVE_VERSION } from "../version.js";
 import { ArchiveReader, isArchiveError, type Manifest, writeArchive } from "./archive.js";
 import { type BackupContents, backupParts, gathered, jsonPart } from "./backup.js";
@@ -123,10 +120,13 @@ function targetOf(values: Record<string, unknown>, command: string): Target {
   return { data, mongodbUrl, mongodbDatabase: values["mongodb-database"] as string | undefined };
 }
 
+/** Opens the backend named; only its adapter's modules load (the MongoDB driver alone is a tenth of a second). */
 async function openTarget(target: Target): Promise<StoragePort> {
   if (target.mongodbUrl !== undefined) {
+    const { MongoStorage } = await import("../storage/mongodb/mongo-storage.js");
     return MongoStorage.open({ url: target.mongodbUrl, database: target.mongodbDatabase });
   }
+  const { SqliteStorage } = await import("../storage/sqlite/sqlite-storage.js");
   return SqliteStorage.open({ dataDir: target.data as string });
 }
 
@@ -141,8 +141,19 @@ function failure(command: string, err: unknown, io: CliIo): number {
     return EXIT.conflict;
   }
   if (err instanceof UnavailableError) {
-    io.stderr.write(`trove ${command}: ${err.message}\n`);
+    const again =
+      command === "restore"
+        ? "; the target stays marked as being restored: run the same trove restore again once it is back"
+        : "";
+    io.stderr.write(`trove ${command}: ${err.message}${again}\n`);
     return EXIT.unavailable;
+  }
+  if (err instanceof InsufficientStorageError) {
+    // A full disk under the data directory (ENOSPC), or a full MongoDB: what was written stays,
+    // marked as an unfinished restore.
+    const again = command === "restore" ? "; make room and run the same trove restore again to finish it" : "";
+    io.stderr.write(`trove ${command}: no space left on the target: ${err.message}${again}\n`);
+    return EXIT.error;
   }
   if (isDataDirError(err)) {
     io.stderr.write(`trove ${command}: ${err.message}\n`);
@@ -255,21 +266,25 @@ async function writeOutput(
   expected?: number,
 ): Promise<number> {
   const progress = createProgress("backup", { stream: io.stderr, enabled: showProgress });
-  let out: NodeJS.WritableStream | undefined;
+  // A file is written in place, each chunk at once: nothing else runs in this process meanwhile,
+  // and a write handed to the thread pool waited for a thread as long as it took on a loaded
+  // machine (docs/benchmarks.md, "Backup and restore").
+  let fd: number | undefined;
   let written = 0;
   try {
     for await (const chunk of chunks) {
-      out ??= output === "-" ? io.stdout : createWriteStream(output, { mode: 0o600 });
+      if (output === "-") {
+        if (!io.stdout.write(chunk)) await new Promise((r) => io.stdout.once("drain", r));
+      } else {
+        fd ??= openSync(output, "w", 0o600);
+        for (let at = 0; at < chunk.byteLength; ) at += writeSync(fd, chunk, at);
+      }
       written += chunk.byteLength;
-      if (!out.write(chunk)) await new Promise((r) => out?.once("drain", r));
       progress.update(written, expected && Math.max(expected, written));
     }
   } finally {
     progress.finish();
-    if (out && out !== io.stdout) {
-      out.end();
-      await finished(out).catch(() => {});
-    }
+    if (fd !== undefined) closeSync(fd);
   }
   return written;
 }

@@ -5,16 +5,10 @@
 
 import { AlreadyExistsError } from "../domain/errors.js";
 import type { StoreType } from "../domain/store.js";
-import type {
-  EnvironmentRecord,
-  NodeRecord,
-  ProjectRecord,
-  PromotionRecord,
-  ReportRecord,
-  StoragePort,
-} from "../storage/port.js";
+import type { EnvironmentRecord, ProjectRecord, PromotionRecord, StoragePort } from "../storage/port.js";
 import { ArchiveError, ArchiveReader, type Manifest, type ReadPart } from "./archive.js";
-import type { BackupContents, NodeLine, ReportLine, StorePart, VersionLine } from "./backup.js";
+import type { BackupContents, StorePart } from "./backup.js";
+import { type NodeLine, type ReportLine, reportOfLine, stateOfLine, type VersionLine } from "./lines.js";
 
 /** The target cannot take this archive (not empty, or being restored from another one). */
 export class RestoreRefusedError extends Error {
@@ -106,21 +100,17 @@ async function restorePart(
     }
     const storeName = stores.get(prefix);
     if (storeName === undefined) throw new ArchiveError(name, `${name} comes before ${prefix}/store.json`);
-    const lines = await linesOf<NodeLine | VersionLine>(part);
     if (store[2]?.startsWith("nodes-")) {
+      const lines = await linesOf<NodeLine>(part);
       await storage.importNodes(
         storeName,
-        lines.map((l) => nodeOf(storeName, l)),
+        lines.map((l) => stateOfLine(storeName, l)),
       );
     } else {
+      const lines = await linesOf<VersionLine>(part);
       await storage.importVersions(
         storeName,
-        (lines as VersionLine[]).map((l) => ({
-          ...nodeOf(storeName, l),
-          user: l.user,
-          endedEventId: l.endedEventId,
-          ended: l.ended,
-        })),
+        lines.map((l) => stateOfLine(storeName, l)),
       );
     }
     return;
@@ -135,7 +125,7 @@ async function restorePart(
   } else if (kind === "promotions") {
     for (const p of await linesOf<PromotionRecord>(part)) await storage.insights.recordPromotion(p);
   } else {
-    for (const r of await linesOf<ReportLine>(part)) await storage.importReport(reportOf(r));
+    for (const r of await linesOf<ReportLine>(part)) await storage.importReport(reportOfLine(r));
   }
 }
 
@@ -146,26 +136,6 @@ async function already(write: () => Promise<unknown>): Promise<void> {
   } catch (err) {
     if (!(err instanceof AlreadyExistsError)) throw err;
   }
-}
-
-function nodeOf(store: string, l: NodeLine): NodeRecord {
-  const { inline, ...rest } = l;
-  return { ...rest, store, inline: inline === undefined ? null : Buffer.from(inline, "base64") };
-}
-
-function reportOf(l: ReportLine): ReportRecord {
-  const d = l.document;
-  return {
-    ...l,
-    leaseOwner: "",
-    leaseExpires: 0,
-    document: d && {
-      blob: d.blob,
-      size: d.size,
-      md5: d.md5,
-      inline: d.inline === undefined ? null : Buffer.from(d.inline, "base64"),
-    },
-  };
 }
 
 async function whole(part: ReadPart): Promise<Buffer> {

@@ -100,6 +100,13 @@ export interface ListOptions {
   includeDeleted: boolean;
   /** Entries per batch. */
   batchSize?: number;
+  /**
+   * listNodesAsOf only: each state carries its inline contents (`inline`, as getNode gives them;
+   * larger ones stay for readBlob), so that a reader of every state (a backup) reads a store in one
+   * statement per batch instead of one read per resource. Inline contents are at most INLINE_MAX
+   * (64 KiB) each: a batch holds at most `batchSize` times that.
+   */
+  contents?: boolean;
 }
 
 /** What a read of one path needs: the live store's configuration and the node at the path. */
@@ -384,6 +391,11 @@ export interface SnapshotHold {
 /** How long a snapshot hold lasts without a renewal. */
 export const HOLD_MS = 30 * 60 * 1000;
 
+export interface EndedVersionsOptions {
+  batchSize?: number;
+  contents?: boolean;
+}
+
 /** What a backup reads besides the history part: a store held at an event, and its ended versions. */
 export interface BackupStorage {
   /** Holds a live store for a snapshot (SnapshotHold); undefined when the store is not live. */
@@ -391,9 +403,9 @@ export interface BackupStorage {
   /**
    * The kept versions of a store that ended at or before `upTo` (its history before a snapshot at
    * `upTo`), in path order and, within a path, by ascending eventId; in batches of at most
-   * `batchSize`.
+   * `batchSize`; with their inline contents when `contents` (as ListOptions.contents).
    */
-  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]>;
+  listEndedVersions(store: string, upTo: number, options: EndedVersionsOptions): AsyncIterable<VersionRecord[]>;
 }
 
 /** Where a restore stands on a backend (RestoreStorage.restoreTarget). */

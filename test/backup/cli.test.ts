@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { type ChildServer, startChildServer } from "../support/child-server.js";
-import { once } from "./dump.js";
+import { fillStore } from "./dump.js";
 import { CLI, trove } from "./run-cli.js";
 
 const DATA = "/resources/v2/data";
@@ -31,16 +31,7 @@ async function tempDir(): Promise<string> {
 async function filledDataDir(files = 20): Promise<string> {
   const dir = await tempDir();
   const s = await SqliteStorage.open({ dataDir: dir });
-  await s.createStore(
-    { name: "home", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "30d" } },
-    T0,
-  );
-  await s.makeDirectory("home", "docs", {}, T0, "ann");
-  for (let i = 0; i < files; i++) {
-    const blob = await s.writeBlob(once(Buffer.alloc(i % 5 === 0 ? 200_000 : 300, i)), { maxSize: 1 << 30 });
-    await s.putFile("home", `docs/f${i}.json`, blob, "application/json", {}, T0 + i, "ann");
-  }
-  await s.deleteTree("home", "docs/f1.json", {}, T0 + 100, "bob");
+  await fillStore(s, files, T0);
   await s.close();
   return dir;
 }

@@ -9,6 +9,23 @@ export async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   yield bytes;
 }
 
+/**
+ * A store `home` that keeps versions, in `storage`: a directory of `files` files (every fifth of
+ * 200,000 bytes, a blob; the others of 300 bytes, inline), then one of them deleted.
+ */
+export async function fillStore(storage: StoragePort, files: number, t0: number): Promise<void> {
+  await storage.createStore(
+    { name: "home", type: "recursive", settings: { "keep-deleted": "7d", "keep-versions": "30d" } },
+    t0,
+  );
+  await storage.makeDirectory("home", "docs", {}, t0, "ann");
+  for (let i = 0; i < files; i++) {
+    const blob = await storage.writeBlob(once(Buffer.alloc(i % 5 === 0 ? 200_000 : 300, i)), { maxSize: 1 << 30 });
+    await storage.putFile("home", `docs/f${i}.json`, blob, "application/json", {}, t0 + i, "ann");
+  }
+  await storage.deleteTree("home", "docs/f1.json", {}, t0 + 100, "bob");
+}
+
 export async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const out: Buffer[] = [];
   for await (const c of chunks) out.push(Buffer.from(c));

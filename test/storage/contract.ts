@@ -2421,6 +2421,54 @@ export function storageContract(
             b2.tag,
           ]);
         });
+
+        it("issue 28: with contents, listNodesAsOf and listEndedVersions carry each small state's inline contents (none for larger contents, directories and tombstones); without, none", async () => {
+          await storage.createStore(keeping("s"), T0);
+          await put("s", "a.txt", "a1");
+          const big = randomBytes(inlineLimit * 2);
+          await put("s", "big.bin", big);
+          await mkdir("s", "d");
+          await put("s", "d/c.txt", "c1");
+          await put("s", "gone.txt", "g1");
+          await remove("s", "gone.txt");
+          const event = (await store("s")).lastEventId;
+          await put("s", "a.txt", "a2");
+          await remove("s", "d/c.txt");
+          const asOf = async (contents: boolean) => {
+            const out: Record<string, string | null> = {};
+            const options = { recursive: true, includeDeleted: true, contents, batchSize: 2 };
+            for await (const batch of storage.listNodesAsOf("s", "", event, options)) {
+              expect(batch.length).toBeLessThanOrEqual(2);
+              for (const n of batch) out[n.path] = n.inline && Buffer.from(n.inline).toString();
+            }
+            return out;
+          };
+          expect(await asOf(true)).toEqual({
+            "a.txt": "a1",
+            "big.bin": null,
+            d: null,
+            "d/c.txt": "c1",
+            "gone.txt": null,
+          });
+          expect(await asOf(false)).toEqual({
+            "a.txt": null,
+            "big.bin": null,
+            d: null,
+            "d/c.txt": null,
+            "gone.txt": null,
+          });
+          const ended: Array<[string, string | null]> = [];
+          for await (const batch of storage.listEndedVersions("s", Number.MAX_SAFE_INTEGER, { contents: true })) {
+            for (const v of batch) {
+              if (!v.directory) ended.push([v.path, v.inline && Buffer.from(v.inline).toString()]);
+            }
+          }
+          expect(ended).toEqual([
+            ["a.txt", "a1"],
+            ["d/c.txt", "c1"],
+            ["gone.txt", "g1"],
+          ]);
+        });
       });
     });
   });

@@ -17,6 +17,7 @@ import { makeDirectory } from "../local/make-directory.js";
 import {
   type BlobInfo,
   type DeleteResult,
+  type EndedVersionsOptions,
   type GetStoreNodeOptions,
   type InsightsStorage,
   type ListOptions,
@@ -901,7 +902,7 @@ export class FilesystemStorage implements StoragePort {
   holdSnapshot(store: string): Promise<SnapshotHold | undefined> {
     return this.inner.holdSnapshot(store);
   }
-  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
+  listEndedVersions(store: string, upTo: number, options: EndedVersionsOptions): AsyncIterable<VersionRecord[]> {
     return this.inner.listEndedVersions(store, upTo, options);
   }
   // A restore writes the index only: a filesystem store's folder is the operator's (docs/backup.md).

@@ -146,6 +146,11 @@ export function inGridFS(n: { blob: string; directory: boolean; deleted: boolean
 /** Where an index may leave out a node: only contents in GridFS can be orphaned. */
 export const IN_GRIDFS = { size: { $gt: INLINE_MAX } };
 
+/** A listing's projection: without the inline contents, unless asked for (ListOptions.contents). */
+export function contentsProjection(contents: boolean | undefined): { inline?: 0 } {
+  return contents ? {} : { inline: 0 };
+}
+
 /** What a read of one path needs of its store's document. */
 export const STORE_CONFIG = { type: 1, settings: 1, deleted: 1 } as const;
 

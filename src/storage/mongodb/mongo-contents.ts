@@ -12,17 +12,33 @@ import { IN_GRIDFS, type MongoCollections, nodeKey, versionKey } from "./mongo-c
 import { binaryBytes, domainError, guard, readGridFS, removeGridFS } from "./mongo-driver.js";
 
 export class MongoContents {
+  /** A restore runs again: the first of its blobs not stored whole may have chunks of the run cut short. */
+  private leftover = false;
+
   constructor(
     private readonly c: MongoCollections,
     private readonly log: StorageLogger,
   ) {}
 
+  /** A restore from the same archive runs again (RestoreStorage.beginRestore on a marked database). */
+  resumeRestore(): void {
+    this.leftover = true;
+  }
+
   async writeBlob(source: AsyncIterable<Uint8Array>, options: WriteBlobOptions): Promise<BlobInfo> {
     const blob = options.blob ?? randomUUID();
-    // A restore run again writes its blobs again: an earlier whole upload goes first (found by
-    // _id; a delete by files_id alone would read every chunk on FerretDB, for every blob).
-    if (options.blob && (await guard(() => this.c.bucket.find({ _id: blob as never }).hasNext()))) {
-      await guard(() => this.c.bucket.delete(blob as never));
+    if (options.blob) {
+      // A restore run again writes its blobs again: an earlier whole upload goes first (found by
+      // _id; a delete by files_id alone would read every chunk on FerretDB, for every blob).
+      if (await guard(() => this.c.bucket.find({ _id: blob as never }).hasNext())) {
+        await guard(() => this.c.bucket.delete(blob as never));
+      } else if (this.leftover) {
+        // The first blob a run again finds not stored whole is where the run before stopped (the
+        // archive's order is the same): its chunks may be there without their files document, and
+        // go, by files_id, once per run. Every later blob was never begun.
+        this.leftover = false;
+        await guard(() => this.c.db.collection("blobs.chunks").deleteMany({ files_id: blob }));
+      }
     }
     const hash = createHash("md5");
     let size = 0;

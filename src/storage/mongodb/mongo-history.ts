@@ -13,6 +13,7 @@ import { keepsVersions } from "../../domain/store.js";
 import { keysetPages } from "../keyset-pages.js";
 import type { ListOptions, Preconditions, VersionRecord, WriteResult } from "../port.js";
 import {
+  contentsProjection,
   currentState,
   inGridFS,
   type MongoCollections,
@@ -164,27 +165,28 @@ export class MongoHistory {
    */
   listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]> {
     const { low, high } = descendantRange(dir);
+    const projection = contentsProjection(options.contents);
     const page = async (after: string, limit: number): Promise<VersionRecord[]> => {
       const path = options.recursive && dir !== "" ? { $gt: after, $lt: high } : { $gt: after };
       const where = options.recursive ? { store, path } : { store, parent: dir, path };
       const nodes = await guard(() =>
         this.c.nodes
-          .find({ ...where, eventId: { $lte: eventId } }, { projection: { inline: 0 } })
+          .find({ ...where, eventId: { $lte: eventId } }, { projection })
           .sort({ path: 1 })
           .limit(limit)
           .toArray(),
       );
       const versions = await guard(() =>
         this.c.versions
-          .find({ ...where, eventId: { $lte: eventId }, endedEventId: { $gt: eventId } }, { projection: { inline: 0 } })
+          .find({ ...where, eventId: { $lte: eventId }, endedEventId: { $gt: eventId } }, { projection })
           .sort({ path: 1 })
           .limit(limit)
           .toArray(),
       );
       // The first `limit` paths of the two: each of them is among the first `limit` of its side.
       const states = new Map<string, VersionRecord>();
-      for (const v of versions) states.set(v.path, toVersion({ ...v, inline: null }));
-      for (const n of nodes) states.set(n.path, currentState({ ...n, inline: null }));
+      for (const v of versions) states.set(v.path, toVersion(v));
+      for (const n of nodes) states.set(n.path, currentState(n));
       return [...states.values()].sort(byPath).slice(0, limit);
     };
     // keysetPages hands back the records page gives it: states, typed as nodes there.

@@ -30,8 +30,12 @@ export class MongoRestore {
     });
   }
 
-  async begin(archive: string): Promise<void> {
-    await guard(() => this.marks.replaceOne({ _id: MARK_ID }, { archive }, { upsert: true }));
+  /** Marks the database as being restored from `archive`; true when it was already (a run again). */
+  async begin(archive: string): Promise<boolean> {
+    const before = await guard(() =>
+      this.marks.findOneAndReplace({ _id: MARK_ID }, { archive }, { upsert: true, returnDocument: "before" }),
+    );
+    return before?.archive === archive;
   }
 
   async finish(): Promise<void> {
@@ -77,24 +81,10 @@ export class MongoRestore {
   }
 }
 
-/** A node as its document (no link to the state it replaced: the archive does not keep them). */
+/**
+ * A node as its document: the record's fields as they are (a field added to NodeRecord is not left
+ * behind), its parent, and no link to the state it replaced (the archive does not keep them).
+ */
 function nodeDoc(store: string, n: NodeRecord): NodeDoc {
-  return {
-    store,
-    path: n.path,
-    parent: parentOf(n.path) ?? null,
-    directory: n.directory,
-    deleted: n.deleted,
-    tag: n.tag,
-    prevTag: n.prevTag,
-    type: n.type,
-    size: n.size,
-    md5: n.md5,
-    blob: n.blob,
-    inline: n.inline,
-    created: n.created,
-    modified: n.modified,
-    eventId: n.eventId,
-    user: n.user ?? "",
-  };
+  return { ...n, store, parent: parentOf(n.path) ?? null, user: n.user ?? "" };
 }

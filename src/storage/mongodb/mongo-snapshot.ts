@@ -2,8 +2,8 @@
 // that every instance writing the store sees it under the store's lease, and the versions that
 // ended by the snapshot's event, read with one cursor.
 
-import { HOLD_MS, type SnapshotHold, type VersionRecord } from "../port.js";
-import { type MongoCollections, toVersion } from "./mongo-collections.js";
+import { type EndedVersionsOptions, HOLD_MS, type SnapshotHold, type VersionRecord } from "../port.js";
+import { contentsProjection, type MongoCollections, toVersion } from "./mongo-collections.js";
 import { guard } from "./mongo-driver.js";
 import type { StoreWriteLock } from "./mongo-write-lock.js";
 
@@ -48,16 +48,16 @@ export class MongoSnapshots {
     };
   }
 
-  async *listEnded(store: string, upTo: number, batchSize = 1000): AsyncIterable<VersionRecord[]> {
-    const limit = Math.max(1, batchSize);
+  async *listEnded(store: string, upTo: number, options: EndedVersionsOptions): AsyncIterable<VersionRecord[]> {
+    const limit = Math.max(1, options.batchSize ?? 1000);
     const cursor = this.c.versions
-      .find({ store, endedEventId: { $lte: upTo } }, { projection: { inline: 0 } })
+      .find({ store, endedEventId: { $lte: upTo } }, { projection: contentsProjection(options.contents) })
       .sort({ path: 1, eventId: 1 })
       .batchSize(limit);
     try {
       let batch: VersionRecord[] = [];
       for await (const doc of cursor) {
-        batch.push({ ...toVersion(doc), inline: null });
+        batch.push(toVersion(doc));
         if (batch.length >= limit) {
           yield batch;
           batch = [];

@@ -14,6 +14,7 @@ import type { StoreConfig } from "../../domain/store.js";
 import type {
   BlobInfo,
   DeleteResult,
+  EndedVersionsOptions,
   GetStoreNodeOptions,
   ListOptions,
   NodeRecord,
@@ -311,8 +312,8 @@ export class MongoStorage implements StoragePort {
     return this.snapshots.hold(store);
   }
 
-  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
-    return this.snapshots.listEnded(store, upTo, options.batchSize);
+  listEndedVersions(store: string, upTo: number, options: EndedVersionsOptions): AsyncIterable<VersionRecord[]> {
+    return this.snapshots.listEnded(store, upTo, options);
   }
 
   // Restores (docs/backup.md): mongo-restore.ts.
@@ -320,8 +321,8 @@ export class MongoStorage implements StoragePort {
     return this.restores.target();
   }
 
-  beginRestore(archive: string): Promise<void> {
-    return this.restores.begin(archive);
+  async beginRestore(archive: string): Promise<void> {
+    if (await this.restores.begin(archive)) this.contents.resumeRestore();
   }
 
   finishRestore(): Promise<void> {

@@ -73,11 +73,14 @@ export class SqliteHistory {
    */
   listNodesAsOf(store: string, dir: string, eventId: number, options: ListOptions): AsyncIterable<VersionRecord[]> {
     const { low, high } = descendantRange(dir);
+    const s = this.stmt;
+    const contents = options.contents === true;
+    // Kept directory states have no contents: dirStates never reads the column.
     const [states, dirStates] = !options.recursive
-      ? [this.stmt.childrenAsOf, this.stmt.childDirsAsOf]
+      ? [contents ? s.childrenAsOfWithContents : s.childrenAsOf, s.childDirsAsOf]
       : dir === ""
-        ? [this.stmt.belowRootAsOf, this.stmt.dirsBelowRootAsOf]
-        : [this.stmt.descendantsAsOf, this.stmt.descendantDirsAsOf];
+        ? [contents ? s.belowRootAsOfWithContents : s.belowRootAsOf, s.dirsBelowRootAsOf]
+        : [contents ? s.descendantsAsOfWithContents : s.descendantsAsOf, s.descendantDirsAsOf];
     const page = (after: string, limit: number) => {
       const params = { store, dir, after, high, event: eventId, limit };
       const found = states.all(params).map((r) => rawVersion(store, r[0] as string, r, 1));

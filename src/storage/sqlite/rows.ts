@@ -92,11 +92,20 @@ export const STORE_NODE_FROM =
  * finds inline ones by path and blob). Keyed rows cost a 1,000-entry listing about a fifth of its
  * CPU (issue 14).
  */
-export const LISTED_RAW = `n.path, ${NODE_COLUMNS}, NULL, ${NODE_TIMES}`;
-/** A listing's raw columns of a kept state (versions aliased `n`): LISTED_RAW, then its end (rawVersion). */
-export const VERSION_RAW = `${LISTED_RAW}, n.ended_event_id, n.ended`;
-/** The current nodes' rows in a listing of states: LISTED_RAW with the end of a state not ended. */
-export const CURRENT_RAW = `${LISTED_RAW}, 0, 0`;
+export const LISTED_RAW = listedRaw(false);
+/** LISTED_RAW, with the inline contents in their column when `contents` (ListOptions.contents). */
+export function listedRaw(contents: boolean): string {
+  return `n.path, ${NODE_COLUMNS}, ${contents ? "n.inline" : "NULL"}, ${NODE_TIMES}`;
+}
+/** A listing's raw columns of a kept state (versions aliased `n`): listedRaw, then its end (rawVersion). */
+export function versionRaw(contents: boolean): string {
+  return `${listedRaw(contents)}, n.ended_event_id, n.ended`;
+}
+export const VERSION_RAW = versionRaw(false);
+/** The current nodes' rows in a listing of states: listedRaw with the end of a state not ended. */
+export function currentRaw(contents: boolean): string {
+  return `${listedRaw(contents)}, 0, 0`;
+}
 
 /**
  * A node from a raw row, starting at column `at`: NODE_COLUMNS, then the inline contents (a

@@ -3,7 +3,7 @@
 
 import type Database from "better-sqlite3";
 import {
-  CURRENT_RAW,
+  currentRaw,
   LISTED_RAW,
   NODE_COLUMNS,
   NODE_TIMES,
@@ -13,6 +13,7 @@ import {
   type StoreRow,
   VERSION_RAW,
   type VersionRow,
+  versionRaw,
 } from "./rows.js";
 
 /**
@@ -178,6 +179,10 @@ export interface Statements {
   childrenAsOf: Named<unknown[]>;
   descendantsAsOf: Named<unknown[]>;
   belowRootAsOf: Named<unknown[]>;
+  /** The three above with the inline contents in their column (ListOptions.contents: a backup's read). */
+  childrenAsOfWithContents: Named<unknown[]>;
+  descendantsAsOfWithContents: Named<unknown[]>;
+  belowRootAsOfWithContents: Named<unknown[]>;
   childDirsAsOf: Named<unknown[]>;
   descendantDirsAsOf: Named<unknown[]>;
   dirsBelowRootAsOf: Named<unknown[]>;
@@ -213,10 +218,10 @@ function key(name: string): string {
  * version whose event is its node's (MongoDB's crash window): the write and the versions it keeps
  * commit together, so this does not look for one (a third of its cost).
  */
-function statesAsOf(where: (alias: string, after: string) => string): string {
-  return `SELECT ${CURRENT_RAW} FROM nodes n WHERE n.store = ${key("store")} AND ${where("n", "@after")} AND n.event_id <= @event
+function statesAsOf(where: (alias: string, after: string) => string, contents = false): string {
+  return `SELECT ${currentRaw(contents)} FROM nodes n WHERE n.store = ${key("store")} AND ${where("n", "@after")} AND n.event_id <= @event
     UNION ALL
-    SELECT ${VERSION_RAW} FROM versions n WHERE n.store = ${key("store")} AND n.directory = 0 AND ${where("n", "@after")}
+    SELECT ${versionRaw(contents)} FROM versions n WHERE n.store = ${key("store")} AND n.directory = 0 AND ${where("n", "@after")}
       AND n.event_id <= @event AND n.ended_event_id > @event
     ORDER BY 1 LIMIT @limit + 0`;
 }
@@ -386,6 +391,11 @@ export function prepareStatements(db: Database.Database): Statements {
     childrenAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(CHILDREN)).raw(true),
     descendantsAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(DESCENDANTS)).raw(true),
     belowRootAsOf: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(BELOW_ROOT)).raw(true),
+    childrenAsOfWithContents: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(CHILDREN, true)).raw(true),
+    descendantsAsOfWithContents: db
+      .prepare<[Record<string, unknown>], unknown[]>(statesAsOf(DESCENDANTS, true))
+      .raw(true),
+    belowRootAsOfWithContents: db.prepare<[Record<string, unknown>], unknown[]>(statesAsOf(BELOW_ROOT, true)).raw(true),
     childDirsAsOf: db.prepare<[Record<string, unknown>], unknown[]>(dirStatesAsOf(CHILDREN)).raw(true),
     descendantDirsAsOf: db.prepare<[Record<string, unknown>], unknown[]>(dirStatesAsOf(DESCENDANTS)).raw(true),
     dirsBelowRootAsOf: db.prepare<[Record<string, unknown>], unknown[]>(dirStatesAsOf(BELOW_ROOT)).raw(true),

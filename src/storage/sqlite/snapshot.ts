@@ -3,8 +3,8 @@
 // that ended by the snapshot's event, read in keyset pages.
 
 import type Database from "better-sqlite3";
-import { HOLD_MS, type SnapshotHold, type VersionRecord } from "../port.js";
-import { rawVersion, VERSION_RAW } from "./rows.js";
+import { type EndedVersionsOptions, HOLD_MS, type SnapshotHold, type VersionRecord } from "../port.js";
+import { rawVersion, versionRaw } from "./rows.js";
 import type { SqliteWrites } from "./sqlite-errors.js";
 
 export class SqliteSnapshots {
@@ -27,13 +27,8 @@ export class SqliteSnapshots {
         "UPDATE stores SET snapshot_until = 0 WHERE name = ? AND snapshot_until = ?",
       ),
       held: db.prepare<[number], string>("SELECT name FROM stores WHERE snapshot_until > ?").pluck(),
-      ended: db
-        .prepare<[string, number, string, string, number, number], unknown[]>(
-          `SELECT ${VERSION_RAW} FROM versions n WHERE n.store = (SELECT ?) AND n.ended_event_id <= ?
-             AND (n.path > (SELECT ?) OR (n.path = (SELECT ?) AND n.event_id > ?))
-           ORDER BY n.path, n.event_id LIMIT (SELECT ?)`,
-        )
-        .raw(true),
+      ended: ended(db, false),
+      endedWithContents: ended(db, true),
     };
   }
 
@@ -65,10 +60,11 @@ export class SqliteSnapshots {
     };
   }
 
-  async *listEnded(store: string, upTo: number, batchSize = 1000): AsyncIterable<VersionRecord[]> {
-    const limit = Math.max(1, batchSize);
+  async *listEnded(store: string, upTo: number, options: EndedVersionsOptions): AsyncIterable<VersionRecord[]> {
+    const limit = Math.max(1, options.batchSize ?? 1000);
+    const statement = options.contents ? this.stmt.endedWithContents : this.stmt.ended;
     for (let path = "", event = -1; ; ) {
-      const rows = this.stmt.ended.all(store, upTo, path, path, event, limit);
+      const rows = statement.all(store, upTo, path, path, event, limit);
       const batch = rows.map((r) => rawVersion(store, r[0] as string, r, 1));
       const last = batch.at(-1);
       if (!last) return;
@@ -78,4 +74,15 @@ export class SqliteSnapshots {
       event = last.eventId;
     }
   }
+}
+
+/** The versions ended by an event after a (path, event) key, in keyset pages; with their inline contents when asked. */
+function ended(db: Database.Database, contents: boolean) {
+  return db
+    .prepare<[string, number, string, string, number, number], unknown[]>(
+      `SELECT ${versionRaw(contents)} FROM versions n WHERE n.store = (SELECT ?) AND n.ended_event_id <= ?
+         AND (n.path > (SELECT ?) OR (n.path = (SELECT ?) AND n.event_id > ?))
+       ORDER BY n.path, n.event_id LIMIT (SELECT ?)`,
+    )
+    .raw(true);
 }

@@ -13,6 +13,7 @@ import { SpaceReserve } from "../local/space-reserve.js";
 import {
   type BlobInfo,
   type DeleteResult,
+  type EndedVersionsOptions,
   type GetStoreNodeOptions,
   type ListOptions,
   type NodeRecord,
@@ -351,8 +352,8 @@ export class SqliteStorage implements StoragePort {
     return this.snapshots.hold(store);
   }
 
-  listEndedVersions(store: string, upTo: number, options: { batchSize?: number }): AsyncIterable<VersionRecord[]> {
-    return this.snapshots.listEnded(store, upTo, options.batchSize);
+  listEndedVersions(store: string, upTo: number, options: EndedVersionsOptions): AsyncIterable<VersionRecord[]> {
+    return this.snapshots.listEnded(store, upTo, options);
   }
 
   // Restores (docs/backup.md): restore.ts.
