@@ -86,7 +86,12 @@ export interface Context {
    * answers GET or HEAD of a directory named without its trailing / with 303 to it.
    */
   answeredByDirectory(): boolean;
-  progress: boolean;
+  /**
+   * -q: print nothing but errors, as rclone's and rsync's -q (docs/cli.md, "Quiet"): no progress
+   * bar, no summary line, no notice (a skipped link); what a command is asked for (its output on
+   * stdout, a dry run's actions, -v's lines) and every error still print.
+   */
+  quiet: boolean;
 }
 
 export function out(io: CliIo, text: string): void {

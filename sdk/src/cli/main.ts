@@ -10,6 +10,9 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { createBackoff, isTransient, pause } from "../backoff.js";
+import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
+import type { FeedEvent } from "../rest/poll.js";
+import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import {
   ConflictError,
   ConnectionError,
@@ -20,10 +23,7 @@ import {
   TroveError,
   UnauthorizedError,
   UnavailableError,
-} from "../errors.js";
-import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
-import type { FeedEvent } from "../rest/poll.js";
-import type { ListingEntry, StoreInfo } from "../rest/xml.js";
+} from "../trove-errors.js";
 import {
   type CliHost,
   type CliIo,
@@ -92,7 +92,8 @@ const GLOBAL_HELP = `Connection options of every client command (flag, environme
                                                              without sync-recursive are not served
   --config FILE          TROVE_CONFIG                        JSON config file (default
                                                              ~/.config/trove/config.json)
-  -q, --quiet                                                no progress bars
+  -q, --quiet                                                print nothing but errors: no progress bars,
+                                                             no summary lines, no notices
   -h, --help                                                 this help
 `;
 
@@ -350,7 +351,7 @@ ${MOMENT_HELP}
       }
       const progress = createProgress(`get ${basename(path)}`, {
         stream: ctx.io.stderr,
-        enabled: ctx.progress && dest !== "-",
+        enabled: !ctx.quiet && dest !== "-",
       });
       let received = 0;
       const counter = new Transform({
@@ -430,7 +431,7 @@ Options:
         size = s.size;
         body = createReadStream(source);
       }
-      const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: ctx.progress });
+      const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: !ctx.quiet });
       const put = await rest.put(addr.store, path, body, {
         ifMatch: ctx.values["if-match"] as string | undefined,
         ...(ctx.values["no-clobber"] ? { ifNoneMatch: "*" } : {}),
@@ -796,7 +797,7 @@ async function runCommand(spec: Command, args: string[], io: CliIo): Promise<num
     values: values as Context["values"],
     positionals,
     config,
-    progress: values.quiet !== true,
+    quiet: values.quiet === true,
     async rest() {
       client ??= createRestClient({
         baseUrl: config.url,

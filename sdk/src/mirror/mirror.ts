@@ -11,11 +11,12 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
 import { createBackoff, isTransient, pause } from "../backoff.js";
 import type { TroveClient } from "../client.js";
-import { ConnectionError, fromConnectError, isNotFoundError } from "../errors.js";
+import { fromConnectError, isTransientConnectError } from "../connect-errors.js";
 import type { WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type GetResult, type TroveRestClient } from "../rest/client.js";
 import { createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
+import { ConnectionError, isNotFoundError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink, MirrorState } from "./sink.js";
 
@@ -130,7 +131,7 @@ export class MirrorRefusedError extends Error {
 }
 
 function retryable(err: unknown): boolean {
-  return err instanceof StoreMissing || isTransient(err);
+  return err instanceof StoreMissing || isTransient(err) || isTransientConnectError(err);
 }
 
 /**
