@@ -80,7 +80,11 @@ export interface Context {
   values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   config: CliConfig;
-  rest(): Promise<TroveRestClient>;
+  /**
+   * The REST client of the connection options. With `h2c`, the one for many requests at once
+   * (push, pull, mirror): over one HTTP/2 connection when the server speaks h2c, else HTTP/1.1.
+   */
+  rest(options?: { h2c?: boolean }): Promise<TroveRestClient>;
   /**
    * Whether the client's last answer came from a directory it was redirected to: the server
    * answers GET or HEAD of a directory named without its trailing / with 303 to it.

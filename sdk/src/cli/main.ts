@@ -11,6 +11,7 @@ import { pipeline } from "node:stream/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { createBackoff, isTransient, pause } from "../backoff.js";
 import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
+import { createH2cFetch } from "../rest/h2c-fetch.js";
 import type { FeedEvent } from "../rest/poll.js";
 import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import {
@@ -765,12 +766,12 @@ function completion(args: string[], io: CliIo, host: CliHost): number {
 }
 
 /** fetch that notes whether its last answer came from a directory the server redirected to. */
-function directoryNoting(): { fetch: typeof fetch; answeredByDirectory(): boolean } {
+function directoryNoting(through: typeof fetch = fetch): { fetch: typeof fetch; answeredByDirectory(): boolean } {
   let directory = false;
   return {
     async fetch(input, init) {
       directory = false;
-      const res = await fetch(input, init);
+      const res = await through(input, init);
       directory = res.redirected && new URL(res.url).pathname.endsWith("/");
       return res;
     },
@@ -792,13 +793,23 @@ async function runCommand(spec: Command, args: string[], io: CliIo): Promise<num
   const config = await resolveConfig(values, io.env);
   const noting = directoryNoting();
   let client: TroveRestClient | undefined;
+  let h2cClient: TroveRestClient | undefined;
   const ctx: Context = {
     io,
     values: values as Context["values"],
     positionals,
     config,
     quiet: values.quiet === true,
-    async rest() {
+    async rest(options) {
+      if (options?.h2c) {
+        h2cClient ??= createRestClient({
+          baseUrl: config.url,
+          auth: await tokenProviderOf(config),
+          fetch: createH2cFetch(config.url),
+          apiVersion: config.apiVersion,
+        });
+        return h2cClient;
+      }
       client ??= createRestClient({
         baseUrl: config.url,
         auth: await tokenProviderOf(config),

@@ -140,7 +140,7 @@ Options:
     // Loaded here: the mirror brings the gRPC transport along, which the other commands do not need.
     const { mirror, MirrorRefusedError } = await import("../mirror/mirror.js");
     const m = mirror({
-      client: await ctx.rest(),
+      client: await ctx.rest({ h2c: true }),
       store,
       path,
       target: dir,

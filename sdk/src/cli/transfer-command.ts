@@ -106,7 +106,7 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
   try {
     summary = await run({
       ...options,
-      client: await ctx.rest(),
+      client: await ctx.rest({ h2c: true }),
       signal: ctx.io.signal,
       onAction,
       onProgress: (p) => progress.update(p.bytes, p.totalBytes, `${p.files}/${p.totalFiles} files`),
