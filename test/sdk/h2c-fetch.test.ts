@@ -5,38 +5,21 @@
 
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import { connect, createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createH2cFetch, createRestClient } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
+import { startTcpProxy, type TcpProxy } from "./support.js";
 
 let server: TestServer;
 /** A TCP proxy in front of the server that counts the connections it carries. */
-let proxy: TcpServer;
-let proxyUrl: string;
-let connections = 0;
-const sockets = new Set<Socket>();
+let proxy: TcpProxy;
 /** A server that speaks only HTTP/1.1. */
 let h1: Server;
 let h1Url: string;
 
 beforeAll(async () => {
   server = await startServer();
-  proxy = createTcpServer((client) => {
-    connections += 1;
-    const upstream = connect(server.port, "127.0.0.1");
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+  proxy = await startTcpProxy(server.port);
   h1 = createServer((req, res) => {
     res.writeHead(200, { "content-type": "text/plain", "x-protocol": req.httpVersion });
     res.end(`hello ${req.method} ${req.url}`);
@@ -46,8 +29,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const s of sockets) s.destroy();
-  await new Promise((resolve) => proxy?.close(resolve));
+  await proxy?.close();
   h1?.closeAllConnections();
   await new Promise((resolve) => h1?.close(resolve));
   await server?.stop();
@@ -57,10 +39,9 @@ const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("base64");
 
 describe("h2c fetch (issue 31: one HTTP/2 connection for push, pull and mirror)", () => {
   it("against Trove: 40 uploads and downloads at once, a 3 MiB streamed body and a listing, all over one connection", async () => {
-    connections = 0;
-    const h2c = createH2cFetch(proxyUrl);
+    const h2c = createH2cFetch(proxy.url);
     try {
-      const rest = createRestClient({ baseUrl: proxyUrl, fetch: h2c });
+      const rest = createRestClient({ baseUrl: proxy.url, fetch: h2c });
       await rest.mkdir("home", "h2c");
       const small = Array.from({ length: 40 }, (_, i) => randomBytes(2048 + i));
       await Promise.all(small.map((b, i) => rest.put("home", `h2c/f${i}.bin`, b)));
@@ -88,7 +69,7 @@ describe("h2c fetch (issue 31: one HTTP/2 connection for push, pull and mirror)"
       const listing = await rest.list("home", "h2c", { recursive: true });
       expect(listing.entries.filter((e) => !e.directory)).toHaveLength(41);
       expect(h2c.http2).toBe(true);
-      expect(connections).toBe(1);
+      expect(proxy.connections()).toBe(1);
     } finally {
       h2c.close();
     }

@@ -4,7 +4,6 @@
 
 import type { ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -14,7 +13,7 @@ import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer } from "../../src/server/server.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { ensureSdkBuilt } from "./build.js";
-import { startTrove, until } from "./support.js";
+import { startTcpProxy, startTrove, until } from "./support.js";
 
 vi.setConfig({ testTimeout: 180_000 });
 
@@ -208,58 +207,11 @@ describe("trove mirror reconnects (issue 30)", () => {
   });
 });
 
-/**
- * A TCP proxy in front of `port` that can make the HTTP/2 connections it carries go silent:
- * `silence()` stops forwarding their bytes either way without closing anything, as a connection
- * lost without a FIN or RST looks to the client. HTTP/1.1 connections (the REST requests) flow.
- */
-async function silencingProxy(port: number) {
-  const h2: Array<[Socket, Socket]> = [];
-  const sockets = new Set<Socket>();
-  let h2Connections = 0;
-  const proxy = createServer((client) => {
-    const upstream = connect(port, "127.0.0.1");
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.once("data", (first: Buffer) => {
-      if (first.subarray(0, 3).toString("latin1") === "PRI") {
-        h2Connections += 1;
-        h2.push([client, upstream]);
-      }
-      upstream.write(first);
-      client.pipe(upstream).pipe(client);
-    });
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`,
-    h2Connections: () => h2Connections,
-    silence() {
-      for (const [client, upstream] of h2.splice(0)) {
-        client.unpipe(upstream);
-        upstream.unpipe(client);
-        client.pause();
-        upstream.pause();
-      }
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => proxy.close(resolve));
-    },
-  };
-}
-
 describe("mirror: a WatchChanges connection that goes silent (issue 31, item 5)", () => {
   it("no message within the silence bound (docs/cli.md: 35 s by default; here 2 s): the connection is dropped, the mirror reconnects on a new one and copies what changed", async () => {
     const dataDir = await mkdtemp(join(work, "silent-"));
     const server = await serve(dataDir);
-    const proxy = await silencingProxy(server.port);
+    const proxy = await startTcpProxy(server.port);
     const rest = createRestClient({ baseUrl: server.url });
     await rest.put("home", "before.txt", "before");
     const target = join(work, "mirrored-silent");
@@ -282,9 +234,9 @@ describe("mirror: a WatchChanges connection that goes silent (issue 31, item 5)"
         return follow >= 0 && events.slice(follow).some((e) => e.type === "idle");
       }, "the watch's first heartbeat");
       expect(await readFile(join(target, "before.txt"), "utf8")).toBe("before");
-      expect(proxy.h2Connections()).toBe(1);
+      expect(proxy.http2Connections()).toBe(1);
 
-      proxy.silence();
+      proxy.silenceHttp2();
       await rest.put("home", "after.txt", "after");
       await until(
         () =>
@@ -300,7 +252,7 @@ describe("mirror: a WatchChanges connection that goes silent (issue 31, item 5)"
         /^no message from http:\/\/127\.0\.0\.1:\d+ in 2 s \(a heartbeat was due every 0\.2 s\); reconnecting on a new connection$/,
       );
       // A new HTTP/2 connection, not the silent one again.
-      expect(proxy.h2Connections()).toBeGreaterThanOrEqual(2);
+      expect(proxy.http2Connections()).toBeGreaterThanOrEqual(2);
     } finally {
       stop.abort();
       await m.done.catch(() => {});

@@ -7,7 +7,6 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer, type Server as HttpServer, request } from "node:http";
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -15,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createRestClient, push, type TroveRestClient } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt } from "./build.js";
-import { type CliResult, runTrove } from "./support.js";
+import { type CliResult, runTrove, startTcpProxy, type TcpProxy } from "./support.js";
 
 // Over a thousand files each way, on a machine that other suites load.
 vi.setConfig({ testTimeout: 240_000 });
@@ -27,12 +26,9 @@ let work: string;
 let server: TestServer;
 let rest: TroveRestClient;
 const children = new Set<ChildProcess>();
-let proxy: Server;
-let proxyUrl: string;
-let connections = 0;
-const sockets = new Set<Socket>();
+let proxy: TcpProxy;
 
-function trove(args: string[], url = proxyUrl, extra: Record<string, string> = {}): Promise<CliResult> {
+function trove(args: string[], url = proxy.url, extra: Record<string, string> = {}): Promise<CliResult> {
   const env = { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: join(work, ".config"), TROVE_URL: url, ...extra };
   return runTrove(args, { env, cwd: work, children });
 }
@@ -59,7 +55,7 @@ process.on("exit", () => writeFileSync(process.env.TROVE_TEST_LISTENERS, String(
 `,
   );
   const count = join(work, `listeners-${Math.random().toString(36).slice(2)}.txt`);
-  const r = await trove(args, proxyUrl, {
+  const r = await trove(args, proxy.url, {
     NODE_OPTIONS: `--import ${pathToFileURL(hook).href}`,
     TROVE_TEST_LISTENERS: count,
   });
@@ -96,29 +92,12 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "trove-transfer-connections-"));
   server = await startServer();
   rest = createRestClient({ baseUrl: server.url });
-  proxy = createServer((client) => {
-    connections += 1;
-    const upstream = connect(server.port, "127.0.0.1");
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  const address = proxy.address();
-  if (address === null || typeof address === "string") throw new Error("the proxy has no port");
-  proxyUrl = `http://127.0.0.1:${address.port}`;
+  proxy = await startTcpProxy(server.port);
 }, 180_000);
 
 afterAll(async () => {
   for (const child of children) child.kill("SIGKILL");
-  for (const s of sockets) s.destroy();
-  await new Promise((resolve) => proxy?.close(resolve));
+  await proxy?.close();
   await server?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -138,7 +117,7 @@ describe("issue 31: push, pull and mirror of more than a thousand files", () => 
   }, 240_000);
 
   it("item 1, 2 and h2c: a push sends every request on one connection (not one per file) and piles no abort listeners on a signal (MaxListenersExceededWarning)", async () => {
-    connections = 0;
+    const before = proxy.connections();
     const pushed = await troveCountingListeners(["push", source, "many/pushed", "--transfers", "8"]);
     expect(pushed.stderr).not.toMatch(NO_WARNING);
     expect(pushed.maxAbortListeners).toBeGreaterThan(0);
@@ -147,7 +126,7 @@ describe("issue 31: push, pull and mirror of more than a thousand files", () => 
     expect(pushed.stderr).toMatch(new RegExp(`^trove push: ${FILES} files transferred, 0 skipped`, "m"));
     // One h2c connection for the whole push (docs/cli.md, "One HTTP/2 connection"); with fetch's
     // pool it was a few dozen, and before keep-alive worked nearly one per upload (979 for 1,000).
-    expect(connections).toBe(1);
+    expect(proxy.connections() - before).toBe(1);
   });
 
   it("item 2: a pull of them piles no abort listeners on a signal (MaxListenersExceededWarning) and copies every byte", async () => {
