@@ -1,12 +1,13 @@
-// The `trove` command of the server package: `serve`, and every client command (token, ls, get,
-// put, ...) from @trove/sdk's CLI, which parses, dispatches and maps errors to the one exit-code
-// table (EXIT, docs/cli.md) for both.
+// The `trove` command of the server package: `serve`, `backup`, the archive form of `restore`,
+// and every client command (token, ls, get, put, ...) from @trove/sdk's CLI, which parses,
+// dispatches and maps errors to the one exit-code table (EXIT, docs/cli.md) for both.
+// A command's implementation is imported when it runs: `trove --version`, `help` and the client
+// commands start without the server, the storage adapters, protobuf or Connect (docs/cli.md,
+// "Start-up"; bench/cli-startup.js).
 
-import { type CliIo, EXIT, type HostCommand, run, SDK_VERSION, UsageError } from "@trove/sdk/cli";
-import { BACKUP, RESTORE } from "./backup/commands.js";
-import { UnavailableError } from "./domain/errors.js";
-import { parseServeArgs, SERVE_HELP, type ServeConfig } from "./server/config.js";
-import { isDataDirError } from "./server/data-dir.js";
+import { EXIT, type HostCommand, run, SDK_VERSION } from "@trove/sdk/cli";
+import { BACKUP_COMMAND, RESTORE_COMMAND } from "./backup/command-help.js";
+import { SERVE_HELP } from "./server/config.js";
 import { TROVE_VERSION } from "./version.js";
 
 /** serve's options as its help lists them (`--name VALUE` takes a value), for shell completion. */
@@ -18,45 +19,22 @@ function optionsOfHelp(help: string): HostCommand["options"] {
   return options;
 }
 
-const SERVE: HostCommand = {
-  summary: "run the Trove server                 trove serve --port 13242",
-  help: SERVE_HELP,
-  options: optionsOfHelp(SERVE_HELP),
-  async run(args: string[], io: CliIo): Promise<number> {
-    let config: ServeConfig | "help";
-    try {
-      // Pure: every error is about the arguments or the environment variables.
-      config = parseServeArgs(args, io.env);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    if (config === "help") {
-      io.stdout.write(SERVE_HELP);
-      return EXIT.ok;
-    }
-    // The client commands' SIGINT / SIGTERM listeners (io.signal, for watch and mirror) are not
-    // serve's: without a listener, a signal during start-up ends the process by its default
-    // action, even where start-up waits in a system call. serveUntilSignal adds its own once it
-    // serves (docs/operations.md, "Shutdown").
-    process.removeAllListeners("SIGINT");
-    process.removeAllListeners("SIGTERM");
-    try {
-      // The server's modules load for serve only: a backup or a client command starts without them.
-      const { serveUntilSignal } = await import("./server/main.js");
-      return await serveUntilSignal(config);
-    } catch (err) {
-      // The data directory cannot be used: exit 1. The storage cannot be reached (MongoDB):
-      // exit 7. Anything else (a port in use, ...) is an error.
-      if (isDataDirError(err)) {
-        io.stderr.write(`trove serve: ${err.message}\n`);
-        return EXIT.error;
-      }
-      if (!(err instanceof UnavailableError)) throw err;
-      io.stderr.write(`trove serve: ${err.message}\n`);
-      return EXIT.unavailable;
-    }
+/** A command described now (help, options, summary) whose `run` is imported when it runs. */
+function loadedWhenRun(described: Omit<HostCommand, "run">, load: () => Promise<HostCommand["run"]>): HostCommand {
+  return { ...described, run: async (args, io) => (await load())(args, io) };
+}
+
+const SERVE = loadedWhenRun(
+  {
+    summary: "run the Trove server                 trove serve --port 13242",
+    help: SERVE_HELP,
+    options: optionsOfHelp(SERVE_HELP),
   },
-};
+  async () => (await import("./server/serve-command.js")).serve,
+);
+
+const BACKUP = loadedWhenRun(BACKUP_COMMAND, async () => (await import("./backup/commands.js")).backup);
+const RESTORE = loadedWhenRun(RESTORE_COMMAND, async () => (await import("./backup/commands.js")).restore);
 
 run(process.argv.slice(2), undefined, {
   commands: { serve: SERVE, backup: BACKUP, restore: RESTORE },

@@ -4,9 +4,7 @@
 
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Interceptor } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { ConnectionError, TroveError } from "./errors.js";
+import { ConnectionError, TroveError } from "./trove-errors.js";
 
 /** Something that gives the bearer token to send. */
 export interface TokenProvider {
@@ -186,26 +184,4 @@ export async function devIssuer(options: {
     now: options.now,
     fetch: options.fetch,
   });
-}
-
-/**
- * A Connect interceptor adding `Authorization: Bearer {token}`. A unary call refused as
- * Unauthenticated is retried once with a new token; streams are not retried (their request
- * messages cannot be replayed).
- */
-export function bearerInterceptor(provider: TokenProvider): Interceptor {
-  return (next) => async (req) => {
-    const token = await provider.getToken(req.signal);
-    req.header.set("Authorization", `Bearer ${token}`);
-    try {
-      return await next(req);
-    } catch (err) {
-      if (req.stream || !(err instanceof ConnectError) || err.code !== Code.Unauthenticated) throw err;
-      provider.invalidate(token);
-      const fresh = await provider.getToken(req.signal);
-      if (fresh === token) throw err;
-      req.header.set("Authorization", `Bearer ${fresh}`);
-      return await next(req);
-    }
-  };
 }

@@ -1,8 +1,7 @@
 // Waiting to reconnect after the server went away: exponential backoff with jitter, capped,
 // shared by the mirror and `trove watch`; and which failures are worth waiting out.
 
-import { Code, ConnectError } from "@connectrpc/connect";
-import { ConnectionError, ServerError, TooManyRequestsError, UnavailableError } from "./errors.js";
+import { ConnectionError, ServerError, TooManyRequestsError, UnavailableError } from "./trove-errors.js";
 
 export interface BackoffOptions {
   /** The first pause's ceiling, in ms (default 250). */
@@ -45,7 +44,8 @@ export function createBackoff(options: BackoffOptions = {}): Backoff {
 /**
  * Whether a failure may pass by itself (the server is unreachable, restarting or overloaded, a
  * connection broke, the caller's fair share is taken for now: 429): worth a retry. Answers about
- * the request itself (other 4xx) are not.
+ * the request itself (other 4xx) are not. Connect and gRPC failures: isTransientConnectError
+ * (connect-errors.ts), so that REST-only callers load no Connect.
  */
 export function isTransient(err: unknown): boolean {
   if (
@@ -55,9 +55,6 @@ export function isTransient(err: unknown): boolean {
     err instanceof ServerError
   ) {
     return true;
-  }
-  if (err instanceof ConnectError) {
-    return [Code.Unavailable, Code.Internal, Code.Unknown, Code.Aborted].includes(err.code);
   }
   // Broken connections while reading a body.
   return err instanceof TypeError || (err as NodeJS.ErrnoException)?.code === "ECONNRESET";

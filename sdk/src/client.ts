@@ -2,14 +2,14 @@
 // gRPC or gRPC-Web protocol, with the bearer token added to each call.
 
 import type * as http2 from "node:http2";
-import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { type Auth, bearerInterceptor, toTokenProvider } from "./auth.js";
+import { type Auth, type TokenProvider, toTokenProvider } from "./auth.js";
 import { SERVICES } from "./services.js";
 
 export type Protocol = "connect" | "grpc" | "grpc-web";
@@ -124,5 +124,27 @@ export function createTroveClient(options: TroveClientOptions): TroveClient {
     close() {
       sessionManager?.abort();
     },
+  };
+}
+
+/**
+ * A Connect interceptor adding `Authorization: Bearer {token}`. A unary call refused as
+ * Unauthenticated is retried once with a new token; streams are not retried (their request
+ * messages cannot be replayed).
+ */
+export function bearerInterceptor(provider: TokenProvider): Interceptor {
+  return (next) => async (req) => {
+    const token = await provider.getToken(req.signal);
+    req.header.set("Authorization", `Bearer ${token}`);
+    try {
+      return await next(req);
+    } catch (err) {
+      if (req.stream || !(err instanceof ConnectError) || err.code !== Code.Unauthenticated) throw err;
+      provider.invalidate(token);
+      const fresh = await provider.getToken(req.signal);
+      if (fresh === token) throw err;
+      req.header.set("Authorization", `Bearer ${fresh}`);
+      return await next(req);
+    }
   };
 }

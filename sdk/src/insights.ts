@@ -11,8 +11,9 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Auth } from "./auth.js";
-import { fromConnectError, TroveError } from "./errors.js";
+import { fromConnectError } from "./connect-errors.js";
 import { createRestClient, formatMoment, type Moment, type TroveRestClient } from "./rest/client.js";
+import { TroveError } from "./trove-errors.js";
 
 export interface Project {
   id: string;

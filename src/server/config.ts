@@ -6,9 +6,31 @@ import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { parseDuration } from "../domain/store.js";
 import { type Capacity, defaultMaxConnections, defaultMaxLongLived, measureCapacity } from "./capacity.js";
-import { parseCorsOrigin } from "./cors.js";
-import { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
-import { DEFAULT_LOG_BUFFER } from "./log-destination.js";
+import { DEFAULT_LIMITS, DEFAULT_LOG_BUFFER, type ServerLimits } from "./limits.js";
+
+/**
+ * A --cors-origin value as a browser sends it in `Origin`: `scheme://host[:port]`, no path, no
+ * wildcard (a page's access must be granted origin by origin). Returns the serialized origin.
+ */
+export function parseCorsOrigin(text: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (
+    !url ||
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    url.hostname.includes("*") ||
+    url.origin !== text.toLowerCase().replace(/\/$/, "")
+  ) {
+    throw new Error(
+      `--cors-origin must be an origin such as https://app.example.com or http://localhost:5173 (scheme, host and port; no path, no wildcard), not ${JSON.stringify(text)}`,
+    );
+  }
+  return url.origin;
+}
 
 export interface ServeConfig {
   host: string;

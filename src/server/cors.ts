@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import { cors as connectCors } from "@connectrpc/connect";
 import { type RestRequest, type RestResponse, SERVER_HEADER, sendText } from "../rest/http.js";
+import { parseCorsOrigin } from "./config.js";
 import type { CrossOrigin } from "./pipeline.js";
 import { dropUnreadBody } from "./rpc-refusals.js";
 
@@ -46,30 +47,6 @@ export const CORS_EXPOSED_HEADERS = [
 
 /** How long a browser may cache a preflight's answer, in seconds (Chromium caps it at 2 hours). */
 export const CORS_MAX_AGE = 7200;
-
-/**
- * A --cors-origin value as a browser sends it in `Origin`: `scheme://host[:port]`, no path, no
- * wildcard (a page's access must be granted origin by origin). Returns the serialized origin.
- */
-export function parseCorsOrigin(text: string): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(text);
-  } catch {
-    url = undefined;
-  }
-  if (
-    !url ||
-    (url.protocol !== "http:" && url.protocol !== "https:") ||
-    url.hostname.includes("*") ||
-    url.origin !== text.toLowerCase().replace(/\/$/, "")
-  ) {
-    throw new Error(
-      `--cors-origin must be an origin such as https://app.example.com or http://localhost:5173 (scheme, host and port; no path, no wildcard), not ${JSON.stringify(text)}`,
-    );
-  }
-  return url.origin;
-}
 
 function addVary(res: ServerResponse, names: string): void {
   const current = res.getHeader("Vary");

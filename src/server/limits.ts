@@ -121,3 +121,6 @@ const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
 export function rpcReadMaxBytes(maxResourceSize: number): number {
   return Math.min(maxResourceSize, MAX_CHUNK_BYTES) + MESSAGE_OVERHEAD_BYTES;
 }
+
+/** The default bound of log lines waiting for stdout (--log-buffer): 8 MiB, about 40,000 request lines. */
+export const DEFAULT_LOG_BUFFER = 8 * 1024 * 1024;

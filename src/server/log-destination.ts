@@ -7,9 +7,7 @@
 // lost. The server never waits for its log. docs/operations.md, "Logs".
 
 import { type DestinationStream, destination } from "pino";
-
-/** The default bound: 8 MiB of lines waiting, about 40,000 request lines. */
-export const DEFAULT_LOG_BUFFER = 8 * 1024 * 1024;
+import { DEFAULT_LOG_BUFFER } from "./limits.js";
 
 export interface LogOutput {
   readonly stream: DestinationStream;

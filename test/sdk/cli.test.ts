@@ -436,6 +436,11 @@ describe("trove CLI (@trove/sdk bin)", () => {
     expect(events.filter((e) => e.type === "write").map((e) => e.path)).toEqual(["d/one.txt"]);
     expect(events.some((e) => e.type === "sync")).toBe(false);
     expect(await readFile(join(dir, "d", "one.txt"), "utf8")).toBe("ONE");
+    // Issue 31, -q prints nothing but errors: no summary line either.
+    await rest.put("cli-mirror", "d/one.txt", "One");
+    const quiet = await trove(["mirror", "cli-mirror", dir, "--once", "-q"], { env });
+    expect(quiet).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect(await readFile(join(dir, "d", "one.txt"), "utf8")).toBe("One");
   });
 
   it("a large upload and download without a TTY draw no progress bar", async () => {

@@ -610,6 +610,66 @@ describe("push and pull usage errors (exit 2, nothing changed)", () => {
   });
 });
 
+describe("quiet (issue 31: -q prints nothing but errors, as rclone's and rsync's -q)", () => {
+  it("-q: push and pull print nothing (no summary, no skipped-link warning) and exit 0; the transfer is done", async () => {
+    const store = await freshStore();
+    const dir = await site("quiet1");
+    await symlink(join(dir, "index.html"), join(dir, "link.html"));
+    const pushed = await trove(["push", "quiet1", `${store}/www`, "-q"]);
+    expect(pushed).toEqual({ code: 0, stdout: "", stderr: "" });
+    const listed = await remote(store, "www");
+    expect(listed["index.html"]).toMatchObject({ md5: md5("<h1>hello</h1>\n") });
+    expect(listed["link.html"]).toBeUndefined();
+    // Without -q the same push says so: the summary, and the skipped link.
+    const loud = await trove(["push", "quiet1", `${store}/www`]);
+    expect(loud.stderr).toContain("link.html: not a regular file or directory (links are not followed)");
+    expect(summaryOf(loud.stderr)).toMatchObject({ transferred: 0, skipped: 6 });
+
+    const pulled = await trove(["--quiet", "pull", `${store}/www`, "quiet1-copy"]);
+    expect(pulled).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect(await tree(join(work, "quiet1-copy"))).toEqual(
+      Object.fromEntries(Object.entries(await tree(dir)).filter(([name]) => name !== "link.html")),
+    );
+  });
+
+  it("-q still prints errors: a file changed on the server meanwhile is named, exit 4, and no summary line", async () => {
+    const store = await freshStore();
+    const dir = await site("quiet2");
+    expect((await trove(["push", "quiet2", `${store}/www`, "-q"])).code).toBe(0);
+    await writeFile(join(dir, "index.html"), "<h1>mine</h1>\n");
+    let theirs = false;
+    const url = await startProxy({
+      async before(method, path) {
+        if (method === "PUT" && path.endsWith("/www/index.html") && !theirs) {
+          theirs = true;
+          await rest.put(store, "www/index.html", "<h1>theirs</h1>\n");
+        }
+      },
+    });
+    const r = await trove(["push", "quiet2", `${store}/www`, "-q"], url);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^trove push: ${store}/www/index\\.html changed on the server since it was listed: not replaced \\(412 `,
+        ),
+      ),
+    ]);
+    expect((await content(store, "www/index.html")).toString()).toBe("<h1>theirs</h1>\n");
+  });
+
+  it("-q with --dry-run still prints the actions asked for on stdout, and no summary", async () => {
+    const store = await freshStore();
+    await site("quiet3");
+    const r = await trove(["push", "quiet3", `${store}/www`, "--dry-run", "-q"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain(`would upload ${store}/www/index.html (15 B)\n`);
+    expect(await rest.list(store, "").then((l) => l.entries.map((e) => e.name))).toEqual([]);
+  });
+});
+
 describe("transfer progress", () => {
   it("on a terminal, the bar shows the rate and the time left", () => {
     let clock = 0;

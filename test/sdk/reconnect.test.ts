@@ -8,12 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createRestClient } from "../../sdk/src/index.js";
+import { createRestClient, type MirrorEvent, mirror } from "../../sdk/src/index.js";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer } from "../../src/server/server.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { ensureSdkBuilt } from "./build.js";
-import { startTrove, until } from "./support.js";
+import { startTcpProxy, startTrove, until } from "./support.js";
 
 vi.setConfig({ testTimeout: 180_000 });
 
@@ -204,5 +204,59 @@ describe("trove mirror reconnects (issue 30)", () => {
     expect(r.stderr).toMatch(
       /^trove mirror: 1 file written, 0 deleted, 1 byte, [\d.]+ s, cursor \d+\ntrove mirror: [^\n]+\n$/m,
     );
+  });
+});
+
+describe("mirror: a WatchChanges connection that goes silent (issue 31, item 5)", () => {
+  it("no message within the silence bound (docs/cli.md: 35 s by default; here 2 s): the connection is dropped, the mirror reconnects on a new one and copies what changed", async () => {
+    const dataDir = await mkdtemp(join(work, "silent-"));
+    const server = await serve(dataDir);
+    const proxy = await startTcpProxy(server.port);
+    const rest = createRestClient({ baseUrl: server.url });
+    await rest.put("home", "before.txt", "before");
+    const target = join(work, "mirrored-silent");
+    const events: MirrorEvent[] = [];
+    const stop = new AbortController();
+    const m = mirror({
+      baseUrl: proxy.url,
+      store: "home",
+      target,
+      follow: "watch",
+      watchHeartbeatMs: 200,
+      watchSilenceMs: 2_000,
+      signal: stop.signal,
+      onEvent: (e) => events.push(e),
+    });
+    try {
+      // Following: the stream's heartbeats arrive (idle events after the follow event).
+      await until(() => {
+        const follow = events.findIndex((e) => e.type === "follow" && e.via === "watch");
+        return follow >= 0 && events.slice(follow).some((e) => e.type === "idle");
+      }, "the watch's first heartbeat");
+      expect(await readFile(join(target, "before.txt"), "utf8")).toBe("before");
+      expect(proxy.http2Connections()).toBe(1);
+
+      proxy.silenceHttp2();
+      await rest.put("home", "after.txt", "after");
+      await until(
+        () =>
+          readFile(join(target, "after.txt"), "utf8").then(
+            (t) => t === "after",
+            () => false,
+          ),
+        "the change, after a reconnection",
+      );
+      const retries = events.filter((e) => e.type === "retry");
+      expect(retries.length).toBeGreaterThanOrEqual(1);
+      expect(String((retries[0] as { error: Error }).error.message)).toMatch(
+        /^no message from http:\/\/127\.0\.0\.1:\d+ in 2 s \(a heartbeat was due every 0\.2 s\); reconnecting on a new connection$/,
+      );
+      // A new HTTP/2 connection, not the silent one again.
+      expect(proxy.http2Connections()).toBeGreaterThanOrEqual(2);
+    } finally {
+      stop.abort();
+      await m.done.catch(() => {});
+      await proxy.close();
+    }
   });
 });

@@ -1,8 +1,10 @@
 // Shared pieces of the SDK suites: a server with its development issuer (a real
-// client-credentials token endpoint), a fetch that counts token requests, and a rejection helper.
+// client-credentials token endpoint), a fetch that counts token requests, a rejection helper,
+// and a TCP proxy that counts connections and can make HTTP/2 ones go silent.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
+import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDevIssuer } from "../../src/auth/dev-issuer.js";
@@ -122,4 +124,63 @@ export async function until(cond: () => boolean | Promise<boolean>, what: string
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+export interface TcpProxy {
+  url: string;
+  /** Connections opened through the proxy, and those of them that began with the HTTP/2 preface. */
+  connections(): number;
+  http2Connections(): number;
+  /**
+   * Stops forwarding the bytes of the HTTP/2 connections open now, either way, without closing
+   * anything: as a connection lost without a FIN or RST looks to the client. Others flow.
+   */
+  silenceHttp2(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy on 127.0.0.1 in front of `port` (what a client sees of its connections). */
+export async function startTcpProxy(port: number): Promise<TcpProxy> {
+  const sockets = new Set<Socket>();
+  const h2: Array<[Socket, Socket]> = [];
+  let connections = 0;
+  let http2Connections = 0;
+  const proxy = createServer((client) => {
+    connections += 1;
+    const upstream = connect(port, "127.0.0.1");
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.once("data", (first: Buffer) => {
+      if (first.subarray(0, 3).toString("latin1") === "PRI") {
+        http2Connections += 1;
+        h2.push([client, upstream]);
+      }
+      upstream.write(first);
+      client.pipe(upstream).pipe(client);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`,
+    connections: () => connections,
+    http2Connections: () => http2Connections,
+    silenceHttp2() {
+      for (const [client, upstream] of h2.splice(0)) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    },
+  };
 }

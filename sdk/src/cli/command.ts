@@ -80,13 +80,22 @@ export interface Context {
   values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   config: CliConfig;
-  rest(): Promise<TroveRestClient>;
+  /**
+   * The REST client of the connection options. With `h2c`, the one for many requests at once
+   * (push, pull, mirror): over one HTTP/2 connection when the server speaks h2c, else HTTP/1.1.
+   */
+  rest(options?: { h2c?: boolean }): Promise<TroveRestClient>;
   /**
    * Whether the client's last answer came from a directory it was redirected to: the server
    * answers GET or HEAD of a directory named without its trailing / with 303 to it.
    */
   answeredByDirectory(): boolean;
-  progress: boolean;
+  /**
+   * -q: print nothing but errors, as rclone's and rsync's -q (docs/cli.md, "Quiet"): no progress
+   * bar, no summary line, no notice (a skipped link); what a command is asked for (its output on
+   * stdout, a dry run's actions, -v's lines) and every error still print.
+   */
+  quiet: boolean;
 }
 
 export function out(io: CliIo, text: string): void {

@@ -2,9 +2,9 @@
 // version current again or takes a directory back to a moment; `get` and `ls` take the moment
 // (--as-of) and the version (--version) through asOfOption.
 
-import { BadRequestError } from "../errors.js";
 import { formatMoment } from "../rest/client.js";
 import type { SubtreeChange, SubtreeRestore, VersionEntry } from "../rest/xml.js";
+import { BadRequestError } from "../trove-errors.js";
 import { type Command, type Context, columns, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
 

@@ -2,18 +2,14 @@
 // report (create, status, list, download, query, diff). Projects and environments are named by
 // ID or by name.
 
-import {
-  type Comparison,
-  createInsightsClient,
-  type ReportKey,
-  type ReportStatusRecord,
-  type TroveInsightsClient,
-} from "../insights.js";
+import type { Comparison, ReportKey, ReportStatusRecord, TroveInsightsClient } from "../insights.js";
 import { formatMoment } from "../rest/client.js";
 import { type Command, type Context, EXIT, out } from "./command.js";
 import { UsageError } from "./config.js";
 
 async function insights(ctx: Context): Promise<TroveInsightsClient> {
+  // Loaded when a command runs: the insights client brings protobuf and Connect (CLI start-up).
+  const { createInsightsClient } = await import("../insights.js");
   return createInsightsClient({ rest: await ctx.rest() });
 }
 
@@ -246,7 +242,7 @@ Options:
           signal: ctx.io.signal,
           timeoutMs: timeout === undefined ? undefined : timeout * 1000,
           onStatus: (s) => {
-            if (ctx.progress && ctx.io.stderr.isTTY && s.status !== lastShown) {
+            if (!ctx.quiet && ctx.io.stderr.isTTY && s.status !== lastShown) {
               lastShown = s.status;
               ctx.io.stderr.write(`report ${s.id[0]}: ${s.status}\n`);
             }
@@ -299,7 +295,7 @@ Options:
           const file = args[1];
           if (file !== undefined && file !== "-") {
             const size = await client.downloadReport(key, { as: "file", file, signal: ctx.io.signal });
-            if (ctx.progress && ctx.io.stderr.isTTY) ctx.io.stderr.write(`${file}: ${size} bytes\n`);
+            if (!ctx.quiet && ctx.io.stderr.isTTY) ctx.io.stderr.write(`${file}: ${size} bytes\n`);
             return EXIT.ok;
           }
           const stream = await client.downloadReport(key, { as: "stream", signal: ctx.io.signal });

@@ -10,6 +10,10 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { createBackoff, isTransient, pause } from "../backoff.js";
+import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
+import { createH2cFetch } from "../rest/h2c-fetch.js";
+import type { FeedEvent } from "../rest/poll.js";
+import type { ListingEntry, StoreInfo } from "../rest/xml.js";
 import {
   ConflictError,
   ConnectionError,
@@ -20,10 +24,7 @@ import {
   TroveError,
   UnauthorizedError,
   UnavailableError,
-} from "../errors.js";
-import { createRestClient, type ListOptions, type TroveRestClient } from "../rest/client.js";
-import type { FeedEvent } from "../rest/poll.js";
-import type { ListingEntry, StoreInfo } from "../rest/xml.js";
+} from "../trove-errors.js";
 import {
   type CliHost,
   type CliIo,
@@ -92,7 +93,8 @@ const GLOBAL_HELP = `Connection options of every client command (flag, environme
                                                              without sync-recursive are not served
   --config FILE          TROVE_CONFIG                        JSON config file (default
                                                              ~/.config/trove/config.json)
-  -q, --quiet                                                no progress bars
+  -q, --quiet                                                print nothing but errors: no progress bars,
+                                                             no summary lines, no notices
   -h, --help                                                 this help
 `;
 
@@ -350,7 +352,7 @@ ${MOMENT_HELP}
       }
       const progress = createProgress(`get ${basename(path)}`, {
         stream: ctx.io.stderr,
-        enabled: ctx.progress && dest !== "-",
+        enabled: !ctx.quiet && dest !== "-",
       });
       let received = 0;
       const counter = new Transform({
@@ -430,7 +432,7 @@ Options:
         size = s.size;
         body = createReadStream(source);
       }
-      const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: ctx.progress });
+      const progress = createProgress(`put ${basename(path)}`, { stream: ctx.io.stderr, enabled: !ctx.quiet });
       const put = await rest.put(addr.store, path, body, {
         ifMatch: ctx.values["if-match"] as string | undefined,
         ...(ctx.values["no-clobber"] ? { ifNoneMatch: "*" } : {}),
@@ -764,12 +766,12 @@ function completion(args: string[], io: CliIo, host: CliHost): number {
 }
 
 /** fetch that notes whether its last answer came from a directory the server redirected to. */
-function directoryNoting(): { fetch: typeof fetch; answeredByDirectory(): boolean } {
+function directoryNoting(through: typeof fetch = fetch): { fetch: typeof fetch; answeredByDirectory(): boolean } {
   let directory = false;
   return {
     async fetch(input, init) {
       directory = false;
-      const res = await fetch(input, init);
+      const res = await through(input, init);
       directory = res.redirected && new URL(res.url).pathname.endsWith("/");
       return res;
     },
@@ -791,13 +793,23 @@ async function runCommand(spec: Command, args: string[], io: CliIo): Promise<num
   const config = await resolveConfig(values, io.env);
   const noting = directoryNoting();
   let client: TroveRestClient | undefined;
+  let h2cClient: TroveRestClient | undefined;
   const ctx: Context = {
     io,
     values: values as Context["values"],
     positionals,
     config,
-    progress: values.quiet !== true,
-    async rest() {
+    quiet: values.quiet === true,
+    async rest(options) {
+      if (options?.h2c) {
+        h2cClient ??= createRestClient({
+          baseUrl: config.url,
+          auth: await tokenProviderOf(config),
+          fetch: createH2cFetch(config.url),
+          apiVersion: config.apiVersion,
+        });
+        return h2cClient;
+      }
       client ??= createRestClient({
         baseUrl: config.url,
         auth: await tokenProviderOf(config),

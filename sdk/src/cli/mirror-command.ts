@@ -1,13 +1,15 @@
 // `trove mirror`: keeps a local directory equal to a store or subtree (the SDK's mirror()).
 // It refuses a non-empty directory that is not already the mirror of the same store and path
 // (exit 2) unless --force; --dry-run lists what it would write and delete and changes nothing;
-// -v reports every write and deletion; every run ends with a one-line summary on stderr.
+// -v reports every write and deletion; every run ends with a one-line summary on stderr
+// (none with -q, which prints nothing but errors).
 
 import { basename, dirname, join } from "node:path";
 import type { MirrorEvent } from "../mirror/mirror.js";
 import { type Command, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
 import { bytes, createProgress } from "./progress.js";
+import { keepYoungGenerationSmall } from "./young-generation.js";
 
 /** As the progress line writes sizes, with small ones in words ("13 bytes"). */
 function size(n: number): string {
@@ -34,7 +36,8 @@ beside DIR: store, path, server URL, the cursor and the tag of every file, writt
 temporary file and renamed after every batch. A restart continues from its cursor and copies
 only what changed.
 
-Every run ends with a one-line summary on stderr: files written, deleted, bytes, time, cursor.
+Every run ends with a one-line summary on stderr: files written, deleted, bytes, time, cursor
+(-q: nothing but errors and retries, no progress bar, no summary).
 
 When the server goes away (or the store does, or is not there yet), the mirror says so on
 stderr and retries, with exponential backoff (from 0.25 s, doubling, with jitter, at most 10 s
@@ -79,7 +82,7 @@ Options:
       `${rel === "" ? dir.replace(/\/+$/, "") : join(dir, rel)}${directory ? "/" : ""}`;
     const progress = createProgress(`mirror ${store}/${path}`, {
       stream: ctx.io.stderr,
-      enabled: ctx.progress && !dryRun,
+      enabled: !ctx.quiet && !dryRun,
       unit: "count",
     });
     let written = 0;
@@ -122,6 +125,7 @@ Options:
           if (!json) say(`trove mirror: store ${store} does not exist`);
           break;
         case "summary": {
+          if (ctx.quiet) break;
           const time = `${(e.ms / 1000).toFixed(1)} s`;
           const cursor = e.eventId < 0 ? "none" : String(e.eventId);
           const files = `${e.written} file${e.written === 1 ? "" : "s"}`;
@@ -134,10 +138,11 @@ Options:
         }
       }
     };
+    keepYoungGenerationSmall();
     // Loaded here: the mirror brings the gRPC transport along, which the other commands do not need.
     const { mirror, MirrorRefusedError } = await import("../mirror/mirror.js");
     const m = mirror({
-      client: await ctx.rest(),
+      client: await ctx.rest({ h2c: true }),
       store,
       path,
       target: dir,

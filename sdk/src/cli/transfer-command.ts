@@ -1,7 +1,7 @@
 // `trove push DIR STORE/PATH` and `trove pull STORE/PATH DIR`: the SDK's push() and pull()
 // with rclone's copy semantics (sync with --delete), a dry run, a progress bar on a terminal,
-// and a one-line summary on stderr. A file changed on the server since it was listed is named
-// and left alone (exit 4) unless --force.
+// and a one-line summary on stderr (none with -q, which prints nothing but errors). A file
+// changed on the server since it was listed is named and left alone (exit 4) unless --force.
 
 import { join } from "node:path";
 import {
@@ -14,6 +14,7 @@ import {
 import { type Command, type Context, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
 import { bytes, createProgress } from "./progress.js";
+import { keepYoungGenerationSmall } from "./young-generation.js";
 
 const OPTIONS = {
   transfers: { type: "string" },
@@ -73,11 +74,12 @@ function actionLine(d: Direction, a: TransferAction): string | undefined {
 }
 
 async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOptions, "client">): Promise<number> {
+  keepYoungGenerationSmall();
   const dryRun = options.dryRun === true;
   const verbose = ctx.values.verbose === true;
   const progress = createProgress(`${d.command} ${options.directory}`, {
     stream: ctx.io.stderr,
-    enabled: ctx.progress && !dryRun,
+    enabled: !ctx.quiet && !dryRun,
   });
   const say = (line: string) => {
     progress.finish();
@@ -88,7 +90,7 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
   const onAction = (a: TransferAction) => {
     if (d.command === "push" && a.type === "copy" && !a.replace) added.add(a.path);
     if (a.type === "skip") {
-      if (a.reason === "not-regular") {
+      if (a.reason === "not-regular" && !ctx.quiet) {
         say(
           `trove ${d.command}: skipping ${d.local(a.path)}: not a regular file or directory (links are not followed)`,
         );
@@ -106,7 +108,7 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
   try {
     summary = await run({
       ...options,
-      client: await ctx.rest(),
+      client: await ctx.rest({ h2c: true }),
       signal: ctx.io.signal,
       onAction,
       onProgress: (p) => progress.update(p.bytes, p.totalBytes, `${p.files}/${p.totalFiles} files`),
@@ -122,11 +124,11 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
           `not ${d.notDone} (${f.error.status} ${f.error.reason}; --force ${d.command === "push" ? "overwrites" : "downloads"} it)`,
       );
     }
-    say(summaryLine(d.command, err.summary));
+    if (!ctx.quiet) say(summaryLine(d.command, err.summary));
     return EXIT.preconditionFailed;
   }
   progress.finish();
-  say(summaryLine(d.command, summary));
+  if (!ctx.quiet) say(summaryLine(d.command, summary));
   return EXIT.ok;
 }
 
@@ -169,7 +171,8 @@ If-None-Match: * (create only): a file changed, or created, on the server in the
 named, left alone, and the command exits 4 (the other files are transferred).
 Symbolic links and special files in DIR are skipped with a warning (never followed).
 
-Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time.
+Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time (-q: nothing but
+errors, no progress bar, no summary, no skipped-link warning).
 
 ${OPTIONS_HELP.replace("PUSH_FORCE", "replace files changed or created on the server meanwhile (no preconditions)")}`,
   options: OPTIONS,
@@ -201,7 +204,8 @@ tag changed on the server between the listing and its download is named, left al
 command exits 4. A listing with a name that is not a safe relative path (.., absolute) is
 refused (exit 2) before anything is written; nothing is ever written through a symbolic link.
 
-Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time.
+Ends with a summary on stderr: files transferred, skipped, deleted, bytes, time (-q: nothing but
+errors, no progress bar, no summary, no skipped-link warning).
 
 ${OPTIONS_HELP.replace("PUSH_FORCE", "keep downloads of files changed on the server since the listing")}`,
   options: OPTIONS,

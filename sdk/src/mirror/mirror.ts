@@ -11,11 +11,12 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Auth } from "../auth.js";
 import { createBackoff, isTransient, pause } from "../backoff.js";
 import type { TroveClient } from "../client.js";
-import { ConnectionError, fromConnectError, isNotFoundError } from "../errors.js";
+import { fromConnectError, isTransientConnectError } from "../connect-errors.js";
 import type { WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type GetResult, type TroveRestClient } from "../rest/client.js";
 import { createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
+import { ConnectionError, isNotFoundError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink, MirrorState } from "./sink.js";
 
@@ -66,6 +67,14 @@ export interface MirrorOptions {
    * Default: retried with exponential backoff and jitter, a `retry` event each time.
    */
   retry?: boolean;
+  /** The heartbeat a WatchChanges stream asks the server for, in ms (default 15,000). */
+  watchHeartbeatMs?: number;
+  /**
+   * How long a WatchChanges stream may hear nothing, not even a heartbeat, before its connection
+   * is dropped and the mirror reconnects on a new one, in ms (default twice the heartbeat and 5 s
+   * more: 35,000).
+   */
+  watchSilenceMs?: number;
 }
 
 export type MirrorEvent =
@@ -99,7 +108,7 @@ class StoreMissing extends Error {}
 
 /** The heartbeat a gRPC watch asks the server for, and the silence after which it is given up. */
 const WATCH_HEARTBEAT_MS = 15_000;
-const WATCH_SILENCE_MS = 2 * WATCH_HEARTBEAT_MS + 5_000;
+const silenceOf = (heartbeatMs: number) => 2 * heartbeatMs + 5_000;
 
 /**
  * The target holds something and is not this mirror's own: `done` rejects with it before
@@ -130,7 +139,7 @@ export class MirrorRefusedError extends Error {
 }
 
 function retryable(err: unknown): boolean {
-  return err instanceof StoreMissing || isTransient(err);
+  return err instanceof StoreMissing || isTransient(err) || isTransientConnectError(err);
 }
 
 /**
@@ -353,7 +362,10 @@ export class StoreMirror extends EventEmitter {
     });
     // A watch that hears nothing, not even a heartbeat, is on a connection that is gone without
     // saying so (measured: a server stopped as the stream opened left it waiting for good, 1 run
-    // in 6): it is ended and retried like a lost connection.
+    // in 6): it is ended and retried like a lost connection, on a new connection (the session
+    // manager would otherwise reuse the silent one, which no ping checks).
+    const heartbeatMs = this.options.watchHeartbeatMs ?? WATCH_HEARTBEAT_MS;
+    const silenceMs = this.options.watchSilenceMs ?? silenceOf(heartbeatMs);
     const call = new AbortController();
     const stop = () => call.abort();
     this.signal.addEventListener("abort", stop, { once: true });
@@ -364,13 +376,13 @@ export class StoreMirror extends EventEmitter {
       timer = setTimeout(() => {
         silent = true;
         call.abort();
-      }, WATCH_SILENCE_MS);
+      }, silenceMs);
     };
     listen();
     const stream = this.grpc.changes.watchChanges(
       {
         cursors: [{ store: this.store, eventId: BigInt(Math.max(0, this.state.eventId)) }],
-        heartbeatMillis: WATCH_HEARTBEAT_MS,
+        heartbeatMillis: heartbeatMs,
       },
       { signal: call.signal },
     );
@@ -378,9 +390,11 @@ export class StoreMirror extends EventEmitter {
       await this.applyWatch(stream, listen);
     } catch (err) {
       if (!silent || this.signal.aborted) throw err;
+      this.grpc.close();
+      this.grpc = undefined;
       throw new ConnectionError(
         0,
-        `no message from ${this.rest.baseUrl} in ${WATCH_SILENCE_MS / 1000} s (a heartbeat was due every ${WATCH_HEARTBEAT_MS / 1000} s)`,
+        `no message from ${this.rest.baseUrl} in ${silenceMs / 1000} s (a heartbeat was due every ${heartbeatMs / 1000} s); reconnecting on a new connection`,
       );
     } finally {
       clearTimeout(timer);

@@ -4,7 +4,7 @@
 
 import { Readable } from "node:stream";
 import { type Auth, type TokenProvider, toTokenProvider } from "../auth.js";
-import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "../errors.js";
+import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "../trove-errors.js";
 import { type FeedEvent, parseFeed } from "./poll.js";
 import {
   type ListingEntry,

@@ -28,6 +28,7 @@ export {
   TroveRestClient,
   unquoteTag,
 } from "./client.js";
+export { createH2cFetch, type H2cFetch, type H2cFetchOptions } from "./h2c-fetch.js";
 export { type FeedChange, type FeedEvent, type FeedReset, parseFeed, parseFeedLine, parseIdrUri } from "./poll.js";
 export {
   type ListingEntry,

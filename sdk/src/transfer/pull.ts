@@ -9,8 +9,8 @@ import { lstat, mkdir, realpath, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { PreconditionFailedError } from "../errors.js";
 import { under } from "../mirror/directory-sink.js";
+import { PreconditionFailedError } from "../trove-errors.js";
 import { fileEntry } from "./local-tree.js";
 import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
 

@@ -4,10 +4,10 @@
 
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { NotFoundError, PreconditionFailedError, type TroveError } from "../errors.js";
 import type { TroveRestClient } from "../rest/client.js";
 import { type Cancellation, createCancellation, eachLimited } from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
+import { NotFoundError, PreconditionFailedError, type TroveError } from "../trove-errors.js";
 import { applyLocalState, saveLocalState, stateFileOf } from "./local-state.js";
 import { md5File, readLocalTree } from "./local-tree.js";
 import {
