@@ -18,6 +18,7 @@ import {
   SESSION_CLOSE_GRACE_MS,
   type ServerLimits,
 } from "./limits.js";
+import type { RequestRoute } from "./routes.js";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -76,6 +77,8 @@ export interface RequestRecord {
   longLived: "held" | "released" | undefined;
   /** Whose share of the long-lived budget that place counts against. */
   longLivedCaller: string | undefined;
+  /** The request's row of the route table (routes.ts): its face, route and protocol, looked up once. */
+  route: RequestRoute | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -85,6 +88,7 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   outcome: (() => string) | undefined = undefined;
   longLived: "held" | "released" | undefined = undefined;
   longLivedCaller: string | undefined = undefined;
+  route: RequestRoute | undefined = undefined;
 
   override writeHead(
     statusCode: number,
@@ -106,6 +110,7 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   outcome: (() => string) | undefined = undefined;
   longLived: "held" | "released" | undefined = undefined;
   longLivedCaller: string | undefined = undefined;
+  route: RequestRoute | undefined = undefined;
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;
