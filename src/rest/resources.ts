@@ -15,8 +15,6 @@ import {
   RestoreRequestSchema,
   StatRequestSchema,
   type Version,
-  type WriteRequest,
-  WriteRequestSchema,
 } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { BadRequestError } from "../domain/errors.js";
 import { parseTagList, quoteTag } from "../domain/etag.js";
@@ -517,21 +515,19 @@ export class ResourceRoutes {
     const lengthHeader = header(req, "content-length");
     if (lengthHeader !== undefined && !/^\d{1,19}$/.test(lengthHeader))
       throw new BadRequestError("invalid Content-Length");
-    const head = create(WriteRequestSchema, {
-      part: {
-        case: "header",
-        value: {
-          store: t.store,
-          path: t.path,
-          ifMatch,
-          ifNoneMatch,
-          contentType: header(req, "content-type") ?? "",
-          contentMd5: header(req, "content-md5") ?? "",
-          contentLength: lengthHeader === undefined ? undefined : BigInt(lengthHeader),
-        },
+    const out = await this.core.put(
+      {
+        store: t.store,
+        path: t.path,
+        ifMatch,
+        ifNoneMatch,
+        contentType: header(req, "content-type") ?? "",
+        contentMd5: header(req, "content-md5") ?? "",
+        contentLength: lengthHeader === undefined ? undefined : BigInt(lengthHeader),
+        contents: req,
       },
-    });
-    const out = await this.core.write(bodyMessages(head, req), this.context(req, res, ResourceService.method.write));
+      this.context(req, res, ResourceService.method.write),
+    );
     const w = res as ServerResponse;
     w.statusCode = out.created ? 201 : 200;
     w.setHeader("Server", SERVER_HEADER);
@@ -548,9 +544,4 @@ export class ResourceRoutes {
     );
     send(res, 200, {});
   }
-}
-
-async function* bodyMessages(head: WriteRequest, body: AsyncIterable<Uint8Array>): AsyncIterable<WriteRequest> {
-  yield head;
-  for await (const chunk of body) yield create(WriteRequestSchema, { part: { case: "chunk", value: chunk } });
 }
