@@ -9,7 +9,6 @@ import {
   ListRequestSchema,
   ListVersionsRequestSchema,
   MakeDirectoryRequestSchema,
-  ReadRequestSchema,
   type Resource,
   ResourceService,
   RestoreRequestSchema,
@@ -237,13 +236,14 @@ function redirectToDirectory(res: RestResponse, url: RequestUrl): void {
   send(res, 303, { Location: `${url.pathname}/${url.search}`, "Content-Length": 0 });
 }
 
-/** Status and headers of a 200 answer to a GET or HEAD of a resource. */
+/** Status and headers of a 200 answer to a GET or HEAD of a resource, in one writeHead (issue 32). */
 function startResource(res: ServerResponse, r: Resource, query: Query): void {
-  res.statusCode = 200;
-  res.setHeader("Server", SERVER_HEADER);
-  setMetadataHeaders(res, r);
-  res.setHeader("Content-Type", query.overrideMime ?? r.type);
-  res.setHeader("Content-Length", String(r.size));
+  res.writeHead(200, {
+    Server: SERVER_HEADER,
+    ...metadataHeaders(r),
+    "Content-Type": query.overrideMime ?? r.type,
+    "Content-Length": String(r.size),
+  });
 }
 
 export class ResourceRoutes {
@@ -290,13 +290,15 @@ export class ResourceRoutes {
     if (req.method === "HEAD" && !history) return this.head(req, res, url, t, query, ifNoneMatch);
     const iterator = this.core
       .read(
-        create(ReadRequestSchema, {
+        // The message create(ReadRequestSchema, ...) would build, written out (issue 32: create walks the schema).
+        {
+          $typeName: "trove.resources.v2.ReadRequest",
           store: t.store,
           path: t.path,
           ifNoneMatch,
           version: query.version ?? "",
           asOf: query.asOf ?? "",
-        }),
+        },
         this.context(req, res, ResourceService.method.read),
       )
       [Symbol.asyncIterator]();
