@@ -198,6 +198,19 @@ describe("cache of verified tokens", () => {
     expect(err.rawMessage).toBe("malformed bearer token: expected a JWT");
   });
 
+  it("a token ending as a cached one does is verified, not taken for it, and the cached one stays (issue 32)", async () => {
+    const c = counting();
+    const token = await sign({}, c.seconds() + 600);
+    const caller = await c.auth.authenticate(`Bearer ${token}`);
+    // Another payload, the same signature: the cache's key (the token's end) is the same.
+    const [head, payload, signature] = token.split(".") as [string, string, string];
+    const forged = `${head}.${payload.slice(0, -4)}AAAA.${signature}`;
+    const err = await refusal(() => c.auth.authenticate(`Bearer ${forged}`));
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(c.lookups()).toBe(2);
+    expect(c.auth.authenticate(`Bearer ${token}`)).toBe(caller);
+  });
+
   it("refusals are not cached: the same bad token is refused each time", async () => {
     const c = counting();
     const header = `Bearer ${await sign({ aud: "other" }, c.seconds() + 600)}`;
