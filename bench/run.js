@@ -357,6 +357,7 @@ async function runApache() {
         }
       }
       const rps = (t) => median(runs.get(t).map((x) => x.rps));
+      const cpu = (t) => median(runs.get(t).map((x) => x.cpu));
       for (const t of targets) {
         const isTrove = t.label.startsWith("trove");
         rows.push({
@@ -365,9 +366,11 @@ async function runApache() {
           rps: rps(t),
           p50: median(runs.get(t).map((x) => x.p50)),
           p99: median(runs.get(t).map((x) => x.p99)),
-          cpu: median(runs.get(t).map((x) => x.cpu)),
+          cpu: cpu(t),
           vsApache: isTrove ? times(rps(t) / rps(targets[1])) : "",
           vsBare: isTrove ? times(rps(t) / rps(bare)) : "",
+          // Issue 32's target: Trove's CPU per answer against bare node:http's, same run.
+          cpuVsBare: isTrove ? times(cpu(t) / cpu(bare)) : "",
           other: runs
             .get(t)
             .map((x) => x.other)
@@ -377,14 +380,14 @@ async function runApache() {
       }
     }
     console.log(
-      `\nTrove against Apache mod_dav and node:http, ${useWrk ? "wrk, 1 thread" : "autocannon"}, ${connections} connections, ${duration} s rounds, median of ${rounds} alternating rounds; Node ${process.version}; load average ${loadBefore} before, ${load()} after`,
+      `\nTrove against Apache mod_dav and node:http, ${useWrk ? "wrk, 1 thread" : "autocannon"}, ${connections} connections, ${duration} s rounds, median of ${rounds} alternating rounds; Node ${process.version}; load average ${loadBefore} before, ${load()} after (CPU/node: CPU per answer over node:http's)`,
     );
-    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("CPU/req", 10, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}  other`;
+    const head = `${pad("case", 26)}${pad("server", 20)}${pad("req/s", 9, true)}${pad("p50 ms", 8, true)}${pad("p99 ms", 8, true)}${pad("CPU/req", 10, true)}${pad("CPU/node", 10, true)}${pad("/apache", 9, true)}${pad("/node", 8, true)}  other`;
     console.log(`${head}\n${"-".repeat(head.length + 6)}`);
     for (const r of rows) {
       const ms = (x) => (Number.isNaN(x) ? "-" : x.toFixed(2));
       console.log(
-        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 9, true)}${pad(ms(r.p50), 8, true)}${pad(ms(r.p99), 8, true)}${pad(`${Math.round(r.cpu)} µs`, 10, true)}${pad(r.vsApache, 9, true)}${pad(r.vsBare, 8, true)}  ${r.other}`,
+        `${pad(r.case, 26)}${pad(r.target, 20)}${pad(Math.round(r.rps), 9, true)}${pad(ms(r.p50), 8, true)}${pad(ms(r.p99), 8, true)}${pad(`${Math.round(r.cpu)} µs`, 10, true)}${pad(r.cpuVsBare, 10, true)}${pad(r.vsApache, 9, true)}${pad(r.vsBare, 8, true)}  ${r.other}`,
       );
     }
   } finally {

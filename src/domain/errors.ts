@@ -1,4 +1,4 @@
-// Errors of the domain, told apart by class. `services/connect-errors.ts` is the
+// Errors of the domain, told apart by class. `rpc/connect-errors.ts` is the
 // one place that turns them into ConnectError codes.
 
 /**

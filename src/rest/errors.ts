@@ -10,7 +10,7 @@ import {
   NOT_EMPTY_KEY,
   RETRY_AFTER_KEY,
   toConnectError,
-} from "../services/connect-errors.js";
+} from "../rpc/connect-errors.js";
 import { type RestRequest, type RestResponse, send, sendText } from "./http.js";
 
 export type StatusTable = Partial<Record<Code, number>>;

@@ -24,15 +24,14 @@ export function send(
   body?: string | Uint8Array,
 ): void {
   const r = res as ServerResponse;
-  r.statusCode = status;
-  r.setHeader("Server", SERVER_HEADER);
-  for (const [name, value] of Object.entries(headers)) r.setHeader(name, value);
+  // One writeHead with every header (issue 32): no setHeader per header on the way.
   if (body === undefined) {
+    r.writeHead(status, { Server: SERVER_HEADER, ...headers });
     r.end();
     return;
   }
   const bytes = typeof body === "string" ? Buffer.from(body) : body;
-  r.setHeader("Content-Length", bytes.byteLength);
+  r.writeHead(status, { Server: SERVER_HEADER, ...headers, "Content-Length": bytes.byteLength });
   r.end(bytes);
 }
 

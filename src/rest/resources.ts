@@ -9,14 +9,11 @@ import {
   ListRequestSchema,
   ListVersionsRequestSchema,
   MakeDirectoryRequestSchema,
-  ReadRequestSchema,
   type Resource,
   ResourceService,
   RestoreRequestSchema,
   StatRequestSchema,
   type Version,
-  type WriteRequest,
-  WriteRequestSchema,
 } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { BadRequestError } from "../domain/errors.js";
 import { parseTagList, quoteTag } from "../domain/etag.js";
@@ -239,13 +236,14 @@ function redirectToDirectory(res: RestResponse, url: RequestUrl): void {
   send(res, 303, { Location: `${url.pathname}/${url.search}`, "Content-Length": 0 });
 }
 
-/** Status and headers of a 200 answer to a GET or HEAD of a resource. */
+/** Status and headers of a 200 answer to a GET or HEAD of a resource, in one writeHead (issue 32). */
 function startResource(res: ServerResponse, r: Resource, query: Query): void {
-  res.statusCode = 200;
-  res.setHeader("Server", SERVER_HEADER);
-  setMetadataHeaders(res, r);
-  res.setHeader("Content-Type", query.overrideMime ?? r.type);
-  res.setHeader("Content-Length", String(r.size));
+  res.writeHead(200, {
+    Server: SERVER_HEADER,
+    ...metadataHeaders(r),
+    "Content-Type": query.overrideMime ?? r.type,
+    "Content-Length": String(r.size),
+  });
 }
 
 export class ResourceRoutes {
@@ -292,13 +290,15 @@ export class ResourceRoutes {
     if (req.method === "HEAD" && !history) return this.head(req, res, url, t, query, ifNoneMatch);
     const iterator = this.core
       .read(
-        create(ReadRequestSchema, {
+        // The message create(ReadRequestSchema, ...) would build, written out (issue 32: create walks the schema).
+        {
+          $typeName: "trove.resources.v2.ReadRequest",
           store: t.store,
           path: t.path,
           ifNoneMatch,
           version: query.version ?? "",
           asOf: query.asOf ?? "",
-        }),
+        },
         this.context(req, res, ResourceService.method.read),
       )
       [Symbol.asyncIterator]();
@@ -517,21 +517,19 @@ export class ResourceRoutes {
     const lengthHeader = header(req, "content-length");
     if (lengthHeader !== undefined && !/^\d{1,19}$/.test(lengthHeader))
       throw new BadRequestError("invalid Content-Length");
-    const head = create(WriteRequestSchema, {
-      part: {
-        case: "header",
-        value: {
-          store: t.store,
-          path: t.path,
-          ifMatch,
-          ifNoneMatch,
-          contentType: header(req, "content-type") ?? "",
-          contentMd5: header(req, "content-md5") ?? "",
-          contentLength: lengthHeader === undefined ? undefined : BigInt(lengthHeader),
-        },
+    const out = await this.core.put(
+      {
+        store: t.store,
+        path: t.path,
+        ifMatch,
+        ifNoneMatch,
+        contentType: header(req, "content-type") ?? "",
+        contentMd5: header(req, "content-md5") ?? "",
+        contentLength: lengthHeader === undefined ? undefined : BigInt(lengthHeader),
+        contents: req,
       },
-    });
-    const out = await this.core.write(bodyMessages(head, req), this.context(req, res, ResourceService.method.write));
+      this.context(req, res, ResourceService.method.write),
+    );
     const w = res as ServerResponse;
     w.statusCode = out.created ? 201 : 200;
     w.setHeader("Server", SERVER_HEADER);
@@ -548,9 +546,4 @@ export class ResourceRoutes {
     );
     send(res, 200, {});
   }
-}
-
-async function* bodyMessages(head: WriteRequest, body: AsyncIterable<Uint8Array>): AsyncIterable<WriteRequest> {
-  yield head;
-  for await (const chunk of body) yield create(WriteRequestSchema, { part: { case: "chunk", value: chunk } });
 }

@@ -3,7 +3,7 @@
 
 import { ConnectError } from "@connectrpc/connect";
 import { callerKey, type Operation } from "../auth/caller.js";
-import { toConnectError } from "../services/connect-errors.js";
+import { toConnectError } from "../rpc/connect-errors.js";
 import { sendError, statusOf } from "./errors.js";
 import { type RestRequest, type RestResponse, restContextValues, sendText, splitUrl } from "./http.js";
 import type { PollRoutes } from "./poll.js";

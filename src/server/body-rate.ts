@@ -8,8 +8,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { RestRequest, RestResponse } from "../rest/http.js";
 import { sendText } from "../rest/http.js";
 import type { ClaimingRequest, LongLivedClaim } from "../services/long-lived.js";
+import { rpcProtocol, sendRpcError } from "../rpc/refusals.js";
 import { headersCheckingInterval, type LimitObserver } from "./limits.js";
-import { rpcProtocol, sendRpcError } from "./rpc-refusals.js";
 
 /** What the rate check keeps of a request whose body is being received (fields of the request itself). */
 interface BodyProgress {

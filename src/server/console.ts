@@ -11,8 +11,8 @@ import { extname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { sendText, splitUrl } from "../rest/http.js";
+import { dropUnreadBody } from "../rpc/refusals.js";
 import type { OpenRoute } from "./faces.js";
-import { dropUnreadBody } from "./rpc-refusals.js";
 
 export const CONSOLE_PREFIX = "/console/";
 export const CONSOLE_CONFIG_PATH = "/console/config.json";

@@ -6,7 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Caller, nobody } from "../auth/caller.js";
 import type { RestRequest } from "../rest/http.js";
-import { RETRY_AFTER_KEY } from "../services/connect-errors.js";
+import { RETRY_AFTER_KEY } from "../rpc/connect-errors.js";
 import { type ClaimingRequest, LARGE_TRANSFER_BYTES, type LongLivedClaim } from "../services/long-lived.js";
 import { type LimitObserver, RETRY_AFTER_SECONDS } from "./limits.js";
 

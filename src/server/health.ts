@@ -11,10 +11,10 @@ import {
 } from "@trove/sdk/gen/grpc/health/v1/health_pb.js";
 import type { Logger } from "pino";
 import { type RestRequest, type RestResponse, sendText } from "../rest/http.js";
+import { dropUnreadBody } from "../rpc/refusals.js";
 import { abortedCallError } from "../services/call-end.js";
 import type { StoragePort } from "../storage/port.js";
 import type { OpenRoute, OpenServices } from "./faces.js";
-import { dropUnreadBody } from "./rpc-refusals.js";
 
 export interface HealthOptions {
   storage: StoragePort;

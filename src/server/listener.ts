@@ -18,6 +18,7 @@ import {
   SESSION_CLOSE_GRACE_MS,
   type ServerLimits,
 } from "./limits.js";
+import type { RequestRoute } from "./routes.js";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -76,6 +77,8 @@ export interface RequestRecord {
   longLived: "held" | "released" | undefined;
   /** Whose share of the long-lived budget that place counts against. */
   longLivedCaller: string | undefined;
+  /** The request's row of the route table (routes.ts): its face, route and protocol, looked up once. */
+  route: RequestRoute | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -85,6 +88,7 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   outcome: (() => string) | undefined = undefined;
   longLived: "held" | "released" | undefined = undefined;
   longLivedCaller: string | undefined = undefined;
+  route: RequestRoute | undefined = undefined;
 
   override writeHead(
     statusCode: number,
@@ -93,9 +97,19 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   ): this;
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders | http.OutgoingHttpHeader[]): this;
   override writeHead(statusCode: number, a?: unknown, b?: unknown): this {
+    const head = super.writeHead as (statusCode: number, a?: unknown, b?: unknown) => this;
     // Here rather than at arrival: a parked poll holds no headers until it answers.
-    if (this.requestId !== undefined && !this.headersSent) this.setHeader("X-Request-Id", this.requestId);
-    return (super.writeHead as (statusCode: number, a?: unknown, b?: unknown) => this)(statusCode, a, b);
+    if (this.requestId === undefined || this.headersSent) return head.call(this, statusCode, a, b);
+    // Headers given as an object take the id with them (a copy: the caller's object may be shared):
+    // a response whose headers all come with writeHead then skips setHeader (issue 32: setHeader
+    // and its header map were 3 % of a 4 KiB GET).
+    const given = typeof a === "string" ? b : a;
+    if (given !== undefined && given !== null && !Array.isArray(given)) {
+      const headers = { ...(given as http.OutgoingHttpHeaders), "X-Request-Id": this.requestId };
+      return typeof a === "string" ? head.call(this, statusCode, a, headers) : head.call(this, statusCode, headers);
+    }
+    this.setHeader("X-Request-Id", this.requestId);
+    return head.call(this, statusCode, a, b);
   }
 }
 
@@ -106,6 +120,7 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   outcome: (() => string) | undefined = undefined;
   longLived: "held" | "released" | undefined = undefined;
   longLivedCaller: string | undefined = undefined;
+  route: RequestRoute | undefined = undefined;
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;

@@ -16,146 +16,21 @@ import {
   type Metric,
   Registry,
 } from "prom-client";
-import { DEV_ISSUER_PREFIX } from "../auth/dev-issuer.js";
 import type { Authenticator, TokenCheck } from "../auth/verifier.js";
-import { type RestRequest, type RestResponse, sendText } from "../rest/http.js";
-import { INSIGHTS_PREFIX } from "../rest/insights.js";
-import { POLL_PATH } from "../rest/poll.js";
-import { DATA_PREFIX } from "../rest/resources.js";
-import { REST_PREFIX } from "../rest/router.js";
-import { STORES_PATH } from "../rest/stores.js";
+import { type RestResponse, sendText } from "../rest/http.js";
+import { dropUnreadBody, type RpcProtocol } from "../rpc/refusals.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import type { ReportJobObserver, ReportJobOutcome } from "../services/report-worker.js";
 import type { SkipReason } from "../storage/filesystem/reconciler.js";
 import type { ScanSummary } from "../storage/filesystem/scanner.js";
 import { TROVE_VERSION } from "../version.js";
-import { type OpenRoute, TROVE_SERVICES } from "./faces.js";
+import type { OpenRoute } from "./faces.js";
 import type { LongLivedBudget } from "./fair-share.js";
 import { LIMIT_NAMES, type LimitObserver } from "./limits.js";
 import type { StorageObserver } from "./metrics-storage.js";
 import type { ObservedResponse, RequestObserver } from "./pipeline.js";
-import { dropUnreadBody, type RpcProtocol, rpcProtocol } from "./rpc-refusals.js";
-
-export type Face = "rest" | "connect" | "grpc" | "grpc-web" | "other";
-
-const FACES: readonly Face[] = ["rest", "connect", "grpc", "grpc-web", "other"];
-
-/** The label value of every route, method or path outside the known sets. */
-export const UNKNOWN = "unknown";
-
-/** Standard RPC services the server may register beside Trove's (health, reflection). */
-const STANDARD_METHODS = [
-  "grpc.health.v1.Health/Check",
-  "grpc.health.v1.Health/Watch",
-  "grpc.health.v1.Health/List",
-  "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-  "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-];
-
-/** Every RPC method label: `package.Service/Method`. */
-export const RPC_METHODS: ReadonlySet<string> = new Set([
-  ...TROVE_SERVICES.flatMap((service) => service.methods.map((method) => `${service.typeName}/${method.name}`)),
-  ...STANDARD_METHODS,
-]);
-
-const RPC_PATHS = TROVE_SERVICES.map((service) => `/${service.typeName}/`);
-
-/** HTTP methods a route label may carry; any other makes the route unknown (HTTP/2 lets any token through). */
-const HTTP_METHODS = new Set(["GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS", "PATCH"]);
-
-/** Open paths outside the faces' prefixes, counted under the face "other". */
-const OPEN_ROUTES = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
-
-const REPORT_VIEWS = new Set([
-  "document",
-  "dependencies",
-  "dependents",
-  "unused",
-  "missing-references",
-  "cycles",
-  "graph",
-]);
-
-/** The route template of a REST or insights path, without its method; undefined when it has none. */
-function restTemplate(path: string): string | undefined {
-  // Version 1 has version 2's routes (src/rest/version.ts), labelled with its own prefix.
-  if (path.startsWith("/resources/v1/")) {
-    return restTemplate(`/resources/v2/${path.slice(14)}`)?.replace("/resources/v2/", "/resources/v1/");
-  }
-  if (path.startsWith(DATA_PREFIX)) return `${DATA_PREFIX}{store}/{path}`;
-  if (path === STORES_PATH) return STORES_PATH;
-  if (path.startsWith(`${STORES_PATH}/`)) return `${STORES_PATH}/{store}`;
-  if (path === POLL_PATH) return POLL_PATH;
-  if (!path.startsWith(INSIGHTS_PREFIX)) return undefined;
-  const [collection, id, sub, subId, ...rest] = path.slice(INSIGHTS_PREFIX.length).split("/");
-  if (rest.length > 0 || id === "" || sub === "" || subId === "") return undefined;
-  if (collection === "projects") {
-    const base = `${INSIGHTS_PREFIX}projects`;
-    if (id === undefined) return base;
-    if (sub === undefined) return `${base}/{project}`;
-    if (sub === "environments") return `${base}/{project}/environments${subId === undefined ? "" : "/{environment}"}`;
-    if (sub === "promotions" && subId === undefined) return `${base}/{project}/promotions`;
-    return undefined;
-  }
-  if (collection === "reports" && subId === undefined) {
-    const base = `${INSIGHTS_PREFIX}reports`;
-    if (id === undefined) return base;
-    if (sub === undefined) return `${base}/{report}`;
-    if (REPORT_VIEWS.has(sub)) return `${base}/{report}/${sub}`;
-  }
-  return undefined;
-}
-
-export interface RequestKind {
-  face: Face;
-  /** Route template ("GET /resources/v2/stores/{store}"), RPC method, or "unknown". */
-  route: string;
-  /** How the status is read: the RPC protocol, or undefined for an HTTP status. */
-  protocol: RpcProtocol | undefined;
-}
-
-/** The face of a request and how its status is read (requestKind without the route). */
-export function requestFace(req: RestRequest): Pick<RequestKind, "face" | "protocol"> {
-  const url = req.url ?? "/";
-  if (url.startsWith(REST_PREFIX) || url.startsWith(INSIGHTS_PREFIX)) return REST_FACE;
-  const protocol = rpcProtocol(req);
-  if (protocol === "grpc" || protocol === "grpc-web") return { face: protocol, protocol };
-  if (protocol !== undefined) return { face: "connect", protocol };
-  const query = url.indexOf("?");
-  const path = query < 0 ? url : url.slice(0, query);
-  if (RPC_PATHS.some((prefix) => path.startsWith(prefix))) return CONNECT_UNARY;
-  return OTHER_FACE;
-}
-
-const REST_FACE = { face: "rest", protocol: undefined } as const;
-const CONNECT_UNARY = { face: "connect", protocol: "connect" } as const;
-const OTHER_FACE = { face: "other", protocol: undefined } as const;
-
-/** The face and route of a request, decided as the faces dispatch it. */
-export function requestKind(req: RestRequest): RequestKind {
-  const url = req.url ?? "/";
-  const query = url.indexOf("?");
-  const path = query < 0 ? url : url.slice(0, query);
-  const method = req.method ?? "";
-  if (path.startsWith(REST_PREFIX) || path.startsWith(INSIGHTS_PREFIX)) {
-    const template = HTTP_METHODS.has(method) ? restTemplate(path) : undefined;
-    return { face: "rest", route: template ? `${method} ${template}` : UNKNOWN, protocol: undefined };
-  }
-  const protocol = rpcProtocol(req);
-  const rpcMethod = RPC_METHODS.has(path.slice(1)) ? path.slice(1) : UNKNOWN;
-  if (protocol === "grpc" || protocol === "grpc-web") return { face: protocol, route: rpcMethod, protocol };
-  if (protocol !== undefined) return { face: "connect", route: rpcMethod, protocol };
-  // A call to a Trove service that no protocol claims is refused or answered as Connect unary.
-  if (RPC_PATHS.some((prefix) => path.startsWith(prefix)))
-    return { face: "connect", route: rpcMethod, protocol: "connect" };
-  let route = UNKNOWN;
-  if (HTTP_METHODS.has(method)) {
-    if (OPEN_ROUTES.has(path)) route = `${method} ${path}`;
-    else if (path.startsWith(DEV_ISSUER_PREFIX)) route = `${method} ${DEV_ISSUER_PREFIX}{endpoint}`;
-  }
-  return { face: "other", route, protocol: undefined };
-}
+import { FACES, type Face, routeOf } from "./routes.js";
 
 /** gRPC's names of the status codes, by number. */
 const CODE_NAMES = [
@@ -606,16 +481,18 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   return {
     registry,
-    // Nothing kept per request but the RPC status reader: the face and route are decided again
-    // at the end, from the same request (issue 14: a parked poll holds no closure of the metrics).
+    // Nothing kept per request but the RPC status reader: the face and route are the pipeline's
+    // lookup, on the request's record (issue 14: a parked poll holds no closure of the metrics).
     requests: {
       arrived(req, res) {
-        const { face, protocol } = requestFace(req);
+        res.route ??= routeOf(req);
+        const { face, protocol } = res.route;
         if (protocol !== undefined) res.outcome = rpcStatusReader(protocol, res);
         flying.set(face, (flying.get(face) as number) + 1);
       },
       closed(req, res) {
-        const { face, route } = requestKind(req);
+        res.route ??= routeOf(req);
+        const { face, route } = res.route;
         flying.set(face, (flying.get(face) as number) - 1);
         const status = statusOf(res);
         const key = `${face} ${route} ${status}`;

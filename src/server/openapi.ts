@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { parse } from "yaml";
 import { sendText } from "../rest/http.js";
+import { dropUnreadBody } from "../rpc/refusals.js";
 import type { OpenRoute } from "./faces.js";
-import { dropUnreadBody } from "./rpc-refusals.js";
 
 export const OPENAPI_PATH = "/openapi.json";
 

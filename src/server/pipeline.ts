@@ -8,11 +8,12 @@ import type * as http from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { anonymousCaller, type Caller, nobody } from "../auth/caller.js";
-import { DEV_ISSUER_PREFIX, type DevIssuer } from "../auth/dev-issuer.js";
+import type { DevIssuer } from "../auth/dev-issuer.js";
 import type { Authenticator } from "../auth/verifier.js";
 import { serverErrorOf } from "../rest/errors.js";
 import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest/http.js";
-import { callerOf, type Faces, isOpenPath } from "./faces.js";
+import { dropUnreadBody } from "../rpc/refusals.js";
+import { callerOf, type Faces } from "./faces.js";
 import type { LongLivedBudget } from "./fair-share.js";
 import {
   ALLOWED_METHODS,
@@ -21,7 +22,7 @@ import {
   RecordedResponse,
   type RequestRecord,
 } from "./listener.js";
-import { dropUnreadBody } from "./rpc-refusals.js";
+import { type RequestRoute, routeOf } from "./routes.js";
 
 /**
  * Sees every request: when it arrives, before anything answers it, and at its end. Observers never
@@ -92,7 +93,7 @@ export function requestLog(logger: Logger): RequestObserver {
       }
       if (logger.isLevelEnabled("info")) {
         // Never the headers (Authorization) nor, for the issuer, the query string.
-        const url = req.url?.startsWith(DEV_ISSUER_PREFIX) ? req.url.replace(/\?.*$/, "") : req.url;
+        const url = res.route?.target === "issuer" ? req.url?.replace(/\?.*$/, "") : req.url;
         logger.info(
           {
             req: res.requestId,
@@ -127,37 +128,40 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
   let counter = 0;
 
   // The caller is known: long-lived work takes its place in the budgets, or is refused.
-  const admitted = (req: RestRequest, res: RestResponse, caller: Caller) => {
-    const refusal = longLived?.admit(req, res as ObservedResponse, caller);
-    if (refusal) faces.refuse(req, res, refusal);
-    else faces.dispatch(req, res, caller);
+  const admitted = (req: RestRequest, res: ObservedResponse, caller: Caller, route: RequestRoute) => {
+    const refusal = longLived?.admit(req, res, caller);
+    if (refusal) faces.refuse(req, res, refusal, route);
+    else faces.dispatch(req, res, caller, route);
   };
 
-  const authenticated = (req: RestRequest, res: RestResponse) => {
+  const authenticated = (req: RestRequest, res: ObservedResponse, route: RequestRoute) => {
     if (auth === "anonymous") {
-      admitted(req, res, anonymousCaller);
+      admitted(req, res, anonymousCaller, route);
       return;
     }
     let caller: Caller | Promise<Caller>;
     try {
       caller = auth.authenticate(req.headers.authorization);
     } catch (err) {
-      faces.refuse(req, res, err);
+      faces.refuse(req, res, err, route);
       return;
     }
     if (caller instanceof Promise) {
       caller.then(
-        (c) => admitted(req, res, c),
-        (err) => faces.refuse(req, res, err),
+        (c) => admitted(req, res, c, route),
+        (err) => faces.refuse(req, res, err, route),
       );
     } else {
-      admitted(req, res, caller);
+      admitted(req, res, caller, route);
     }
   };
 
   return (req, response) => {
     const res = response as ObservedResponse;
     res.arrived = performance.now();
+    // The one lookup of the request in the route table: everything after reads it from the record.
+    const route = routeOf(req);
+    res.route = route;
     res.requestId =
       (req.headers["x-request-id"] as string | undefined)?.slice(0, 128) ?? `${idPrefix}-${(++counter).toString(36)}`;
     // The listener's responses write X-Request-Id with their head; any other now.
@@ -178,7 +182,7 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
       sendText(res, 400, INVALID_TARGET);
       return;
     }
-    if (devIssuer && req.url?.startsWith(DEV_ISSUER_PREFIX)) {
+    if (devIssuer && route.target === "issuer") {
       devIssuer.handle(req, res);
       return;
     }
@@ -191,10 +195,10 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
       });
       return;
     }
-    if (isOpenPath(splitUrl(req.url ?? "/").pathname)) {
-      admitted(req, res, nobody);
+    if (route.open) {
+      admitted(req, res, nobody, route);
       return;
     }
-    authenticated(req, res);
+    authenticated(req, res, route);
   };
 }

@@ -6,9 +6,9 @@ import type { AddressInfo } from "node:net";
 import { type Logger, pino } from "pino";
 import { DEFAULT_CONSOLE_CLIENT_ID, type DevIssuer } from "../auth/dev-issuer.js";
 import type { Authenticator } from "../auth/verifier.js";
+import { reflectionService } from "../rpc/reflection.js";
 import type { ChangeNotifier } from "../services/change-notifier.js";
 import type { ReadOnlySwitch } from "../services/read-only.js";
-import { reflectionService } from "../services/reflection.js";
 import type { ReportNotifier } from "../services/report-notifier.js";
 import { createFilesystemStorage, type FilesystemStorageOptions } from "../storage/filesystem/filesystem-storage.js";
 import type { PeerChannel, StoragePort } from "../storage/port.js";
@@ -16,7 +16,7 @@ import { defaultMaxLongLived } from "./capacity.js";
 import { CONSOLE_PREFIX, type ConsoleOptions, consoleRoutes } from "./console.js";
 import { type CoreOptions, createCores, DEFAULT_MAX_RESOURCE_SIZE } from "./cores.js";
 import { createCrossOrigin } from "./cors.js";
-import { createFaces, TROVE_SERVICES } from "./faces.js";
+import { createFaces } from "./faces.js";
 import { LongLivedBudget } from "./fair-share.js";
 import { Health, healthRoutes, healthService } from "./health.js";
 import { type ShutdownResult, startLifecycle } from "./lifecycle.js";
@@ -26,6 +26,7 @@ import { createMetrics, metricsRoutes } from "./metrics.js";
 import { measuredStorage } from "./metrics-storage.js";
 import { OPENAPI_PATH, openApiRoute } from "./openapi.js";
 import { createPipeline } from "./pipeline.js";
+import { TROVE_SERVICES } from "./routes.js";
 
 export interface TroveServerOptions {
   storage: StoragePort;

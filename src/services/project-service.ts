@@ -43,9 +43,9 @@ import { projectUri, validateAccountName, validateEnvironmentName, validateProje
 import { isExpiredTombstone } from "../domain/rules.js";
 import { resolveStoreConfig } from "../domain/store.js";
 import { isUuid } from "../insights/report-request.js";
+import { toConnectError } from "../rpc/connect-errors.js";
 import type { EnvironmentRecord, NodeRecord, ProjectRecord, StoragePort } from "../storage/port.js";
 import { requireOperation } from "./access.js";
-import { toConnectError } from "./connect-errors.js";
 import { fieldName, inFaceNames } from "./field-names.js";
 import type { ResourceCore } from "./resource-service.js";
 

@@ -2,9 +2,8 @@
 // history (a version, a moment): "not modified" when a tag matches, else its inline contents or
 // its blob in chunks of at most READ_MESSAGE_CHUNK bytes, the resource on the first message.
 
-import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import { type ReadResponse, ReadResponseSchema } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import type { ReadResponse } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { NotFoundError } from "../domain/errors.js";
 import { tagMatches } from "../domain/etag.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
@@ -16,6 +15,16 @@ import { claimLargeTransfer } from "./long-lived.js";
  * the 4 MiB that gRPC clients accept by default (grpc-go, grpc-java), whatever the storage.
  */
 export const READ_MESSAGE_CHUNK = 1024 * 1024;
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * The ReadResponse message create(ReadResponseSchema, ...) would build, written out: create walks
+ * the schema for each field, on every read (issue 32, as toResource does for the resource).
+ */
+export function readResponse(resource: ReadResponse["resource"], chunk: Uint8Array, notModified = false): ReadResponse {
+  return { $typeName: "trove.resources.v2.ReadResponse", resource, notModified, chunk };
+}
 
 /**
  * The messages of a file state. With `retryable`, a blob gone before its first chunk (replaced
@@ -32,11 +41,11 @@ export async function* fileMessages(
   retryable = false,
 ): AsyncGenerator<ReadResponse, boolean> {
   if (ifNoneMatch.length > 0 && tagMatches(ifNoneMatch, node.tag)) {
-    yield create(ReadResponseSchema, { resource, notModified: true });
+    yield readResponse(resource, EMPTY, true);
     return true;
   }
   if (node.inline) {
-    yield create(ReadResponseSchema, { resource, chunk: node.inline });
+    yield readResponse(resource, node.inline);
     return true;
   }
   // A large download is long-lived work: it takes its place (or is refused) before the blob is opened.
@@ -50,11 +59,11 @@ export async function* fileMessages(
     throw err;
   }
   try {
-    yield create(ReadResponseSchema, { resource, chunk: first.done ? new Uint8Array(0) : first.value });
+    yield readResponse(resource, first.done ? EMPTY : first.value);
     for (let next = first; !next.done; ) {
       throwIfCallAborted(ctx);
       next = await chunks.next();
-      if (!next.done) yield create(ReadResponseSchema, { chunk: next.value });
+      if (!next.done) yield readResponse(undefined, next.value);
     }
     return true;
   } finally {

@@ -99,6 +99,23 @@ export function toResource(node: NodeRecord, access?: readonly Operation[]): Res
   };
 }
 
+/** What every face gives ResourceCore.put: a write's target, its preconditions (parsed) and its contents. */
+export interface WriteInput {
+  store: string;
+  path: string;
+  /** If-Match, parsed (parseTagList: stored form, "*" kept); empty: none. */
+  ifMatch: readonly string[];
+  /** If-None-Match, parsed as ifMatch ("*": a conditional create); empty: none. */
+  ifNoneMatch: readonly string[];
+  /** The media type; empty: from the name's extension. */
+  contentType: string;
+  /** Base64 MD5 the contents must have; empty: none. */
+  contentMd5: string;
+  /** The announced length, checked against what arrives. */
+  contentLength: bigint | undefined;
+  contents: AsyncIterable<Uint8Array>;
+}
+
 export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   private readonly storage: StoragePort;
   private readonly maxResourceSize: number;
@@ -155,6 +172,7 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     }
   }
 
+  /** Write as the RPC faces call it: its messages adapted into the write input every face gives `put`. */
   async write(requests: AsyncIterable<WriteRequest>, ctx: HandlerContext): Promise<WriteResponse> {
     const iterator = requests[Symbol.asyncIterator]();
     const first = await iterator.next();
@@ -162,30 +180,51 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
       throw new BadRequestError("the first message of a write must be its header");
     }
     const header: WriteHeader = first.value.part.value;
-    const { store, path } = this.target(header);
+    return this.put(
+      {
+        store: header.store,
+        path: header.path,
+        ifMatch: tags(header.ifMatch),
+        ifNoneMatch: tags(header.ifNoneMatch),
+        contentType: header.contentType,
+        contentMd5: header.contentMd5,
+        contentLength: header.contentLength,
+        contents: chunksOf(iterator),
+      },
+      ctx,
+    );
+  }
+
+  /**
+   * A client's write of a resource's contents, from any face (issue 32): REST passes the request
+   * body and the preconditions it parsed from its headers, the RPC faces their Write messages
+   * (`write`). Nothing is wrapped in a message per chunk, and the tags are parsed once, by the face.
+   */
+  async put(input: WriteInput, ctx: HandlerContext): Promise<WriteResponse> {
+    const { store, path } = this.target(input);
     if (path === "") throw new BadRequestError("a resource needs a name; the root is a directory");
     requireOperation(ctx.values.get(callerKey), "write", { store, path });
-    const type = header.contentType === "" ? typeFromName(nameOf(path)) : header.contentType;
+    const type = input.contentType === "" ? typeFromName(nameOf(path)) : input.contentType;
     if (!isMediaType(type)) {
       throw new BadRequestError(`invalid ${fieldName(ctx, "content_type")} ${JSON.stringify(type)}`);
     }
-    if (header.contentMd5 !== "" && !CONTENT_MD5.test(header.contentMd5)) {
+    if (input.contentMd5 !== "" && !CONTENT_MD5.test(input.contentMd5)) {
       throw new BadRequestError(`${fieldName(ctx, "content_md5")} must be the base64 text of a 16-byte MD5 digest`);
     }
-    if (header.contentLength !== undefined && header.contentLength > BigInt(this.maxResourceSize)) {
+    if (input.contentLength !== undefined && input.contentLength > BigInt(this.maxResourceSize)) {
       throw new TooLargeError(
-        `contents of ${header.contentLength} bytes exceed the limit of ${this.maxResourceSize} bytes`,
+        `contents of ${input.contentLength} bytes exceed the limit of ${this.maxResourceSize} bytes`,
       );
     }
     const options = {
       type,
       user: ctx.values.get(callerKey).subject,
-      ifMatch: tags(header.ifMatch),
-      ifNoneMatch: tags(header.ifNoneMatch),
-      contentLength: header.contentLength,
-      contentMd5: header.contentMd5,
+      ifMatch: input.ifMatch,
+      ifNoneMatch: input.ifNoneMatch,
+      contentLength: input.contentLength,
+      contentMd5: input.contentMd5,
     };
-    return this.storeContents(store, path, chunksOf(iterator), options).catch((err) => {
+    return this.storeContents(store, path, input.contents, options).catch((err) => {
       throw inFaceNames(err, ctx);
     });
   }

@@ -9,7 +9,7 @@
 // holds it, and the garbage collector frees it, as for any buffer. A consumer that gives it back
 // declares that nothing, native writes included, reads it any more: a socket write's callback has
 // fired (HTTP/1.1), or connect has serialized (copied) the message that carried it (the RPC
-// faces, src/server/faces.ts). Giving back detaches the chunk's memory from every view of it
+// faces, src/rpc/connect-routes.ts). Giving back detaches the chunk's memory from every view of it
 // (a transfer, as `postMessage` does, without a copy), so that a view someone kept anyway reads
 // as empty: it can never show the bytes of the next blob read into that memory. Only chunks this
 // pool lent, and each once, are taken back; anything else given back is left alone.

@@ -1,5 +1,5 @@
 // The token verifier on its own: the Authorization header, the claims checked,
-// and the cache of verified tokens (by SHA-256 hash, until they expire, bounded).
+// and the cache of verified tokens (by their text, long ones by SHA-256 hash, until they expire, bounded).
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLocalJWKSet, exportJWK, generateKeyPair, type JWTVerifyGetKey, SignJWT } from "jose";
@@ -184,6 +184,31 @@ describe("cache of verified tokens", () => {
     expect(c.lookups()).toBe(3);
     expect(c.auth.authenticate(a as string)).not.toBeInstanceOf(Promise);
     expect(c.auth.authenticate(b as string)).toBeInstanceOf(Promise);
+  });
+
+  it("a token longer than 2,048 characters is cached too, by its hash (issue 32), and no other text stands for it", async () => {
+    const c = counting();
+    const header = `Bearer ${await sign({ padding: "x".repeat(3000) }, c.seconds() + 600)}`;
+    expect(header.length).toBeGreaterThan(3000);
+    const caller = await c.auth.authenticate(header);
+    expect(c.auth.authenticate(header)).toBe(caller);
+    expect(c.lookups()).toBe(1);
+    // Its cache key is a line break and the hash: a header cannot carry one, so no sent text matches it.
+    const err = await refusal(() => c.auth.authenticate("Bearer \nnot-a-token"));
+    expect(err.rawMessage).toBe("malformed bearer token: expected a JWT");
+  });
+
+  it("a token ending as a cached one does is verified, not taken for it, and the cached one stays (issue 32)", async () => {
+    const c = counting();
+    const token = await sign({}, c.seconds() + 600);
+    const caller = await c.auth.authenticate(`Bearer ${token}`);
+    // Another payload, the same signature: the cache's key (the token's end) is the same.
+    const [head, payload, signature] = token.split(".") as [string, string, string];
+    const forged = `${head}.${payload.slice(0, -4)}AAAA.${signature}`;
+    const err = await refusal(() => c.auth.authenticate(`Bearer ${forged}`));
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(c.lookups()).toBe(2);
+    expect(c.auth.authenticate(`Bearer ${token}`)).toBe(caller);
   });
 
   it("refusals are not cached: the same bad token is refused each time", async () => {

@@ -11,7 +11,7 @@ import {
 } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DELETED_TAG_KEY } from "../../src/services/connect-errors.js";
+import { DELETED_TAG_KEY } from "../../src/rpc/connect-errors.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { chunksOf, md5Base64, payload } from "./payload.js";
 

@@ -28,7 +28,7 @@ import {
 } from "../../src/domain/errors.js";
 import { parseMoment } from "../../src/domain/history.js";
 import { restoreDocument, versionElement, versionsStart } from "../../src/rest/xml.js";
-import { toConnectError } from "../../src/services/connect-errors.js";
+import { toConnectError } from "../../src/rpc/connect-errors.js";
 
 function version(fields: {
   tag: string;
