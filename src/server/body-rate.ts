@@ -7,8 +7,8 @@ import * as http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { RestRequest, RestResponse } from "../rest/http.js";
 import { sendText } from "../rest/http.js";
-import type { ClaimingRequest, LongLivedClaim } from "../services/long-lived.js";
 import { rpcProtocol, sendRpcError } from "../rpc/refusals.js";
+import type { ClaimingRequest, LongLivedClaim } from "../services/long-lived.js";
 import { headersCheckingInterval, type LimitObserver } from "./limits.js";
 
 /** What the rate check keeps of a request whose body is being received (fields of the request itself). */

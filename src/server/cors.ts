@@ -6,8 +6,8 @@
 import type { ServerResponse } from "node:http";
 import { cors as connectCors } from "@connectrpc/connect";
 import { type RestRequest, type RestResponse, SERVER_HEADER, sendText } from "../rest/http.js";
-import { parseCorsOrigin } from "./config.js";
 import { dropUnreadBody } from "../rpc/refusals.js";
+import { parseCorsOrigin } from "./config.js";
 import type { CrossOrigin } from "./pipeline.js";
 
 /** Methods a page may use: REST v2 and insights, and Connect's (POST, and GET for side-effect-free calls). */
