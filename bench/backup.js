@@ -203,7 +203,9 @@ function p99(xs) {
 
 async function putP99() {
   const server = await startTrove({ logLevel: opts["log-level"] });
-  console.log(`put-p99 bench: ${N} resources (every tenth ${LARGE} B, others ${SIZE} B), load ${loadavg()[0].toFixed(1)}`);
+  console.log(
+    `put-p99 bench: ${N} resources (every tenth ${LARGE} B, others ${SIZE} B), load ${loadavg()[0].toFixed(1)}`,
+  );
   try {
     const body = randomBytes(SIZE);
     const large = randomBytes(LARGE);
