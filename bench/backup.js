@@ -12,7 +12,9 @@
 //            8 concurrent writers while `trove backup --url` runs, against the p99 of the same
 //            writers without a backup, rounds alternating (target: within 2x).
 //
-// `node bench/backup.js [--resources 10000] [--size 4096] [--mongodb-url URL] [--only CASE] [--skip-build]`.
+// `node bench/backup.js [--resources 10000] [--size 4096] [--mongodb-url URL] [--only CASE] [--skip-build]
+// [--rounds 3] [--log-level silent]`. With TROVE_BENCH_SERVER_LOG=FILE (bench/servers.js) the server's
+// log (at --log-level: info logs a line per request) is appended to FILE.
 // Resources are spread over directories of 100; every tenth is 200 KiB (a blob file), the others
 // --size bytes (inline).
 
@@ -37,6 +39,8 @@ const { values: opts } = parseArgs({
     "mongodb-url": { type: "string" },
     "skip-build": { type: "boolean", default: false },
     only: { type: "string" },
+    rounds: { type: "string", default: "3" },
+    "log-level": { type: "string", default: "silent" },
   },
 });
 const N = Number(opts.resources);
@@ -198,7 +202,10 @@ function p99(xs) {
 }
 
 async function putP99() {
-  const server = await startTrove();
+  const server = await startTrove({ logLevel: opts["log-level"] });
+  console.log(
+    `put-p99 bench: ${N} resources (every tenth ${LARGE} B, others ${SIZE} B), load ${loadavg()[0].toFixed(1)}`,
+  );
   try {
     const body = randomBytes(SIZE);
     const large = randomBytes(LARGE);
@@ -223,7 +230,8 @@ async function putP99() {
     const out = join(tmpdir(), `trove-bench-put-p99-${process.pid}.tar`);
     const quiet = [];
     const during = [];
-    for (let round = 0; round < 3; round++) {
+    const backups = [];
+    for (let round = 0; round < Number(opts.rounds); round++) {
       let done = false;
       const backup = timed(process.execPath, [
         CLI,
@@ -241,11 +249,16 @@ async function putP99() {
       });
       const withBackup = await puts(server, 8, () => done);
       const { seconds } = await backup;
+      backups.push(`${seconds.toFixed(1)} s`);
       during.push(...withBackup);
       const stopAt = performance.now() + seconds * 1000;
       quiet.push(...(await puts(server, 8, () => performance.now() >= stopAt)));
     }
+    const archive = statSync(out).size;
     rmSync(out, { force: true });
+    console.log(
+      `backups over --url beside the writers: ${backups.join(", ")} (archive of the last ${mib(archive)}), load ${loadavg()[0].toFixed(1)}`,
+    );
     const ratio = p99(during) / p99(quiet);
     console.log(
       `PUT p99 during a backup: ${p99(during).toFixed(1)} ms (${during.length} PUTs) against ${p99(quiet).toFixed(1)} ms without (${quiet.length} PUTs): ${ratio.toFixed(2)}x (target <= 2x)`,

@@ -4,7 +4,7 @@
 
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -49,9 +49,11 @@ async function untilAnswering(url, child, output) {
 
 export async function startChild(args, probePath, port, extra = {}) {
   // stdout is /dev/null ("ignore"): what a server logs costs its writes, never a pipe's backlog.
+  // TROVE_BENCH_SERVER_LOG=FILE appends it to FILE instead (a file, never a pipe), to read after a run.
+  const log = process.env.TROVE_BENCH_SERVER_LOG;
   const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), ...args], {
     cwd: ROOT,
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", log ? openSync(log, "a") : "ignore", "pipe"],
     env: extra.env ? { ...process.env, ...extra.env } : process.env,
   });
   let stderr = "";

@@ -2,6 +2,7 @@
 // an archive (docs/backup.md, "The parts"): each store held at its snapshot event, its states then
 // and its ended versions, the contents they point at (each blob once), then the insights records.
 
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { UnavailableError } from "../domain/errors.js";
 import { giveBack } from "../storage/chunk-pool.js";
 import { INLINE_MAX } from "../storage/local/blob-files.js";
@@ -203,6 +204,10 @@ export function backupParts(
         if (full) yield full;
       }
       await counted(batch.length);
+      // The next batch after the requests that came meanwhile (a backup over --url runs in the
+      // server): a batch is read and encoded synchronously, and the awaits between batches
+      // resolve at once, so without this the loop would not turn until the output pushed back.
+      await nextTurn();
     }
     const last = lines.flush();
     if (last) yield last;

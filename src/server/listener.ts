@@ -400,7 +400,26 @@ export function createListener(options: ListenerOptions): Listener {
     busySockets.delete(this);
     idleSockets.delete(this);
   }
-  // Idle connections closed to admit new ones, until their close: they no longer count.
+  /**
+   * Closes an HTTP/1.1 connection between requests, unless its next request has come: checked
+   * after this turn of the event loop has read its sockets (setImmediate runs after the poll
+   * phase). A timer that ran out while the loop was busy (a long synchronous read) runs before the
+   * reads of bytes that came meanwhile: destroying the connection at once would drop a request the
+   * client sent in time, unread, and the kernel would answer it with a reset (issue 28). Tells
+   * `kept` when the connection stays, its next request begun.
+   */
+  function closeIfStillIdle(socket: net.Socket, kept?: () => void): void {
+    const bytes = socket.bytesRead;
+    setImmediate(() => {
+      if (socket.destroyed) return;
+      if (socket.bytesRead === bytes && !busySockets.has(socket)) socket.destroy();
+      else kept?.();
+    });
+  }
+  // Node destroys a connection whose keep-alive time ran out unless the server listens for
+  // 'timeout' (no other timeout is set on these sockets): it is closed here, the same way.
+  h1.on("timeout", (socket: net.Socket) => closeIfStillIdle(socket));
+  // Idle connections being closed to admit new ones, until their close: they no longer count.
   let evicting = 0;
   function evictedClosed(): void {
     evicting--;
@@ -440,9 +459,14 @@ export function createListener(options: ListenerOptions): Listener {
       closeSession(session, "idle_evicted");
     } else if (socket) {
       idleSockets.delete(socket);
-      socket.once("close", evictedClosed);
+      const evicted = socket;
+      evicted.once("close", evictedClosed);
       refused("idle_evicted");
-      socket.destroy();
+      closeIfStillIdle(evicted, () => {
+        // Its next request came meanwhile: it stays and counts again (the newcomer is admitted all the same).
+        evicted.off("close", evictedClosed);
+        evicting--;
+      });
     } else {
       evicting--;
       return false;

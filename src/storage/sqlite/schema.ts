@@ -106,8 +106,10 @@ const ADDED_COLUMNS: ReadonlyArray<{ table: string; column: string; definition: 
 const INDEXES = `
 CREATE UNIQUE INDEX IF NOT EXISTS versions_states ON versions (store, path, event_id DESC);
 DROP INDEX IF EXISTS versions_children;
-CREATE INDEX IF NOT EXISTS versions_file_paths ON versions (store, path) WHERE directory = 0;
-CREATE INDEX IF NOT EXISTS versions_file_children ON versions (store, parent, path) WHERE directory = 0;
+DROP INDEX IF EXISTS versions_file_paths;
+DROP INDEX IF EXISTS versions_file_children;
+CREATE INDEX IF NOT EXISTS versions_file_lives ON versions (store, path, event_id, ended_event_id) WHERE directory = 0;
+CREATE INDEX IF NOT EXISTS versions_file_child_lives ON versions (store, parent, path, event_id, ended_event_id) WHERE directory = 0;
 CREATE INDEX IF NOT EXISTS versions_dir_paths ON versions (store, path) WHERE directory = 1;
 CREATE INDEX IF NOT EXISTS versions_dir_children ON versions (store, parent, path) WHERE directory = 1;
 CREATE INDEX IF NOT EXISTS versions_ended ON versions (store, ended, ended_event_id);
@@ -216,12 +218,15 @@ function key(name: string): string {
  * nodes made at or before it, and the kept file states (tombstones included) whose life holds
  * it, merged in path order; directories' kept states are dirStatesAsOf's. SQLite never holds a
  * version whose event is its node's (MongoDB's crash window): the write and the versions it keeps
- * commit together, so this does not look for one (a third of its cost).
+ * commit together, so this does not look for one (a third of its cost). The kept states are read
+ * by the index that holds their lives (named: the planner took `versions_states`, which does not),
+ * so that only those whose life holds the event are read from the table, past their contents.
  */
 function statesAsOf(where: (alias: string, after: string) => string, contents = false): string {
   return `SELECT ${currentRaw(contents)} FROM nodes n WHERE n.store = ${key("store")} AND ${where("n", "@after")} AND n.event_id <= @event
     UNION ALL
-    SELECT ${versionRaw(contents)} FROM versions n WHERE n.store = ${key("store")} AND n.directory = 0 AND ${where("n", "@after")}
+    SELECT ${versionRaw(contents)} FROM versions n INDEXED BY ${where === CHILDREN ? "versions_file_child_lives" : "versions_file_lives"}
+      WHERE n.store = ${key("store")} AND n.directory = 0 AND ${where("n", "@after")}
       AND n.event_id <= @event AND n.ended_event_id > @event
     ORDER BY 1 LIMIT @limit + 0`;
 }
