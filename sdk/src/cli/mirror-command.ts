@@ -8,8 +8,8 @@ import { basename, dirname, join } from "node:path";
 import type { MirrorEvent } from "../mirror/mirror.js";
 import { type Command, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
+import { keepHeapSmall } from "./heap-size.js";
 import { bytes, createProgress } from "./progress.js";
-import { keepYoungGenerationSmall } from "./young-generation.js";
 
 /** As the progress line writes sizes, with small ones in words ("13 bytes"). */
 function size(n: number): string {
@@ -138,7 +138,7 @@ Options:
         }
       }
     };
-    keepYoungGenerationSmall();
+    keepHeapSmall();
     // Loaded here: the mirror brings the gRPC transport along, which the other commands do not need.
     const { mirror, MirrorRefusedError } = await import("../mirror/mirror.js");
     const m = mirror({

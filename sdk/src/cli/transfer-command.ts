@@ -13,8 +13,8 @@ import {
 } from "../transfer/transfer.js";
 import { type Command, type Context, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
+import { keepHeapSmall } from "./heap-size.js";
 import { bytes, createProgress } from "./progress.js";
-import { keepYoungGenerationSmall } from "./young-generation.js";
 
 const OPTIONS = {
   transfers: { type: "string" },
@@ -74,7 +74,7 @@ function actionLine(d: Direction, a: TransferAction): string | undefined {
 }
 
 async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOptions, "client">): Promise<number> {
-  keepYoungGenerationSmall();
+  keepHeapSmall();
   const dryRun = options.dryRun === true;
   const verbose = ctx.values.verbose === true;
   const progress = createProgress(`${d.command} ${options.directory}`, {

@@ -10,8 +10,10 @@ import { basename, dirname, join, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { under } from "../mirror/directory-sink.js";
+import { readWhole, WHOLE_FILE_BYTES } from "../rest/in-flight.js";
 import { PreconditionFailedError } from "../trove-errors.js";
-import { fileEntry } from "./local-tree.js";
+import { entryOf, fileEntry } from "./local-tree.js";
+import { replaceFileSync } from "./replace-file.js";
 import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
 
 /**
@@ -69,6 +71,19 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
         }
         await checkInside(dirname(dest));
         const tmp = join(dirname(dest), `.${basename(dest)}.trove-pull-${randomUUID()}`);
+        const checkMd5 = (md5: string) => {
+          if (got.md5 !== "" && md5 !== got.md5) {
+            throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
+          }
+        };
+        if (got.size !== undefined && got.size <= WHOLE_FILE_BYTES) {
+          // The common case, a few KiB: one buffer, one synchronous write (replace-file.ts).
+          const body = await readWhole(got.body, got.size, signal);
+          sent(body.byteLength);
+          const md5 = createHash("md5").update(body).digest("base64");
+          checkMd5(md5);
+          return { ...entryOf(replaceFileSync(tmp, dest, body)), md5 };
+        }
         const hash = createHash("md5");
         const counter = new Transform({
           transform(chunk: Buffer, _encoding, callback) {
@@ -81,9 +96,7 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
           const body = Readable.fromWeb(got.body as import("node:stream/web").ReadableStream);
           await pipeline(body, counter, createWriteStream(tmp, { flags: "wx" }), { signal });
           const md5 = hash.digest("base64");
-          if (got.md5 !== "" && md5 !== got.md5) {
-            throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
-          }
+          checkMd5(md5);
           await rename(tmp, dest);
           return { ...(await fileEntry(dest)), md5 };
         } catch (err) {
