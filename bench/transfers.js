@@ -87,7 +87,7 @@ async function troveRound(source, work) {
     await checkTroveMd5s(server, source);
     r.download = cli("pull", "home/tree", dst, "--transfers", TRANSFERS);
     sameTree(source, dst);
-    r.mirror = cli("mirror", "home/tree", mir, "--once", "--follow", "poll");
+    r.mirror = cli("mirror", "home/tree", mir, "--once", "--follow", "poll", "--transfers", TRANSFERS);
     sameTree(source, mir);
     await changeSome(source, async (path, bytes) => {
       writeFileSync(join(source, path), bytes);

@@ -15,6 +15,8 @@ import { eachLimited } from "../../sdk/src/rest/in-flight.js";
 import { stampOf, stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { replaceFileSync } from "../../sdk/src/transfer/replace-file.js";
 import { startServer, type TestServer } from "../support/server.js";
+import { ensureSdkBuilt } from "./build.js";
+import { runTrove } from "./support.js";
 
 let work: string;
 let server: TestServer;
@@ -64,6 +66,7 @@ function measuredClient(sizes: Map<string, number>) {
 }
 
 beforeAll(async () => {
+  await ensureSdkBuilt();
   work = await mkdtemp(join(tmpdir(), "trove-transfer-memory-"));
   server = await startServer();
   rest = createRestClient({ baseUrl: server.url });
@@ -177,5 +180,41 @@ describe("issue 31 (session 13): replaceFileSync leaves no part of a file under 
     expect(await readFile(join(dir, "a"), "utf8")).toBe("new");
     expect(stampOf(st)).toBe(stampOf(lstatSync(join(dir, "a"), { bigint: true })));
     expect((await readdir(dir)).sort()).toEqual(["a"]);
+  });
+});
+
+describe("issue 31 (session 13): trove mirror --transfers, as push and pull take it", () => {
+  const trove = (args: string[]) =>
+    runTrove(args, {
+      env: { PATH: process.env.PATH, HOME: work, XDG_CONFIG_HOME: join(work, ".config"), TROVE_URL: server.url },
+      cwd: work,
+    });
+
+  it("--transfers 0 or 65 is a usage error (exit 2) and creates nothing; --transfers 16 copies every file", async () => {
+    for (const bad of ["0", "65", "many"]) {
+      const r = await trove(["mirror", "home/memory", "mirrored", "--once", "--transfers", bad]);
+      expect(r).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `trove mirror: --transfers takes a number from 1 to 64, not ${JSON.stringify(bad)}\n`,
+      });
+    }
+    expect((await readdir(work)).filter((n) => n.includes("mirrored"))).toEqual([]);
+    const r = await trove([
+      "mirror",
+      "home/memory",
+      "mirrored",
+      "--once",
+      "--follow",
+      "poll",
+      "--transfers",
+      "16",
+      "-q",
+    ]);
+    expect(r).toEqual({ code: 0, stdout: "", stderr: "" });
+    for (const name of await readdir(join(work, "source", "d"))) {
+      expect((await readFile(join(work, "mirrored", "d", name))).equals(bytesOf(name))).toBe(true);
+    }
+    expect((await readdir(join(work, "mirrored", "d"))).length).toBe(LARGE + SMALL);
   });
 });

@@ -132,7 +132,8 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
   return EXIT.ok;
 }
 
-function transfersOf(ctx: Context): number | undefined {
+/** `--transfers N` of push, pull and mirror: undefined when not given; a usage error unless 1 to 64. */
+export function transfersOf(ctx: Context): number | undefined {
   const given = ctx.values.transfers as string | undefined;
   if (given === undefined) return undefined;
   const n = /^\d{1,3}$/.test(given) ? Number(given) : Number.NaN;
