@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, pull, push, type TroveRestClient } from "../../sdk/src/index.js";
 import { eachLimited } from "../../sdk/src/rest/in-flight.js";
+import { parseListing } from "../../sdk/src/rest/xml.js";
 import { stampOf, stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { replaceFileSync } from "../../sdk/src/transfer/replace-file.js";
 import { startServer, type TestServer } from "../support/server.js";
@@ -216,5 +217,52 @@ describe("issue 31 (session 13): trove mirror --transfers, as push and pull take
       expect((await readFile(join(work, "mirrored", "d", name))).equals(bytesOf(name))).toBe(true);
     }
     expect((await readdir(join(work, "mirrored", "d"))).length).toBe(LARGE + SMALL);
+  });
+});
+
+describe("issue 31 (session 13): a listing is read element by element, without a document tree", () => {
+  it("reads every attribute as the server writes it, entities and character references decoded, quotes of either kind, any spacing, self-closed or not", () => {
+    const xml =
+      '<?xml version="1.0" encoding="UTF-8"?>\n<resources tag="root">' +
+      '<resource name="a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos; \u00e9 &#38;&#x26;.txt" tag="t1" type="text/plain" access="read,write" size="3" last-modified="2026-11-27T15:27:41.876Z" md5="1B2M2Y8AsgTpgAmY7PhCfg==" blob="b-1"/>' +
+      "<resource\n  name='dir' tag='t2'\ttype='' directory='true' last-modified='2026-11-27T15:27:42.000Z' md5=''></resource>" +
+      '<resource name="gone.txt" tag="t3" type="text/plain" deleted="true" size="0" last-modified="2026-11-27T15:27:43.000Z" md5="" access="" />' +
+      "</resources>\n";
+    expect(parseListing(xml)).toEqual([
+      {
+        name: "a&b <c> \"d\" 'e' \u00e9 &&.txt",
+        tag: "t1",
+        type: "text/plain",
+        deleted: false,
+        directory: false,
+        lastModified: new Date("2026-11-27T15:27:41.876Z"),
+        md5: "1B2M2Y8AsgTpgAmY7PhCfg==",
+        access: ["read", "write"],
+        size: 3,
+        blob: "b-1",
+      },
+      {
+        name: "dir",
+        tag: "t2",
+        type: "",
+        deleted: false,
+        directory: true,
+        lastModified: new Date("2026-11-27T15:27:42.000Z"),
+        md5: "",
+      },
+      {
+        name: "gone.txt",
+        tag: "t3",
+        type: "text/plain",
+        deleted: true,
+        directory: false,
+        lastModified: new Date("2026-11-27T15:27:43.000Z"),
+        md5: "",
+        access: [],
+        size: 0,
+      },
+    ]);
+    expect(parseListing('<?xml version="1.0"?>\n<resources/>')).toEqual([]);
+    expect(() => parseListing("<stores/>")).toThrow("not a directory listing: no resources element");
   });
 });
