@@ -114,8 +114,7 @@ export function parseListing(xml: string): ListingEntry[] {
   const entries: ListingEntry[] = [];
   for (const element of xml.matchAll(RESOURCE_ELEMENT)) {
     const attrs = new Map<string, string>();
-    for (const a of (element[1] ?? "").matchAll(ATTRIBUTE))
-      attrs.set(a[1] as string, own(unescapeXml(a[2] ?? a[3] ?? "")));
+    for (const a of (element[1] ?? "").matchAll(ATTRIBUTE)) attrs.set(a[1] as string, unescapeXml(a[2] ?? a[3] ?? ""));
     const access = attrs.get("access");
     const size = attrs.get("size");
     const blob = attrs.get("blob");
@@ -140,7 +139,8 @@ export function parseListing(xml: string): ListingEntry[] {
  * A `resource` element (self-closing, as the server writes it, or not: its end tag is skipped):
  * its attributes, whose quoted values may hold any character but their quote. Read directly, not
  * through fast-xml-parser's document tree: a listing of 100,000 entries is a 15 MiB text whose
- * tree took 28 MiB more and 2.1 s to build (docs/benchmarks.md, issue 31, session 13).
+ * tree took 28 MiB more, and 2.1 s to parse against 0.4 s now (docs/benchmarks.md, issue 31,
+ * session 13).
  */
 const RESOURCE_ELEMENT = /<resource((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*\/?>/g;
 const ATTRIBUTE = /([^\s=]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
@@ -156,15 +156,6 @@ function unescapeXml(value: string): string {
     }
     return NAMED_ENTITIES[ref] ?? whole;
   });
-}
-
-/**
- * A copy of `value` that does not keep the text it was cut from alive: V8 makes a substring of 13
- * characters or more a slice of its parent, so one name kept from a listing would keep the whole
- * listing's text (15 MiB for 100,000 entries). Concatenating flattens into a new string.
- */
-function own(value: string): string {
-  return value.length < 13 ? value : ` ${value}`.slice(1);
 }
 
 function storeOf(s: Node): StoreInfo {
