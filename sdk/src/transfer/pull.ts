@@ -18,10 +18,11 @@ import { remotePath, type TransferOptions, type TransferSummary, transfer } from
 
 /**
  * Downloads `store`/`path` into `directory` (created when missing): missing directories are
- * created, files that differ (size, then MD5) are downloaded, streamed, to a temporary file and
- * renamed into place; a download whose tag is not the listed one is left out and reported
- * (unless `force`); with `delete`, local entries the store has not are deleted. A listing with a
- * name that is not a safe relative path (`..`, absolute) refuses the pull before anything is written.
+ * created, files that differ (size, then MD5) are downloaded (streamed, or up to 256 KiB read
+ * whole and written at once: replace-file.ts) to a temporary file and renamed into place; a
+ * download whose tag is not the listed one is left out and reported (unless `force`); with
+ * `delete`, local entries the store has not are deleted. A listing with a name that is not a safe
+ * relative path (`..`, absolute) refuses the pull before anything is written.
  */
 export async function pull(options: TransferOptions): Promise<TransferSummary> {
   const { client, store } = options;
