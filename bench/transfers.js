@@ -10,13 +10,14 @@
 
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { apacheAvailable, startApache } from "./apache.js";
 import { buildDist, startTrove } from "./servers.js";
+import { makeTree, timed } from "./transfer-tree.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -32,36 +33,6 @@ const { values } = parseArgs({
 const ROUNDS = Number(values.rounds);
 const TRANSFERS = values.transfers;
 const TROVE_BIN = join(ROOT, "sdk/bin/trove.js");
-
-/** Runs a client under GNU time: { wall, cpu (s), peak (bytes), stdout, stderr }. */
-function timed(cmd, args, env = {}) {
-  const out = spawnSync("/usr/bin/time", ["-f", "TIME %e %U %S %M", cmd, ...args], {
-    encoding: "utf8",
-    env: { ...process.env, ...env },
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  const m = /TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)\s*$/.exec(out.stderr);
-  if (out.status !== 0 || !m) throw new Error(`${cmd} ${args.join(" ")} exited ${out.status}: ${out.stderr}`);
-  return { wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), peak: Number(m[4]) * 1024, stderr: out.stderr };
-}
-
-/** The tree: `folders` x `files` small files of 2-8 KiB, and 20 of 1 MiB. */
-function makeTree(dir, folders, files) {
-  let seed = 1;
-  const random = () => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed;
-  };
-  for (let f = 0; f < folders; f++) {
-    mkdirSync(join(dir, `folder${f}`), { recursive: true });
-    for (let i = 0; i < files; i++) {
-      const size = 2048 + (random() % 6144);
-      writeFileSync(join(dir, `folder${f}`, `file${i}.txt`), Buffer.alloc(size, `${f}-${i}-${random()} `));
-    }
-  }
-  mkdirSync(join(dir, "large"));
-  for (let i = 0; i < 20; i++) writeFileSync(join(dir, "large", `large${i}.bin`), Buffer.alloc(1024 * 1024, `${i}`));
-}
 
 function md5s(dir) {
   const out = new Map();
@@ -116,7 +87,7 @@ async function troveRound(source, work) {
     await checkTroveMd5s(server, source);
     r.download = cli("pull", "home/tree", dst, "--transfers", TRANSFERS);
     sameTree(source, dst);
-    r.mirror = cli("mirror", "home/tree", mir, "--once", "--follow", "poll");
+    r.mirror = cli("mirror", "home/tree", mir, "--once", "--follow", "poll", "--transfers", TRANSFERS);
     sameTree(source, mir);
     await changeSome(source, async (path, bytes) => {
       writeFileSync(join(source, path), bytes);

@@ -8,8 +8,9 @@ import { basename, dirname, join } from "node:path";
 import type { MirrorEvent } from "../mirror/mirror.js";
 import { type Command, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
+import { keepHeapSmall } from "./heap-size.js";
 import { bytes, createProgress } from "./progress.js";
-import { keepYoungGenerationSmall } from "./young-generation.js";
+import { transfersOf } from "./transfer-command.js";
 
 /** As the progress line writes sizes, with small ones in words ("13 bytes"). */
 function size(n: number): string {
@@ -49,6 +50,7 @@ Options:
                            no file, no directory, no marker; implies --once
       --force              mirror into a non-empty DIR that is not this mirror's own
   -v, --verbose            report every file written and every deletion on stderr
+      --transfers N        files downloaded at once by a full copy, 1 to 64 (default 4)
       --cursor-file FILE   keep the marker here instead
       --follow MODE        auto (default), watch or poll
       --json               print every mirror event as a JSON line on stdout
@@ -60,6 +62,7 @@ Options:
     "dry-run": { type: "boolean" },
     force: { type: "boolean" },
     verbose: { type: "boolean", short: "v" },
+    transfers: { type: "string" },
     "cursor-file": { type: "string" },
     follow: { type: "string" },
     json: { type: "boolean" },
@@ -72,6 +75,7 @@ Options:
     const dir = ctx.positionals[1];
     if (!dir) throw new UsageError("missing the local directory DIR");
     if (ctx.positionals.length > 2) throw new UsageError(`unexpected argument ${JSON.stringify(ctx.positionals[2])}`);
+    const transfers = transfersOf(ctx);
     const follow = (ctx.values.follow as string | undefined) ?? "auto";
     if (!["auto", "watch", "poll"].includes(follow)) throw new UsageError("--follow takes auto, watch or poll");
     const dryRun = ctx.values["dry-run"] === true;
@@ -138,7 +142,7 @@ Options:
         }
       }
     };
-    keepYoungGenerationSmall();
+    keepHeapSmall();
     // Loaded here: the mirror brings the gRPC transport along, which the other commands do not need.
     const { mirror, MirrorRefusedError } = await import("../mirror/mirror.js");
     const m = mirror({
@@ -148,6 +152,7 @@ Options:
       target: dir,
       cursorFile,
       follow: follow as "auto" | "watch" | "poll",
+      ...(transfers === undefined ? {} : { transfers }),
       once: ctx.values.once === true,
       dryRun,
       force: ctx.values.force === true,

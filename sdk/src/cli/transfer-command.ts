@@ -13,8 +13,8 @@ import {
 } from "../transfer/transfer.js";
 import { type Command, type Context, EXIT, out } from "./command.js";
 import { address, UsageError } from "./config.js";
+import { keepHeapSmall } from "./heap-size.js";
 import { bytes, createProgress } from "./progress.js";
-import { keepYoungGenerationSmall } from "./young-generation.js";
 
 const OPTIONS = {
   transfers: { type: "string" },
@@ -74,7 +74,7 @@ function actionLine(d: Direction, a: TransferAction): string | undefined {
 }
 
 async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOptions, "client">): Promise<number> {
-  keepYoungGenerationSmall();
+  keepHeapSmall();
   const dryRun = options.dryRun === true;
   const verbose = ctx.values.verbose === true;
   const progress = createProgress(`${d.command} ${options.directory}`, {
@@ -132,7 +132,8 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
   return EXIT.ok;
 }
 
-function transfersOf(ctx: Context): number | undefined {
+/** `--transfers N` of push, pull and mirror: undefined when not given; a usage error unless 1 to 64. */
+export function transfersOf(ctx: Context): number | undefined {
   const given = ctx.values.transfers as string | undefined;
   if (given === undefined) return undefined;
   const n = /^\d{1,3}$/.test(given) ? Number(given) : Number.NaN;

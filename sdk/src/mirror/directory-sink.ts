@@ -9,6 +9,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { replaceFileSync } from "../transfer/replace-file.js";
 import type { MirrorSink, MirrorState } from "./sink.js";
 
 export interface DirectorySinkOptions {
@@ -90,6 +91,19 @@ export class DirectorySink implements MirrorSink {
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
+    }
+  }
+
+  async writeBytes(path: string, body: Uint8Array): Promise<void> {
+    const dest = under(this.root, path);
+    // Created once by open() or an earlier write; the open of the temporary file tells if it is gone.
+    const tmp = join(this.tempDir, randomUUID());
+    try {
+      replaceFileSync(tmp, dest, body, { makeParents: true, replaceDirectory: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || (err as NodeJS.ErrnoException).path !== tmp) throw err;
+      await mkdir(this.tempDir, { recursive: true });
+      replaceFileSync(tmp, dest, body, { makeParents: true, replaceDirectory: true });
     }
   }
 

@@ -14,7 +14,7 @@ import type { TroveClient } from "../client.js";
 import { fromConnectError, isTransientConnectError } from "../connect-errors.js";
 import type { WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type GetResult, type TroveRestClient } from "../rest/client.js";
-import { createCancellation, eachLimited } from "../rest/in-flight.js";
+import { createCancellation, eachLimited, fileBudget, readWhole, WHOLE_FILE_BYTES } from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
 import { ConnectionError, isNotFoundError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
@@ -517,7 +517,7 @@ export class StoreMirror extends EventEmitter {
       return await this.requests.run(async (signal) => {
         const got = await this.rest.get(this.store, this.storePath(rel), { as: "stream", signal });
         if (got.notModified) return false;
-        await this.writeDownload(rel, got);
+        await this.writeDownload(rel, got, signal);
         return true;
       });
     } catch (err) {
@@ -529,19 +529,28 @@ export class StoreMirror extends EventEmitter {
   private async writeDownload(
     rel: string,
     got: GetResult<ReadableStream<Uint8Array>> & { notModified: false },
+    signal: AbortSignal,
   ): Promise<void> {
     const known = this.state.entries[rel];
     if (known?.directory) await this.removeLocal(rel);
     let size = 0;
-    const counted = (got.body as ReadableStream<Uint8Array>).pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          size += chunk.byteLength;
-          controller.enqueue(chunk);
-        },
-      }),
-    );
-    await this.sink.writeFile(rel, counted, { tag: got.tag, type: got.type });
+    const info = { tag: got.tag, type: got.type };
+    if (this.sink.writeBytes && got.size !== undefined && got.size <= WHOLE_FILE_BYTES) {
+      // A file of a few KiB, the common case: one buffer, one write, as pull() does.
+      const body = await readWhole(got.body, got.size, signal);
+      size = body.byteLength;
+      await this.sink.writeBytes(rel, body, info);
+    } else {
+      const counted = (got.body as ReadableStream<Uint8Array>).pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            size += chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+        }),
+      );
+      await this.sink.writeFile(rel, counted, info);
+    }
     this.state.entries[rel] = { tag: got.tag, directory: false };
     this.stats.downloads += 1;
     this.stats.bytes += size;
@@ -646,10 +655,16 @@ export class StoreMirror extends EventEmitter {
       if (present && this.state.entries[p]?.tag === r.tag) counts.skipped += 1;
       else files.push([p, r]);
     }
-    await eachLimited(files, this.transfers, async ([p, r]) => {
-      if (this.signal.aborted) return;
-      if (await this.download(p, r)) counts.written += 1;
-    });
+    await eachLimited(
+      files,
+      this.transfers,
+      async ([p, r]) => {
+        if (this.signal.aborted) return;
+        if (await this.download(p, r)) counts.written += 1;
+      },
+      undefined,
+      fileBudget(([, r]) => r.size ?? 0),
+    );
     if (!listing) delete this.state.entries[""];
   }
 

@@ -25,6 +25,11 @@ export interface MirrorSink {
   saveState(state: MirrorState): Promise<void>;
   /** Replaces the file at `path` (relative, "/"-separated) with `body`, atomically. Parents may be missing. */
   writeFile(path: string, body: ReadableStream<Uint8Array>, info: { tag: string; type: string }): Promise<void>;
+  /**
+   * Optional: as `writeFile`, for a body already in memory (files of up to 256 KiB, most of a
+   * store's); without it, those are given to `writeFile` as a stream too.
+   */
+  writeBytes?(path: string, body: Uint8Array, info: { tag: string; type: string }): Promise<void>;
   /** Creates the directory at `path` and its parents; a file of that name is replaced. */
   makeDirectory(path: string): Promise<void>;
   /** Removes the file or directory (with its contents) at `path`; "" empties the mirror. Absent is fine. */

@@ -111,9 +111,20 @@ export function createH2cFetch(origin: string, options: H2cFetchOptions = {}): H
     }
     stream.once("close", done);
     const answered = new Promise<http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader>((resolve, reject) => {
-      stream.once("response", resolve);
-      stream.once("error", (err: Error) => reject(signal?.aborted ? signal.reason : fetchFailed(err)));
-      stream.once("close", () => reject(signal?.aborted ? signal.reason : fetchFailed(new Error("stream closed"))));
+      // Every stream closes, after its answer too: the errors (and their stacks) are made only
+      // when there was no answer (they were 0.5 % of a pull's CPU, one pair per file).
+      let settled = false;
+      stream.once("response", (headers) => {
+        settled = true;
+        resolve(headers);
+      });
+      const fail = (err: () => Error) => {
+        if (settled) return;
+        settled = true;
+        reject(signal?.aborted ? signal.reason : fetchFailed(err()));
+      };
+      stream.once("error", (err: Error) => fail(() => err));
+      stream.once("close", () => fail(() => new Error("stream closed")));
     });
     if (body !== null) sendBody(stream, body);
     const answer = await answered;

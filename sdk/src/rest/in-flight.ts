@@ -1,29 +1,111 @@
-// Requests in flight: at most N at once (eachLimited), each with its own cancellation
-// (createCancellation), so that a run of thousands of requests leaves no listener behind on the
-// signal that stops it (fetch keeps a request's abort listener until the request is collected).
+// Requests in flight: at most N at once, and at most so many bytes (eachLimited), each with its
+// own cancellation (createCancellation), so that a run of thousands of requests leaves no listener
+// behind on the signal that stops it (fetch keeps a request's abort listener until the request is collected).
 
 /**
- * Calls `fn` for each item, at most `limit` at once. The first error stops the rest: `abort`
- * is called (to cancel what is in flight) and the error is thrown once all have settled.
+ * What is in flight at once is also bounded by bytes: at most `bytes`, each item weighing what
+ * `weigh` says (a file's size, capped at what a streamed one can hold). An item heavier than the
+ * whole budget still goes, alone.
+ */
+export interface ByteBudget<T> {
+  bytes: number;
+  weigh(item: T): number;
+}
+
+/**
+ * Bytes of file contents in flight at once by default (push, pull, a mirror's full copy): the h2c
+ * connection's receive window (h2c-fetch.ts), so that what the server is asked for can all be in
+ * that window, and what waits in buffers, on either side, stays a few MiB whatever `transfers` is.
+ */
+export const BYTES_IN_FLIGHT = 4 * 1024 * 1024;
+
+/**
+ * What a file of `size` bytes weighs in flight: a file up to WHOLE_FILE_BYTES is held whole; a
+ * larger one streams, and holds at most about one stream window (1 MiB) at a time.
+ */
+export function fileWeight(size: number): number {
+  return Math.min(size, 1024 * 1024);
+}
+
+/**
+ * Files up to this size are sent and received as one buffer (read whole, written with one call);
+ * larger ones are streamed, so memory does not grow with a file's size.
+ */
+export const WHOLE_FILE_BYTES = 256 * 1024;
+
+/**
+ * A body announced as `size` bytes (Content-Length), read into one buffer; more bytes than
+ * announced fail the download, so the buffer is bounded by what was announced.
+ */
+export async function readWhole(body: ReadableStream<Uint8Array>, size: number, signal?: AbortSignal): Promise<Buffer> {
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (at + value.byteLength > size) throw new Error(`the answer is longer than its Content-Length ${size}`);
+      out.set(value, at);
+      at += value.byteLength;
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => {});
+    throw err;
+  } finally {
+    reader.releaseLock();
+  }
+  if (at !== size) throw new Error(`the answer ended after ${at} of its ${size} bytes`);
+  return out;
+}
+
+/** A budget of `bytes` for items that are files of `sizeOf(item)` bytes. */
+export function fileBudget<T>(sizeOf: (item: T) => number, bytes = BYTES_IN_FLIGHT): ByteBudget<T> {
+  return { bytes, weigh: (item) => fileWeight(sizeOf(item)) };
+}
+
+/**
+ * Calls `fn` for each item, at most `limit` at once (and, with `budget`, at most its bytes at
+ * once). The first error stops the rest: `abort` is called (to cancel what is in flight) and the
+ * error is thrown once all have settled.
  */
 export async function eachLimited<T>(
   items: Iterable<T>,
   limit: number,
   fn: (item: T) => Promise<void>,
   abort: (err: unknown) => void = () => {},
+  budget?: ByteBudget<T>,
 ): Promise<void> {
   const iterator = items[Symbol.iterator]();
   let failed: { error: unknown } | undefined;
+  let inFlight = 0;
+  // Workers waiting for bytes to be given back, woken one at a time as items settle.
+  const waiting: (() => void)[] = [];
+  const reserve = async (weight: number) => {
+    while (inFlight > 0 && inFlight + weight > (budget as ByteBudget<T>).bytes) {
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    }
+    inFlight += weight;
+  };
   const worker = async () => {
     while (failed === undefined) {
       const next = iterator.next();
       if (next.done) return;
+      const weight = budget ? Math.max(0, budget.weigh(next.value)) : 0;
+      if (weight > 0) await reserve(weight);
       try {
+        if (failed !== undefined) return;
         await fn(next.value);
       } catch (error) {
         if (failed === undefined) {
           failed = { error };
           abort(error);
+        }
+      } finally {
+        if (weight > 0) {
+          inFlight -= weight;
+          for (const wake of waiting.splice(0)) wake();
         }
       }
     }

@@ -7,7 +7,7 @@
 // is not remembered: every run lists it and compares MD5s, so a same-size edit there is always seen.
 
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Tree } from "./plan.js";
@@ -75,16 +75,29 @@ export async function applyLocalState(file: string, root: string, local: Tree): 
  * read, so that an edit made meanwhile counts as racy.
  */
 export async function saveLocalState(file: string, root: string, local: Tree, recordedAt: number): Promise<void> {
-  const files: Record<string, RecordedFile> = {};
-  for (const [path, entry] of local) {
-    if (entry.kind !== "file" || entry.md5 === undefined || entry.md5 === "" || entry.stamp === undefined) continue;
-    files[path] = { size: entry.size ?? 0, stamp: entry.stamp, md5: entry.md5 };
-  }
-  const state: StateFile = { version: VERSION, root, recordedAt, files };
   const tmp = `${file}.${randomUUID()}.tmp`;
   try {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    await writeFile(tmp, JSON.stringify(state), { mode: 0o600 });
+    const out = await open(tmp, "wx", 0o600);
+    try {
+      // The StateFile as JSON.stringify writes it, in pieces of about 64 KiB: the whole text (and
+      // an object of every file before it) was the peak of a pull of 100,000 files (issue 31).
+      let text = `{"version":${VERSION},"root":${JSON.stringify(root)},"recordedAt":${recordedAt},"files":{`;
+      let first = true;
+      for (const [path, entry] of local) {
+        if (entry.kind !== "file" || entry.md5 === undefined || entry.md5 === "" || entry.stamp === undefined) continue;
+        const recorded: RecordedFile = { size: entry.size ?? 0, stamp: entry.stamp, md5: entry.md5 };
+        text += `${first ? "" : ","}${JSON.stringify(path)}:${JSON.stringify(recorded)}`;
+        first = false;
+        if (text.length >= 64 * 1024) {
+          await out.write(text);
+          text = "";
+        }
+      }
+      await out.write(`${text}}}`);
+    } finally {
+      await out.close();
+    }
     await rename(tmp, file);
   } catch {
     // Only speed is lost: the next run hashes what it needs.

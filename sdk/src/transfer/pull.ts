@@ -10,16 +10,19 @@ import { basename, dirname, join, sep } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { under } from "../mirror/directory-sink.js";
+import { readWhole, WHOLE_FILE_BYTES } from "../rest/in-flight.js";
 import { PreconditionFailedError } from "../trove-errors.js";
-import { fileEntry } from "./local-tree.js";
+import { entryOf, fileEntry } from "./local-tree.js";
+import { replaceFileSync } from "./replace-file.js";
 import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
 
 /**
  * Downloads `store`/`path` into `directory` (created when missing): missing directories are
- * created, files that differ (size, then MD5) are downloaded, streamed, to a temporary file and
- * renamed into place; a download whose tag is not the listed one is left out and reported
- * (unless `force`); with `delete`, local entries the store has not are deleted. A listing with a
- * name that is not a safe relative path (`..`, absolute) refuses the pull before anything is written.
+ * created, files that differ (size, then MD5) are downloaded (streamed, or up to 256 KiB read
+ * whole and written at once: replace-file.ts) to a temporary file and renamed into place; a
+ * download whose tag is not the listed one is left out and reported (unless `force`); with
+ * `delete`, local entries the store has not are deleted. A listing with a name that is not a safe
+ * relative path (`..`, absolute) refuses the pull before anything is written.
  */
 export async function pull(options: TransferOptions): Promise<TransferSummary> {
   const { client, store } = options;
@@ -69,6 +72,19 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
         }
         await checkInside(dirname(dest));
         const tmp = join(dirname(dest), `.${basename(dest)}.trove-pull-${randomUUID()}`);
+        const checkMd5 = (md5: string) => {
+          if (got.md5 !== "" && md5 !== got.md5) {
+            throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
+          }
+        };
+        if (got.size !== undefined && got.size <= WHOLE_FILE_BYTES) {
+          // The common case, a few KiB: one buffer, one synchronous write (replace-file.ts).
+          const body = await readWhole(got.body, got.size, signal);
+          sent(body.byteLength);
+          const md5 = createHash("md5").update(body).digest("base64");
+          checkMd5(md5);
+          return { ...entryOf(replaceFileSync(tmp, dest, body)), md5 };
+        }
         const hash = createHash("md5");
         const counter = new Transform({
           transform(chunk: Buffer, _encoding, callback) {
@@ -81,9 +97,7 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
           const body = Readable.fromWeb(got.body as import("node:stream/web").ReadableStream);
           await pipeline(body, counter, createWriteStream(tmp, { flags: "wx" }), { signal });
           const md5 = hash.digest("base64");
-          if (got.md5 !== "" && md5 !== got.md5) {
-            throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
-          }
+          checkMd5(md5);
           await rename(tmp, dest);
           return { ...(await fileEntry(dest)), md5 };
         } catch (err) {

@@ -4,19 +4,10 @@
 // change made meanwhile on the server is reported, not lost.
 
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { createReadStream, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { WHOLE_FILE_BYTES } from "../rest/in-flight.js";
 import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
-
-/**
- * Files up to this size are read whole and sent as bytes; larger ones are streamed. fetch drops
- * the kept-alive connection when the answer to a streamed body of known length arrives before
- * the stream has told it that it ended (the server has all the bytes it was announced): with
- * streamed small files that was nearly every request (979 connects for 1,000 files). So at most
- * `transfers` x 256 KiB of file contents are in memory at once.
- */
-export const INLINE_UPLOAD_BYTES = 256 * 1024;
 
 /**
  * Uploads `directory` to `store`/`path`: missing directories are created (the remote
@@ -41,8 +32,14 @@ export async function push(options: TransferOptions): Promise<TransferSummary> {
       // A replacement on the listed tag; a new file only if nothing was created there meanwhile.
       const condition = options.force ? {} : item.replaces ? { ifMatch: item.replaces.tag } : { ifNoneMatch: "*" };
       const file = join(root, ...item.path.split("/"));
-      const small = item.size <= INLINE_UPLOAD_BYTES;
-      const body = small ? await readFile(file, { signal }) : createReadStream(file);
+      // Up to WHOLE_FILE_BYTES, read with one synchronous call and sent as bytes: fetch (the
+      // HTTP/1.1 fallback) drops the kept-alive connection when the answer to a streamed body of
+      // known length arrives before the stream has told it that it ended, which with small files
+      // was nearly every upload (979 connects for 1,000 files); and a file of a few KiB costs
+      // less read at once than through the thread pool. So at most `bytesInFlight` of contents
+      // are in memory at once.
+      const small = item.size <= WHOLE_FILE_BYTES;
+      const body = small ? readFileSync(file) : createReadStream(file);
       // A file read whole is hashed on the way (the server then checks it); a streamed one is
       // hashed when it was compared, else its MD5 is the server's answer.
       const md5 = body instanceof Buffer ? createHash("md5").update(body).digest("base64") : item.md5;

@@ -5,7 +5,7 @@
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { TroveRestClient } from "../rest/client.js";
-import { type Cancellation, createCancellation, eachLimited } from "../rest/in-flight.js";
+import { type Cancellation, createCancellation, eachLimited, fileBudget } from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
 import { NotFoundError, PreconditionFailedError, type TroveError } from "../trove-errors.js";
 import { applyLocalState, saveLocalState, stateFileOf } from "./local-state.js";
@@ -33,6 +33,12 @@ export interface TransferOptions {
   directory: string;
   /** Files transferred (and hashed) at once: 1 to 64, default 4. */
   transfers?: number;
+  /**
+   * At most this many bytes of file contents in flight at once, whatever `transfers` is (default
+   * 4 MiB, BYTES_IN_FLIGHT); a file counts with its size, a streamed one (over WHOLE_FILE_BYTES)
+   * with 1 MiB at most, and one larger than the whole budget goes alone.
+   */
+  bytesInFlight?: number;
   /** rclone's `sync`: also delete what the destination has and the source has not. */
   delete?: boolean;
   /** Report every action (onAction) and the summary, and change nothing. */
@@ -258,6 +264,7 @@ export async function runPlan(
       options.onProgress?.({ ...progress });
     },
     abort,
+    fileBudget((item) => item.size, options.bytesInFlight),
   );
   await eachLimited(plan.removals, limit, (item) => remove(item, false), abort);
   summary.ms = Math.round(performance.now() - started);
@@ -340,7 +347,7 @@ async function hashLocal(
   const paths = needsHash(local, remote);
   await eachLimited(paths, limit, async (path) => {
     const entry = local.get(path) as TreeEntry;
-    entry.md5 = await cancellation.run((own) => md5File(join(root, ...path.split("/")), own));
+    entry.md5 = await cancellation.run((own) => md5File(join(root, ...path.split("/")), own, entry.size));
   });
   return paths.length;
 }
@@ -379,7 +386,7 @@ export async function survey(
   // A missing remote directory is created by a push; for a pull it is an error (NotFoundError).
   const remote = await cancellation.run((signal) => readRemoteTree(client, store, base, { signal, missingOk: isPush }));
   if (remote) refuseUnsafeNames(remote, where);
-  const local: Tree = found ? await readLocalTree(root) : new Map();
+  const local: Tree = found ? readLocalTree(root) : new Map();
   if (options.state !== false) await applyLocalState(stateFileOf(root, options.stateDirectory), root, local);
   const other: Tree = remote ?? new Map();
   const hashed = await hashLocal(root, local, other, limit, cancellation);
