@@ -5,10 +5,8 @@ import type { ServerResponse } from "node:http";
 import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import type { ContextValues, HandlerContext } from "@connectrpc/connect";
 import {
-  DeleteRequestSchema,
   ListRequestSchema,
   ListVersionsRequestSchema,
-  MakeDirectoryRequestSchema,
   type Resource,
   ResourceService,
   RestoreRequestSchema,
@@ -503,8 +501,8 @@ export class ResourceRoutes {
       if ((length !== undefined && length !== "0") || header(req, "transfer-encoding") !== undefined) {
         throw new BadRequestError("a directory PUT takes no body");
       }
-      const out = await this.core.makeDirectory(
-        create(MakeDirectoryRequestSchema, { store: t.store, path: t.path, ifMatch, ifNoneMatch }),
+      const out = await this.core.mkdir(
+        { store: t.store, path: t.path, ifMatch, ifNoneMatch },
         this.context(req, res, ResourceService.method.makeDirectory),
       );
       const r = out.resource as Resource;
@@ -540,8 +538,8 @@ export class ResourceRoutes {
 
   private async delete(req: RestRequest, res: RestResponse, t: Target, requireEmpty: boolean): Promise<void> {
     const ifMatch = tagList(req, "if-match");
-    await this.core.delete(
-      create(DeleteRequestSchema, { store: t.store, path: t.path, ifMatch, requireEmpty }),
+    await this.core.remove(
+      { store: t.store, path: t.path, ifMatch, requireEmpty },
       this.context(req, res, ResourceService.method.delete),
     );
     send(res, 200, {});

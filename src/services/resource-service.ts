@@ -116,6 +116,23 @@ export interface WriteInput {
   contents: AsyncIterable<Uint8Array>;
 }
 
+/** What every face gives ResourceCore.mkdir: a directory's target and its preconditions, parsed as WriteInput's. */
+export interface DirectoryInput {
+  store: string;
+  path: string;
+  ifMatch: readonly string[];
+  ifNoneMatch: readonly string[];
+}
+
+/** What every face gives ResourceCore.remove: a delete's target, its If-Match (parsed as WriteInput's) and its mode. */
+export interface DeleteInput {
+  store: string;
+  path: string;
+  ifMatch: readonly string[];
+  /** A directory is deleted only when nothing live is below it (REST v1's DELETE, the RPC's require_empty). */
+  requireEmpty: boolean;
+}
+
 export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   private readonly storage: StoragePort;
   private readonly maxResourceSize: number;
@@ -294,11 +311,18 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     return create(WriteResponseSchema, { resource: toResource(node), created });
   }
 
-  async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
-    const { store, path } = this.target(req);
+  /** MakeDirectory as the RPC faces call it: its tags parsed into the input every face gives `mkdir`. */
+  makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
+    const { store, path, ifMatch, ifNoneMatch } = req;
+    return this.mkdir({ store, path, ifMatch: tags(ifMatch), ifNoneMatch: tags(ifNoneMatch) }, ctx);
+  }
+
+  /** A directory made by a client, from any face: the preconditions parsed once, by the face (issue 32). */
+  async mkdir(input: DirectoryInput, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
+    const { store, path } = this.target(input);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "write", { store, path });
-    const pre = writeConditions(tags(req.ifMatch), tags(req.ifNoneMatch));
+    const pre = writeConditions(input.ifMatch, input.ifNoneMatch);
     const made = this.storage.makeDirectory(store, path, pre, this.now(), caller.subject);
     const { node, created } = await made.catch((err) => {
       throw inFaceNames(err, ctx);
@@ -306,12 +330,19 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
   }
 
-  async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
-    const { store, path } = this.target(req);
+  /** Delete as the RPC faces call it: its If-Match parsed into the input every face gives `remove`. */
+  delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
+    const { store, path, requireEmpty } = req;
+    return this.remove({ store, path, ifMatch: tags(req.ifMatch), requireEmpty }, ctx);
+  }
+
+  /** A client's delete of a resource or a subtree, from any face: If-Match parsed once, by the face (issue 32). */
+  async remove(input: DeleteInput, ctx: HandlerContext): Promise<DeleteResponse> {
+    const { store, path } = this.target(input);
     const user = ctx.values.get(callerKey).subject;
     requireOperation(ctx.values.get(callerKey), "delete", { store, path });
-    const ifMatch = tags(req.ifMatch);
-    const deleted = req.requireEmpty
+    const { ifMatch } = input;
+    const deleted = input.requireEmpty
       ? this.deleteIfEmpty(store, path, ifMatch, user)
       : this.storage.deleteTree(store, path, ifMatch.length > 0 ? { ifMatch } : {}, this.now(), user);
     const { node, count } = await deleted.catch((err) => {
@@ -328,7 +359,12 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * check runs again. A store without sync-recursive does not retag ancestors: there an entry
    * created in that window (one storage round trip) is deleted with the directory (docs/rest.md).
    */
-  private async deleteIfEmpty(store: string, path: string, ifMatch: string[], user: string): Promise<DeleteResult> {
+  private async deleteIfEmpty(
+    store: string,
+    path: string,
+    ifMatch: readonly string[],
+    user: string,
+  ): Promise<DeleteResult> {
     const asked = ifMatch.length > 0 ? { ifMatch } : {};
     for (let attempt = 1; ; attempt++) {
       const found = await this.storage.getStoreNode(store, path, { contents: false });
