@@ -16,14 +16,12 @@ import {
   MakeDirectoryResponseSchema,
   type ReadRequest,
   type ReadResponse,
-  ReadResponseSchema,
   type Resource,
   type ResourceService,
   type RestoreRequest,
   type RestoreResponse,
   type StatRequest,
   type StatResponse,
-  StatResponseSchema,
   type WriteHeader,
   type WriteRequest,
   type WriteResponse,
@@ -43,11 +41,11 @@ import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
 import { isExpiredTombstone, planPutFile, type TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
-import type { DeleteResult, NodeRecord, StoragePort } from "../storage/port.js";
+import type { DeleteResult, NodeRecord, StoragePort, StoreNode } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
-import { fileMessages } from "./read-contents.js";
+import { directoryMessage, fileMessages, messageNow } from "./read-contents.js";
 import { ResourceHistory } from "./resource-history.js";
 
 /** Largest chunk of a Read message (read-contents.ts). */
@@ -151,42 +149,92 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     });
   }
 
-  async stat(req: StatRequest, ctx: HandlerContext): Promise<StatResponse> {
+  /**
+   * Stat, answered at once when the storage reads synchronously (SQLite: no promise, issue 32),
+   * else a promise; every face calls this one method.
+   */
+  stat(req: StatRequest, ctx: HandlerContext): StatResponse | Promise<StatResponse> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const { node } = await this.visible(store, path, false);
-    requireOperation(caller, "read", node);
-    return create(StatResponseSchema, { resource: toResource(node) });
+    const found = this.storage.getStoreNode(store, path, { contents: false });
+    const answer = (f: StoreNode | undefined): StatResponse => {
+      const { node } = this.visibleIn(store, path, f);
+      requireOperation(caller, "read", node);
+      return { $typeName: "trove.resources.v2.StatResponse", resource: toResource(node) };
+    };
+    return found instanceof Promise ? found.then(answer) : answer(found);
   }
 
+  /** Read as the RPC faces call it: the messages of `readNow`, whether it answered at once or not. */
   async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
+    const answer = this.readNow(req, ctx);
+    if (isMessage(answer)) yield answer;
+    else yield* answer;
+  }
+
+  /**
+   * A read, from any face (issue 32): its one message at once when the storage reads
+   * synchronously (SQLite) and the answer is known from the node (a directory, "not modified",
+   * contents kept inline: the common small read, with no asynchronous hop, stream or closure),
+   * else the messages to come (a blob's chunks, a history read, a networked storage's answer).
+   * The decision and its checks are the same either way.
+   */
+  readNow(req: ReadRequest, ctx: HandlerContext): ReadResponse | AsyncIterable<ReadResponse> {
     const { store, path } = this.target(req);
-    if (req.version !== "" || req.asOf !== "") {
-      if (req.version !== "" && req.asOf !== "") {
-        throw new BadRequestError("a read names a version or an as_of moment, not both");
-      }
-      yield* req.version !== ""
-        ? this.history.readVersion(store, path, req.version, tags(req.ifNoneMatch), ctx)
-        : this.history.readAsOf(store, path, req.asOf, tags(req.ifNoneMatch), ctx);
-      return;
-    }
+    if (req.version !== "" || req.asOf !== "") return this.readHistory(req, store, path, ctx);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const conditional = req.ifNoneMatch.length > 0;
+    const ifNoneMatch = tags(req.ifNoneMatch);
+    // A conditional read is usually answered "not modified": it reads the contents only when
+    // it sends them, through readBlob.
+    const contents = req.ifNoneMatch.length === 0;
+    const found = this.storage.getStoreNode(store, path, { contents });
+    if (found instanceof Promise) return this.readFile(store, path, contents, ifNoneMatch, ctx, found);
+    const { node } = this.visibleIn(store, path, found);
+    requireOperation(caller, "read", node);
+    const resource = toResource(node);
+    if (node.directory) return directoryMessage(resource);
+    return messageNow(node, resource, ifNoneMatch) ?? this.readFile(store, path, contents, ifNoneMatch, ctx, found);
+  }
+
+  /** The messages of a read from `first`, the node's first read (a blob replaced meanwhile: the node is read again). */
+  private async *readFile(
+    store: string,
+    path: string,
+    contents: boolean,
+    ifNoneMatch: readonly string[],
+    ctx: HandlerContext,
+    first: StoreNode | undefined | Promise<StoreNode | undefined>,
+  ): AsyncIterable<ReadResponse> {
+    const caller = ctx.values.get(callerKey);
     for (let attempt = 0; ; attempt++) {
-      // A conditional read is usually answered "not modified": it reads the contents only when
-      // it sends them, through readBlob.
-      const { node } = await this.visible(store, path, !conditional);
+      const found = attempt === 0 ? await first : await this.storage.getStoreNode(store, path, { contents });
+      const { node } = this.visibleIn(store, path, found);
       requireOperation(caller, "read", node);
       const resource = toResource(node);
       if (node.directory) {
-        yield create(ReadResponseSchema, { resource });
+        yield directoryMessage(resource);
         return;
       }
       // A blob replaced between reading the metadata and opening it: read the node again.
-      if (yield* fileMessages(this.storage, node, resource, tags(req.ifNoneMatch), ctx, attempt < 2)) return;
+      if (yield* fileMessages(this.storage, node, resource, ifNoneMatch, ctx, attempt < 2)) return;
     }
+  }
+
+  /** A read of a version or a moment (docs/history.md). */
+  private async *readHistory(
+    req: ReadRequest,
+    store: string,
+    path: string,
+    ctx: HandlerContext,
+  ): AsyncIterable<ReadResponse> {
+    if (req.version !== "" && req.asOf !== "") {
+      throw new BadRequestError("a read names a version or an as_of moment, not both");
+    }
+    yield* req.version !== ""
+      ? this.history.readVersion(store, path, req.version, tags(req.ifNoneMatch), ctx)
+      : this.history.readAsOf(store, path, req.asOf, tags(req.ifNoneMatch), ctx);
   }
 
   /** Write as the RPC faces call it: its messages adapted into the write input every face gives `put`. */
@@ -461,7 +509,15 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     path: string,
     contents: boolean,
   ): Promise<{ node: NodeRecord; config: StoreConfig }> {
-    const found = await this.storage.getStoreNode(store, path, { contents });
+    return this.visibleIn(store, path, await this.storage.getStoreNode(store, path, { contents }));
+  }
+
+  /** What `visible` decides of a storage's answer (getStoreNode). */
+  private visibleIn(
+    store: string,
+    path: string,
+    found: StoreNode | undefined,
+  ): { node: NodeRecord; config: StoreConfig } {
     if (!found) throw new NotFoundError(`store ${store} not found`);
     const { node, config } = found;
     if (!node || isExpiredTombstone(node, config, this.now())) {
@@ -499,6 +555,11 @@ function writeConditions(ifMatch: readonly string[], ifNoneMatch: readonly strin
     ...(ifMatch.length > 0 ? { ifMatch } : {}),
     ...(ifNoneMatch.length > 0 ? { ifNoneMatch } : {}),
   };
+}
+
+/** Whether a read answered its one message at once (ResourceCore.readNow). */
+export function isMessage(answer: ReadResponse | AsyncIterable<ReadResponse>): answer is ReadResponse {
+  return !(Symbol.asyncIterator in answer);
 }
 
 /** Entity tags as clients send them (quoted, unquoted, W/, "*", or comma-separated lists) in stored form. */
