@@ -287,9 +287,8 @@ export class ResourceRoutes {
     const history = query.version !== undefined || query.asOf !== undefined;
     if (req.method === "HEAD" && !history) return this.head(req, res, url, t, query, ifNoneMatch);
     const answer = this.core.readNow(
-      // The message create(ReadRequestSchema, ...) would build, written out (issue 32: create walks the schema).
+      // If-None-Match as parsed here: the core does not parse it again (issue 32).
       {
-        $typeName: "trove.resources.v2.ReadRequest",
         store: t.store,
         path: t.path,
         ifNoneMatch,

@@ -114,6 +114,17 @@ export interface WriteInput {
   contents: AsyncIterable<Uint8Array>;
 }
 
+/** What every face gives ResourceCore.readNow: a read's target, its If-None-Match (parsed as WriteInput's) and history coordinates. */
+export interface ReadInput {
+  store: string;
+  path: string;
+  ifNoneMatch: readonly string[];
+  /** A kept state's tag (docs/history.md); empty: the current state. */
+  version: string;
+  /** A moment (docs/history.md); empty: now. */
+  asOf: string;
+}
+
 /** What every face gives ResourceCore.mkdir: a directory's target and its preconditions, parsed as WriteInput's. */
 export interface DirectoryInput {
   store: string;
@@ -166,9 +177,10 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     return found instanceof Promise ? found.then(answer) : answer(found);
   }
 
-  /** Read as the RPC faces call it: the messages of `readNow`, whether it answered at once or not. */
+  /** Read as the RPC faces call it: its tags parsed into `readNow`'s input, its messages whether answered at once or not. */
   async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
-    const answer = this.readNow(req, ctx);
+    const { store, path, version, asOf } = req;
+    const answer = this.readNow({ store, path, ifNoneMatch: tags(req.ifNoneMatch), version, asOf }, ctx);
     if (isMessage(answer)) yield answer;
     else yield* answer;
   }
@@ -180,15 +192,15 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * else the messages to come (a blob's chunks, a history read, a networked storage's answer).
    * The decision and its checks are the same either way.
    */
-  readNow(req: ReadRequest, ctx: HandlerContext): ReadResponse | AsyncIterable<ReadResponse> {
-    const { store, path } = this.target(req);
-    if (req.version !== "" || req.asOf !== "") return this.readHistory(req, store, path, ctx);
+  readNow(input: ReadInput, ctx: HandlerContext): ReadResponse | AsyncIterable<ReadResponse> {
+    const { store, path } = this.target(input);
+    if (input.version !== "" || input.asOf !== "") return this.readHistory(input, store, path, ctx);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const ifNoneMatch = tags(req.ifNoneMatch);
+    const { ifNoneMatch } = input;
     // A conditional read is usually answered "not modified": it reads the contents only when
     // it sends them, through readBlob.
-    const contents = req.ifNoneMatch.length === 0;
+    const contents = ifNoneMatch.length === 0;
     const found = this.storage.getStoreNode(store, path, { contents });
     if (found instanceof Promise) return this.readFile(store, path, contents, ifNoneMatch, ctx, found);
     const { node } = this.visibleIn(store, path, found);
@@ -224,17 +236,17 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
 
   /** A read of a version or a moment (docs/history.md). */
   private async *readHistory(
-    req: ReadRequest,
+    input: ReadInput,
     store: string,
     path: string,
     ctx: HandlerContext,
   ): AsyncIterable<ReadResponse> {
-    if (req.version !== "" && req.asOf !== "") {
+    if (input.version !== "" && input.asOf !== "") {
       throw new BadRequestError("a read names a version or an as_of moment, not both");
     }
-    yield* req.version !== ""
-      ? this.history.readVersion(store, path, req.version, tags(req.ifNoneMatch), ctx)
-      : this.history.readAsOf(store, path, req.asOf, tags(req.ifNoneMatch), ctx);
+    yield* input.version !== ""
+      ? this.history.readVersion(store, path, input.version, input.ifNoneMatch, ctx)
+      : this.history.readAsOf(store, path, input.asOf, input.ifNoneMatch, ctx);
   }
 
   /** Write as the RPC faces call it: its messages adapted into the write input every face gives `put`. */
