@@ -5,14 +5,12 @@ import type { ServerResponse } from "node:http";
 import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import type { ContextValues, HandlerContext } from "@connectrpc/connect";
 import {
-  DeleteRequestSchema,
   ListRequestSchema,
   ListVersionsRequestSchema,
-  MakeDirectoryRequestSchema,
+  type ReadResponse,
   type Resource,
   ResourceService,
   RestoreRequestSchema,
-  StatRequestSchema,
   type Version,
 } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { BadRequestError } from "../domain/errors.js";
@@ -20,7 +18,7 @@ import { parseTagList, quoteTag } from "../domain/etag.js";
 import { isMediaType } from "../domain/mime.js";
 import { joinPath, validateStoreName } from "../domain/path.js";
 import { type FieldNames, fieldNamesKey } from "../services/field-names.js";
-import type { ResourceCore } from "../services/resource-service.js";
+import { isMessage, type ResourceCore } from "../services/resource-service.js";
 import { isLent } from "../storage/chunk-pool.js";
 import {
   header,
@@ -288,38 +286,43 @@ export class ResourceRoutes {
     if (t.directory) return this.list(req, res, t, query, ifNoneMatch);
     const history = query.version !== undefined || query.asOf !== undefined;
     if (req.method === "HEAD" && !history) return this.head(req, res, url, t, query, ifNoneMatch);
-    const iterator = this.core
-      .read(
-        // The message create(ReadRequestSchema, ...) would build, written out (issue 32: create walks the schema).
-        {
-          $typeName: "trove.resources.v2.ReadRequest",
-          store: t.store,
-          path: t.path,
-          ifNoneMatch,
-          version: query.version ?? "",
-          asOf: query.asOf ?? "",
-        },
-        this.context(req, res, ResourceService.method.read),
-      )
-      [Symbol.asyncIterator]();
-    const first = await iterator.next();
-    const resource = first.done ? undefined : first.value.resource;
-    if (!resource) throw new Error("read answered without a resource");
+    const answer = this.core.readNow(
+      // If-None-Match as parsed here: the core does not parse it again (issue 32).
+      {
+        store: t.store,
+        path: t.path,
+        ifNoneMatch,
+        version: query.version ?? "",
+        asOf: query.asOf ?? "",
+      },
+      this.context(req, res, ResourceService.method.read),
+    );
+    // A small read is answered at once (no await: the answer is written in this turn, issue 32).
+    let iterator: AsyncIterator<ReadResponse> | undefined;
+    let first: ReadResponse | undefined;
+    if (isMessage(answer)) first = answer;
+    else {
+      iterator = answer[Symbol.asyncIterator]();
+      const next = await iterator.next();
+      first = next.done ? undefined : next.value;
+    }
+    const resource = first?.resource;
+    if (!first || !resource) throw new Error("read answered without a resource");
     if (resource.directory) return redirectToDirectory(res, url);
-    if (first.value?.notModified) return send(res, 304, { ETag: quoteTag(resource.tag) });
+    if (first.notModified) return send(res, 304, { ETag: quoteTag(resource.tag) });
     const r = res as ServerResponse;
     startResource(r, resource, query);
     if (req.method === "HEAD") {
       // A version's or a moment's HEAD (history: no stat of those): the headers of its GET.
-      iterator.return?.()?.catch(() => undefined);
+      iterator?.return?.()?.catch(() => undefined);
       r.end();
       return;
     }
-    const chunk = first.value?.chunk;
-    if (chunk !== undefined && BigInt(chunk.byteLength) === resource.size) {
+    const chunk = first.chunk;
+    if (BigInt(chunk.byteLength) === resource.size) {
       // The whole contents in one message (small ones are kept inline): one write with the
       // headers, and the read is closed without being resumed.
-      iterator.return?.()?.catch(() => undefined);
+      iterator?.return?.()?.catch(() => undefined);
       if (isLent(chunk)) {
         // A pooled read buffer (a blob file's contents): given back once the socket has sent it.
         sendLent(r, chunk);
@@ -332,8 +335,9 @@ export class ResourceRoutes {
     }
     // More messages follow. Whichever way the answer ends, the read is closed: a client that went
     // away must not leave the blob's file open, nor its read-ahead chunk lent (chunk-pool.ts).
+    if (!iterator) throw new Error("read answered part of the contents at once");
     try {
-      if (chunk && chunk.byteLength > 0) await writeLent(res, chunk);
+      if (chunk.byteLength > 0) await writeLent(res, chunk);
       for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
         await writeLent(res, next.value.chunk);
       }
@@ -352,10 +356,12 @@ export class ResourceRoutes {
     query: Query,
     ifNoneMatch: string[],
   ): Promise<void> {
-    const { resource } = await this.core.stat(
-      create(StatRequestSchema, { store: t.store, path: t.path }),
+    // The message create(StatRequestSchema, ...) would build, written out; answered at once where the storage can (issue 32).
+    const stat = this.core.stat(
+      { $typeName: "trove.resources.v2.StatRequest", store: t.store, path: t.path },
       this.context(req, res, ResourceService.method.stat),
     );
+    const { resource } = stat instanceof Promise ? await stat : stat;
     if (!resource) throw new Error("stat answered without a resource");
     if (resource.directory) return redirectToDirectory(res, url);
     if (ifNoneMatch.length > 0 && ifNoneMatch.some((x) => x === "*" || x === resource.tag)) {
@@ -503,8 +509,8 @@ export class ResourceRoutes {
       if ((length !== undefined && length !== "0") || header(req, "transfer-encoding") !== undefined) {
         throw new BadRequestError("a directory PUT takes no body");
       }
-      const out = await this.core.makeDirectory(
-        create(MakeDirectoryRequestSchema, { store: t.store, path: t.path, ifMatch, ifNoneMatch }),
+      const out = await this.core.mkdir(
+        { store: t.store, path: t.path, ifMatch, ifNoneMatch },
         this.context(req, res, ResourceService.method.makeDirectory),
       );
       const r = out.resource as Resource;
@@ -540,8 +546,8 @@ export class ResourceRoutes {
 
   private async delete(req: RestRequest, res: RestResponse, t: Target, requireEmpty: boolean): Promise<void> {
     const ifMatch = tagList(req, "if-match");
-    await this.core.delete(
-      create(DeleteRequestSchema, { store: t.store, path: t.path, ifMatch, requireEmpty }),
+    await this.core.remove(
+      { store: t.store, path: t.path, ifMatch, requireEmpty },
       this.context(req, res, ResourceService.method.delete),
     );
     send(res, 200, {});

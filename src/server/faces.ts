@@ -76,7 +76,7 @@ export function createFaces(options: FacesOptions): Faces {
       (req as Authenticated).trove = { caller };
       switch (route.target) {
         case "rest":
-          void handleRest(rest, req, res);
+          void handleRest(rest, req, res, route.rest);
           return;
         case "insights":
           void insights.handle(req, res, splitUrl(req.url ?? "/"));

@@ -9,62 +9,39 @@ import type { RestRequest } from "../rest/http.js";
 import { RETRY_AFTER_KEY } from "../rpc/connect-errors.js";
 import { type ClaimingRequest, LARGE_TRANSFER_BYTES, type LongLivedClaim } from "../services/long-lived.js";
 import { type LimitObserver, RETRY_AFTER_SECONDS } from "./limits.js";
-
-/** RPC methods that last as long as the client likes (waits, watches) or as the data (report documents, uploads). */
-const LONG_LIVED_METHODS = new Set([
-  "/trove.resources.v2.ChangeService/Poll",
-  "/trove.resources.v2.ChangeService/WatchChanges",
-  "/trove.resources.v2.ResourceService/Write",
-  "/trove.insights.v1.ReportService/WatchReport",
-  "/trove.insights.v1.ReportService/GetReportDocument",
-  "/grpc.health.v1.Health/Watch",
-  "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-  "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-]);
-
-/** The RPC that reads a resource's contents: long-lived when the resource is large, known once its node is read. */
-const READ_METHOD = "/trove.resources.v2.ResourceService/Read";
+import type { LongLivedKind, RequestRoute } from "./routes.js";
 
 /** The key of every unauthenticated caller's place (no subject can be empty-prefixed so). */
 const UNAUTHENTICATED = "\u0000unauthenticated";
 
-const REPORT_PATH = /^\/insights\/v1\/reports\/[^/]+(\/document)?$/;
-
-/**
- * What a request is, decided from its head alone (method, path, query, declared length):
- * - "long-lived": a REST poll with cursors, a report status wait (`wait=`) or document, an RPC
- *   wait, watch, upload stream or report document, or a REST upload of LARGE_TRANSFER_BYTES or of
- *   unknown length;
- * - "download": a read of contents (a REST GET under /resources/, an RPC Read), long-lived only if
- *   the resource is large, which the core learns when it reads the node (`claimLargeTransfer`);
- * - undefined: a short request.
- */
-export function longLivedKind(req: RestRequest): "long-lived" | "download" | undefined {
+/** The query of a request target, from its "?" ("" without one). */
+function queryOf(req: RestRequest): string {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
-  const path = query < 0 ? url : url.slice(0, query);
-  if (LONG_LIVED_METHODS.has(path)) return "long-lived";
-  if (path === READ_METHOD) return "download";
-  const method = req.method;
-  if (method === "GET") {
-    if (path.startsWith("/resources/")) {
-      // A poll with cursors waits; without, it answers the current status at once.
-      if (path === "/resources/v2/poll" || path === "/resources/v1/poll")
-        return /[?&]store=/.test(url.slice(query)) ? "long-lived" : undefined;
-      return "download";
+  return query < 0 ? "" : url.slice(query);
+}
+
+/**
+ * Whether a request of a route that may be long-lived (RequestRoute.longLived, decided by the route
+ * table) is, from its head alone: a poll with cursors, a report status wait, a REST upload of
+ * LARGE_TRANSFER_BYTES or of unknown length; "always" routes are. A download is decided later, by
+ * the core, once it knows the size (claimLargeTransfer).
+ */
+export function isLongLived(kind: Exclude<LongLivedKind, "download">, req: RestRequest): boolean {
+  switch (kind) {
+    case "always":
+      return true;
+    // A poll with cursors waits; without, it answers the current status at once.
+    case "poll":
+      return /[?&]store=/.test(queryOf(req));
+    case "report-wait":
+      return /[?&]wait=/.test(queryOf(req));
+    case "upload": {
+      const length = req.headers["content-length"];
+      if (length === undefined) return req.headers["transfer-encoding"] !== undefined || req.httpVersionMajor === 2;
+      return Number(length) >= LARGE_TRANSFER_BYTES;
     }
-    const report = REPORT_PATH.exec(path);
-    return report !== null && (report[1] !== undefined || /[?&]wait=/.test(url.slice(query)))
-      ? "long-lived"
-      : undefined;
   }
-  if ((method === "PUT" || method === "POST") && path.startsWith("/resources/")) {
-    const length = req.headers["content-length"];
-    if (length === undefined)
-      return req.headers["transfer-encoding"] !== undefined || req.httpVersionMajor === 2 ? "long-lived" : undefined;
-    return Number(length) >= LARGE_TRANSFER_BYTES ? "long-lived" : undefined;
-  }
-  return undefined;
 }
 
 export interface LongLivedBudgetOptions {
@@ -83,6 +60,19 @@ export interface LongLivedHold {
   longLived: "held" | "released" | undefined;
   /** Whose share the place counts against (the caller's subject). */
   longLivedCaller: string | undefined;
+  /** The request's route: what it may be of long-lived work (routes.ts). */
+  route: RequestRoute | undefined;
+  /**
+   * A download's claim, for the core to take a place with once it knows the size: the budget and
+   * the caller, kept in fields of the response (`claimPlace`), so a small read allocates nothing.
+   */
+  claimBudget: LongLivedBudget | undefined;
+  claimCaller: Caller | undefined;
+}
+
+/** The claim of a download that `admit` marked (the response's `claim()`): a place, or the refusal. */
+export function claimPlace(res: LongLivedHold): ConnectError | undefined {
+  return res.claimBudget?.take(res, res.claimCaller ?? nobody);
 }
 
 /**
@@ -106,11 +96,16 @@ export class LongLivedBudget {
    * Admits `req` (marking `res`), or returns the refusal to answer it with. A download gets a claim
    * on the request instead, for the core to take a place with once it knows the size.
    */
-  admit(req: RestRequest, res: LongLivedHold, caller: Caller): ConnectError | undefined {
-    const kind = longLivedKind(req);
-    if (kind === "long-lived") return this.take(res, caller);
-    if (kind === "download") (req as ClaimingRequest).longLivedClaim = new DownloadClaim(this, res, caller);
-    return undefined;
+  admit(req: RestRequest, res: LongLivedHold & LongLivedClaim, caller: Caller): ConnectError | undefined {
+    const kind = res.route?.longLived;
+    if (kind === undefined) return undefined;
+    if (kind === "download") {
+      res.claimBudget = this;
+      res.claimCaller = caller;
+      (req as ClaimingRequest).longLivedClaim = res;
+      return undefined;
+    }
+    return isLongLived(kind, req) ? this.take(res, caller) : undefined;
   }
 
   /** Takes a place for `res` in the budgets (once), or returns the refusal. */
@@ -159,18 +154,5 @@ export class LongLivedBudget {
       else this.byCaller.set(key, held);
     }
     res.longLived = "released";
-  }
-}
-
-/** A download's claim on the budgets, taken by the core once it knows the contents are large. */
-class DownloadClaim implements LongLivedClaim {
-  constructor(
-    private readonly budget: LongLivedBudget,
-    private readonly res: LongLivedHold,
-    private readonly caller: Caller,
-  ) {}
-
-  claim(): ConnectError | undefined {
-    return this.budget.take(this.res, this.caller);
   }
 }

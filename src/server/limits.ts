@@ -16,7 +16,7 @@ export interface ServerLimits {
   maxConnections: number;
   /**
    * Long-lived requests (long polls, watches, report downloads, large uploads and downloads:
-   * `longLivedKind` in fair-share.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
+   * the route table's `longLived`, routes.ts) in flight at once; beyond it one answers 503 (UNAVAILABLE). Below
    * `maxConnections`, so that short requests always keep the connections left over.
    * Undefined: four fifths of `maxConnections` (capacity.ts).
    */

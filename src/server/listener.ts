@@ -7,8 +7,12 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import * as net from "node:net";
+import type { ConnectError } from "@connectrpc/connect";
+import type { Caller } from "../auth/caller.js";
 import { SERVER_HEADER } from "../rest/http.js";
+import type { LongLivedClaim } from "../services/long-lived.js";
 import { CountedHttp2Request, CountedRequest, createBodyRate } from "./body-rate.js";
+import { claimPlace, type LongLivedBudget } from "./fair-share.js";
 import {
   CLOSE_LINGER_MS,
   headersCheckingInterval,
@@ -63,7 +67,7 @@ const H2_SESSION_WINDOW = 4 * 1024 * 1024;
  * a request in flight, such as a parked long poll, costs no object, closure or listener of the
  * pipeline's own (issue 14). The listener's servers make their responses of the classes below.
  */
-export interface RequestRecord {
+export interface RequestRecord extends LongLivedClaim {
   /** performance.now() when the pipeline saw the request (NaN before). */
   arrived: number;
   /** The request id; the response's X-Request-Id, set as its head is written. */
@@ -79,6 +83,9 @@ export interface RequestRecord {
   longLivedCaller: string | undefined;
   /** The request's row of the route table (routes.ts): its face, route and protocol, looked up once. */
   route: RequestRoute | undefined;
+  /** A download's claim on the long-lived budget (fair-share.ts, `claimPlace`): the budget and the caller. */
+  claimBudget: LongLivedBudget | undefined;
+  claimCaller: Caller | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -89,6 +96,13 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   longLived: "held" | "released" | undefined = undefined;
   longLivedCaller: string | undefined = undefined;
   route: RequestRoute | undefined = undefined;
+  claimBudget: LongLivedBudget | undefined = undefined;
+  claimCaller: Caller | undefined = undefined;
+
+  /** The response is its download's claim (services/long-lived.ts): no object of its own per request. */
+  claim(): ConnectError | undefined {
+    return claimPlace(this);
+  }
 
   override writeHead(
     statusCode: number,
@@ -121,6 +135,13 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   longLived: "held" | "released" | undefined = undefined;
   longLivedCaller: string | undefined = undefined;
   route: RequestRoute | undefined = undefined;
+  claimBudget: LongLivedBudget | undefined = undefined;
+  claimCaller: Caller | undefined = undefined;
+
+  /** The response is its download's claim (services/long-lived.ts): no object of its own per request. */
+  claim(): ConnectError | undefined {
+    return claimPlace(this);
+  }
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
   override writeHead(statusCode: number, statusMessage: string, headers?: http.OutgoingHttpHeaders): this;

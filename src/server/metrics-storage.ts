@@ -12,7 +12,7 @@ export interface StorageObserver {
   changed(kind: "put" | "mkdir" | "delete", count: number): void;
 }
 
-/** Operations answered by a promise: timed from the call to the answer. */
+/** Operations answered by a promise (or at once, where the port allows it): timed from the call to the answer. */
 const PROMISED = [
   "listStores",
   "getStore",
@@ -97,7 +97,20 @@ function measure<T extends object>(
     const method = (target as Record<string, AnyFunction>)[name] as AnyFunction;
     own.set(name, (...args: unknown[]) => {
       const started = performance.now();
-      return (method.apply(target, args) as Promise<unknown>).then(
+      let answer: unknown;
+      try {
+        answer = method.apply(target, args);
+      } catch (err) {
+        observer.operation(name, (performance.now() - started) / 1000, false);
+        throw err;
+      }
+      // An operation the adapter answered at once (SQLite's getStoreNode) stays synchronous.
+      if (!(answer instanceof Promise)) {
+        observer.operation(name, (performance.now() - started) / 1000, true);
+        committed?.(name, answer);
+        return answer;
+      }
+      return answer.then(
         (result) => {
           observer.operation(name, (performance.now() - started) / 1000, true);
           committed?.(name, result);

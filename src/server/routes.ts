@@ -16,8 +16,9 @@ import type { RestRequest } from "../rest/http.js";
 import { INSIGHTS_PREFIX } from "../rest/insights.js";
 import { POLL_PATH } from "../rest/poll.js";
 import { DATA_PREFIX } from "../rest/resources.js";
-import { REST_PREFIX } from "../rest/router.js";
+import { REST_PREFIX, type RestRoute } from "../rest/router.js";
 import { STORES_PATH } from "../rest/stores.js";
+import type { ApiVersion } from "../rest/version.js";
 import { type RpcProtocol, rpcProtocol } from "../rpc/refusals.js";
 import { CONSOLE_PREFIX } from "./console.js";
 import { OPENAPI_PATH } from "./openapi.js";
@@ -43,7 +44,22 @@ export interface RequestRoute {
   readonly target: Target;
   /** Answered without a token (DESIGN.md, "Second wave"). */
   readonly open: boolean;
+  /** What the request may be of long-lived work (fair-share.ts); undefined: always short. */
+  readonly longLived: LongLivedKind | undefined;
+  /** REST's routes and version for the path (rest/router.ts); undefined: no REST resources route. */
+  readonly rest: RestRoute | undefined;
 }
+
+/**
+ * What a route may be of long-lived work (docs/security.md, "Fair share"), decided with the route:
+ * - "always": an RPC wait, watch, upload stream or report document, a REST report document;
+ * - "poll": a REST poll, long-lived when it has cursors (`store=`), else it answers at once;
+ * - "report-wait": a REST report status, long-lived with `wait=`;
+ * - "upload": a REST PUT or POST under /resources/, long-lived at LARGE_TRANSFER_BYTES or of unknown length;
+ * - "download": a read of contents (a REST GET of data, an RPC Read), long-lived once the core
+ *   learns its size is large (claimLargeTransfer).
+ */
+export type LongLivedKind = "always" | "poll" | "report-wait" | "upload" | "download";
 
 /** The RPC services of Trove, in the order they are registered: a token is needed for each. */
 export const TROVE_SERVICES = [
@@ -63,6 +79,20 @@ const OPEN_RPC_METHODS = [
   "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
   "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
 ];
+
+/** RPC methods that last as long as the client likes (waits, watches) or as the data (report documents, uploads). */
+const LONG_LIVED_METHODS: ReadonlyMap<string, LongLivedKind> = new Map([
+  ["trove.resources.v2.ChangeService/Poll", "always"],
+  ["trove.resources.v2.ChangeService/WatchChanges", "always"],
+  ["trove.resources.v2.ResourceService/Write", "always"],
+  ["trove.insights.v1.ReportService/WatchReport", "always"],
+  ["trove.insights.v1.ReportService/GetReportDocument", "always"],
+  ["grpc.health.v1.Health/Watch", "always"],
+  ["grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "always"],
+  ["grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "always"],
+  // Long-lived when the resource is large, which the core learns when it reads the node.
+  ["trove.resources.v2.ResourceService/Read", "download"],
+]);
 
 const methodsOf = (service: DescService) => service.methods.map((method) => `${service.typeName}/${method.name}`);
 
@@ -88,16 +118,36 @@ interface Row {
   /** The label's template when not the path, prefix or template itself. */
   labelAs?: string;
   label?: boolean;
+  /** What each HTTP method of the row may be of long-lived work. */
+  longLived?: Partial<Record<(typeof HTTP_METHODS)[number], LongLivedKind>>;
+  /** The REST routes that answer the row, any method (an unknown one is their 405). */
+  rest?: RestRoute;
 }
 
+/** Any PUT or POST under /resources/ is an upload, long-lived when large (a row's or an unknown path's). */
+const UPLOADS = { PUT: "upload", POST: "upload" } as const;
+
 /** REST v2's resource routes; version 1 has the same ones under its own prefix (src/rest/version.ts). */
-const RESOURCE_ROWS = (version: "v1" | "v2"): Row[] => {
-  const at = (path: string) => path.replace("/resources/v2/", `/resources/${version}/`);
+const RESOURCE_ROWS = (version: ApiVersion): Row[] => {
+  const at = (path: string) => path.replace("/resources/v2/", `/resources/v${version}/`);
+  const stores: RestRoute = { routes: "stores", version };
   return [
-    { target: "rest", prefix: at(DATA_PREFIX), labelAs: at(`${DATA_PREFIX}{store}/{path}`) },
-    { target: "rest", path: at(STORES_PATH) },
-    { target: "rest", prefix: at(`${STORES_PATH}/`), labelAs: at(`${STORES_PATH}/{store}`) },
-    { target: "rest", path: at(POLL_PATH) },
+    {
+      target: "rest",
+      prefix: at(DATA_PREFIX),
+      labelAs: at(`${DATA_PREFIX}{store}/{path}`),
+      longLived: { GET: "download", ...UPLOADS },
+      rest: { routes: "resources", version },
+    },
+    { target: "rest", path: at(STORES_PATH), longLived: UPLOADS, rest: stores },
+    {
+      target: "rest",
+      prefix: at(`${STORES_PATH}/`),
+      labelAs: at(`${STORES_PATH}/{store}`),
+      longLived: UPLOADS,
+      rest: stores,
+    },
+    { target: "rest", path: at(POLL_PATH), longLived: { GET: "poll", ...UPLOADS }, rest: { routes: "poll", version } },
   ];
 };
 
@@ -106,16 +156,22 @@ const REPORTS = `${INSIGHTS_PREFIX}reports`;
 
 /** The table. Paths under REST_PREFIX and INSIGHTS_PREFIX without a row are REST's "no such endpoint". */
 const ROWS: readonly Row[] = [
-  ...RESOURCE_ROWS("v2"),
-  ...RESOURCE_ROWS("v1"),
+  ...RESOURCE_ROWS(2),
+  ...RESOURCE_ROWS(1),
   { target: "insights", template: PROJECTS },
   { target: "insights", template: `${PROJECTS}/{project}` },
   { target: "insights", template: `${PROJECTS}/{project}/environments` },
   { target: "insights", template: `${PROJECTS}/{project}/environments/{environment}` },
   { target: "insights", template: `${PROJECTS}/{project}/promotions` },
   { target: "insights", template: REPORTS },
-  { target: "insights", template: `${REPORTS}/{report}` },
-  ...REPORT_VIEWS.map((view): Row => ({ target: "insights", template: `${REPORTS}/{report}/${view}` })),
+  { target: "insights", template: `${REPORTS}/{report}`, longLived: { GET: "report-wait" } },
+  ...REPORT_VIEWS.map(
+    (view): Row => ({
+      target: "insights",
+      template: `${REPORTS}/{report}/${view}`,
+      longLived: view === "document" ? { GET: "always" } : undefined,
+    }),
+  ),
   // Open HTTP routes (their handlers: health.ts, metrics.ts, openapi.ts, console.ts).
   { target: "open", open: true, path: "/healthz" },
   { target: "open", open: true, path: "/readyz" },
@@ -150,15 +206,19 @@ function compile(row: Row): CompiledRow {
   const face = faceOf(row.target);
   const template = row.labelAs ?? row.path ?? row.template ?? row.prefix ?? "";
   const protocol = row.target === "rpc" ? ("connect" as const) : undefined;
-  const answer = (route: string): RequestRoute => ({
+  const answer = (route: string, longLived?: LongLivedKind): RequestRoute => ({
     face,
     route,
     protocol,
     target: row.target,
     open: row.open === true,
+    longLived,
+    rest: row.rest,
   });
   const byMethod = new Map<string, RequestRoute>();
-  if (row.label !== false) for (const method of HTTP_METHODS) byMethod.set(method, answer(`${method} ${template}`));
+  if (row.label !== false) {
+    for (const method of HTTP_METHODS) byMethod.set(method, answer(`${method} ${template}`, row.longLived?.[method]));
+  }
   return { row, segments: row.template?.split("/"), byMethod, unlabelled: answer(UNKNOWN) };
 }
 
@@ -186,10 +246,21 @@ function rowOf(path: string): CompiledRow | undefined {
   return undefined;
 }
 
-const REST_UNKNOWN: RequestRoute = { face: "rest", route: UNKNOWN, protocol: undefined, target: "rest", open: false };
+const REST_UNKNOWN: RequestRoute = {
+  face: "rest",
+  route: UNKNOWN,
+  protocol: undefined,
+  target: "rest",
+  open: false,
+  longLived: undefined,
+  rest: undefined,
+};
+/** An unknown path under /resources/, by method: its PUT and POST still count as uploads. */
+const REST_UNKNOWN_BY_METHOD = new Map(
+  Object.entries(UPLOADS).map(([method, longLived]) => [method, { ...REST_UNKNOWN, longLived }]),
+);
 const INSIGHTS_UNKNOWN: RequestRoute = { ...REST_UNKNOWN, target: "insights" };
-const OTHER_UNKNOWN: RequestRoute = { face: "other", route: UNKNOWN, protocol: undefined, target: "rpc", open: false };
-const OPEN_RPC_UNKNOWN: RequestRoute = { ...OTHER_UNKNOWN, open: true };
+const OTHER_UNKNOWN: RequestRoute = { ...REST_UNKNOWN, face: "other", target: "rpc" };
 
 /** The path of a request target, without its query. */
 function pathOf(url: string): string {
@@ -203,25 +274,44 @@ export function routeOf(req: RestRequest): RequestRoute {
   const method = req.method ?? "";
   const found = rowOf(path);
   // REST and insights paths are REST's, whatever their content type: an unknown one is its 404.
-  if (path.startsWith(REST_PREFIX)) return found?.byMethod.get(method) ?? REST_UNKNOWN;
+  // (A row's method outside HTTP_METHODS is still its routes' to answer, 405, counted as unknown.)
+  if (path.startsWith(REST_PREFIX))
+    return found?.byMethod.get(method) ?? found?.unlabelled ?? REST_UNKNOWN_BY_METHOD.get(method) ?? REST_UNKNOWN;
   if (path.startsWith(INSIGHTS_PREFIX)) return found?.byMethod.get(method) ?? INSIGHTS_UNKNOWN;
   const target = found?.row.target ?? "rpc";
   const open = found?.row.open === true;
   const protocol = rpcProtocol(req);
   if (protocol !== undefined) {
     const face = protocol === "grpc" || protocol === "grpc-web" ? protocol : "connect";
-    return { face, route: rpcMethodOf(path), protocol, target, open };
+    return rpcRoute(face, path, protocol, target, open);
   }
   if (found === undefined) return OTHER_UNKNOWN;
   if (target === "rpc") {
     // A call to a Trove service that no protocol claims is refused or answered as Connect unary;
     // one to an open service is no RPC at all (Connect answers it 404).
-    return open ? OPEN_RPC_UNKNOWN : { ...found.unlabelled, route: rpcMethodOf(path) };
+    return open
+      ? { ...OTHER_UNKNOWN, open, longLived: LONG_LIVED_METHODS.get(path.slice(1)) }
+      : rpcRoute(found.unlabelled.face, path, found.unlabelled.protocol, target, open);
   }
   return found.byMethod.get(method) ?? found.unlabelled;
 }
 
-function rpcMethodOf(path: string): string {
+/** The answer for an RPC path (`/package.Service/Method`): its method's label and long-lived kind. */
+function rpcRoute(
+  face: Face,
+  path: string,
+  protocol: RpcProtocol | undefined,
+  target: Target,
+  open: boolean,
+): RequestRoute {
   const name = path.slice(1);
-  return RPC_METHODS.has(name) ? name : UNKNOWN;
+  return {
+    face,
+    route: RPC_METHODS.has(name) ? name : UNKNOWN,
+    protocol,
+    target,
+    open,
+    longLived: LONG_LIVED_METHODS.get(name),
+    rest: undefined,
+  };
 }

@@ -27,6 +27,25 @@ export function readResponse(resource: ReadResponse["resource"], chunk: Uint8Arr
 }
 
 /**
+ * The one message of a file state when it is known at once: "not modified" when a tag matches, its
+ * contents when they are inline; undefined when they are in a blob (fileMessages reads it).
+ */
+export function messageNow(
+  node: NodeRecord,
+  resource: NonNullable<ReadResponse["resource"]>,
+  ifNoneMatch: readonly string[],
+): ReadResponse | undefined {
+  if (ifNoneMatch.length > 0 && tagMatches(ifNoneMatch, node.tag)) return readResponse(resource, EMPTY, true);
+  if (node.inline) return readResponse(resource, node.inline);
+  return undefined;
+}
+
+/** A directory's one Read message: its resource. */
+export function directoryMessage(resource: NonNullable<ReadResponse["resource"]>): ReadResponse {
+  return readResponse(resource, EMPTY);
+}
+
+/**
  * The messages of a file state. With `retryable`, a blob gone before its first chunk (replaced
  * since the node was read) yields nothing and returns false, for the caller to read the node
  * again; otherwise its NotFoundError is thrown. Between messages the call may have run out of time
@@ -40,12 +59,9 @@ export async function* fileMessages(
   ctx: HandlerContext,
   retryable = false,
 ): AsyncGenerator<ReadResponse, boolean> {
-  if (ifNoneMatch.length > 0 && tagMatches(ifNoneMatch, node.tag)) {
-    yield readResponse(resource, EMPTY, true);
-    return true;
-  }
-  if (node.inline) {
-    yield readResponse(resource, node.inline);
+  const now = messageNow(node, resource, ifNoneMatch);
+  if (now !== undefined) {
+    yield now;
     return true;
   }
   // A large download is long-lived work: it takes its place (or is refused) before the blob is opened.

@@ -16,14 +16,12 @@ import {
   MakeDirectoryResponseSchema,
   type ReadRequest,
   type ReadResponse,
-  ReadResponseSchema,
   type Resource,
   type ResourceService,
   type RestoreRequest,
   type RestoreResponse,
   type StatRequest,
   type StatResponse,
-  StatResponseSchema,
   type WriteHeader,
   type WriteRequest,
   type WriteResponse,
@@ -43,11 +41,11 @@ import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
 import { isExpiredTombstone, planPutFile, type TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
-import type { DeleteResult, NodeRecord, StoragePort } from "../storage/port.js";
+import type { DeleteResult, NodeRecord, StoragePort, StoreNode } from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
-import { fileMessages } from "./read-contents.js";
+import { directoryMessage, fileMessages, messageNow } from "./read-contents.js";
 import { ResourceHistory } from "./resource-history.js";
 
 /** Largest chunk of a Read message (read-contents.ts). */
@@ -116,6 +114,34 @@ export interface WriteInput {
   contents: AsyncIterable<Uint8Array>;
 }
 
+/** What every face gives ResourceCore.readNow: a read's target, its If-None-Match (parsed as WriteInput's) and history coordinates. */
+export interface ReadInput {
+  store: string;
+  path: string;
+  ifNoneMatch: readonly string[];
+  /** A kept state's tag (docs/history.md); empty: the current state. */
+  version: string;
+  /** A moment (docs/history.md); empty: now. */
+  asOf: string;
+}
+
+/** What every face gives ResourceCore.mkdir: a directory's target and its preconditions, parsed as WriteInput's. */
+export interface DirectoryInput {
+  store: string;
+  path: string;
+  ifMatch: readonly string[];
+  ifNoneMatch: readonly string[];
+}
+
+/** What every face gives ResourceCore.remove: a delete's target, its If-Match (parsed as WriteInput's) and its mode. */
+export interface DeleteInput {
+  store: string;
+  path: string;
+  ifMatch: readonly string[];
+  /** A directory is deleted only when nothing live is below it (REST v1's DELETE, the RPC's require_empty). */
+  requireEmpty: boolean;
+}
+
 export class ResourceCore implements ServiceImpl<typeof ResourceService> {
   private readonly storage: StoragePort;
   private readonly maxResourceSize: number;
@@ -134,42 +160,93 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     });
   }
 
-  async stat(req: StatRequest, ctx: HandlerContext): Promise<StatResponse> {
+  /**
+   * Stat, answered at once when the storage reads synchronously (SQLite: no promise, issue 32),
+   * else a promise; every face calls this one method.
+   */
+  stat(req: StatRequest, ctx: HandlerContext): StatResponse | Promise<StatResponse> {
     const { store, path } = this.target(req);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const { node } = await this.visible(store, path, false);
-    requireOperation(caller, "read", node);
-    return create(StatResponseSchema, { resource: toResource(node) });
+    const found = this.storage.getStoreNode(store, path, { contents: false });
+    const answer = (f: StoreNode | undefined): StatResponse => {
+      const { node } = this.visibleIn(store, path, f);
+      requireOperation(caller, "read", node);
+      return { $typeName: "trove.resources.v2.StatResponse", resource: toResource(node) };
+    };
+    return found instanceof Promise ? found.then(answer) : answer(found);
   }
 
+  /** Read as the RPC faces call it: its tags parsed into `readNow`'s input, its messages whether answered at once or not. */
   async *read(req: ReadRequest, ctx: HandlerContext): AsyncIterable<ReadResponse> {
-    const { store, path } = this.target(req);
-    if (req.version !== "" || req.asOf !== "") {
-      if (req.version !== "" && req.asOf !== "") {
-        throw new BadRequestError("a read names a version or an as_of moment, not both");
-      }
-      yield* req.version !== ""
-        ? this.history.readVersion(store, path, req.version, tags(req.ifNoneMatch), ctx)
-        : this.history.readAsOf(store, path, req.asOf, tags(req.ifNoneMatch), ctx);
-      return;
-    }
+    const { store, path, version, asOf } = req;
+    const answer = this.readNow({ store, path, ifNoneMatch: tags(req.ifNoneMatch), version, asOf }, ctx);
+    if (isMessage(answer)) yield answer;
+    else yield* answer;
+  }
+
+  /**
+   * A read, from any face (issue 32): its one message at once when the storage reads
+   * synchronously (SQLite) and the answer is known from the node (a directory, "not modified",
+   * contents kept inline: the common small read, with no asynchronous hop, stream or closure),
+   * else the messages to come (a blob's chunks, a history read, a networked storage's answer).
+   * The decision and its checks are the same either way.
+   */
+  readNow(input: ReadInput, ctx: HandlerContext): ReadResponse | AsyncIterable<ReadResponse> {
+    const { store, path } = this.target(input);
+    if (input.version !== "" || input.asOf !== "") return this.readHistory(input, store, path, ctx);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "read", { store, path });
-    const conditional = req.ifNoneMatch.length > 0;
+    const { ifNoneMatch } = input;
+    // A conditional read is usually answered "not modified": it reads the contents only when
+    // it sends them, through readBlob.
+    const contents = ifNoneMatch.length === 0;
+    const found = this.storage.getStoreNode(store, path, { contents });
+    if (found instanceof Promise) return this.readFile(store, path, contents, ifNoneMatch, ctx, found);
+    const { node } = this.visibleIn(store, path, found);
+    requireOperation(caller, "read", node);
+    const resource = toResource(node);
+    if (node.directory) return directoryMessage(resource);
+    return messageNow(node, resource, ifNoneMatch) ?? this.readFile(store, path, contents, ifNoneMatch, ctx, found);
+  }
+
+  /** The messages of a read from `first`, the node's first read (a blob replaced meanwhile: the node is read again). */
+  private async *readFile(
+    store: string,
+    path: string,
+    contents: boolean,
+    ifNoneMatch: readonly string[],
+    ctx: HandlerContext,
+    first: StoreNode | undefined | Promise<StoreNode | undefined>,
+  ): AsyncIterable<ReadResponse> {
+    const caller = ctx.values.get(callerKey);
     for (let attempt = 0; ; attempt++) {
-      // A conditional read is usually answered "not modified": it reads the contents only when
-      // it sends them, through readBlob.
-      const { node } = await this.visible(store, path, !conditional);
+      const found = attempt === 0 ? await first : await this.storage.getStoreNode(store, path, { contents });
+      const { node } = this.visibleIn(store, path, found);
       requireOperation(caller, "read", node);
       const resource = toResource(node);
       if (node.directory) {
-        yield create(ReadResponseSchema, { resource });
+        yield directoryMessage(resource);
         return;
       }
       // A blob replaced between reading the metadata and opening it: read the node again.
-      if (yield* fileMessages(this.storage, node, resource, tags(req.ifNoneMatch), ctx, attempt < 2)) return;
+      if (yield* fileMessages(this.storage, node, resource, ifNoneMatch, ctx, attempt < 2)) return;
     }
+  }
+
+  /** A read of a version or a moment (docs/history.md). */
+  private async *readHistory(
+    input: ReadInput,
+    store: string,
+    path: string,
+    ctx: HandlerContext,
+  ): AsyncIterable<ReadResponse> {
+    if (input.version !== "" && input.asOf !== "") {
+      throw new BadRequestError("a read names a version or an as_of moment, not both");
+    }
+    yield* input.version !== ""
+      ? this.history.readVersion(store, path, input.version, input.ifNoneMatch, ctx)
+      : this.history.readAsOf(store, path, input.asOf, input.ifNoneMatch, ctx);
   }
 
   /** Write as the RPC faces call it: its messages adapted into the write input every face gives `put`. */
@@ -294,11 +371,18 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     return create(WriteResponseSchema, { resource: toResource(node), created });
   }
 
-  async makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
-    const { store, path } = this.target(req);
+  /** MakeDirectory as the RPC faces call it: its tags parsed into the input every face gives `mkdir`. */
+  makeDirectory(req: MakeDirectoryRequest, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
+    const { store, path, ifMatch, ifNoneMatch } = req;
+    return this.mkdir({ store, path, ifMatch: tags(ifMatch), ifNoneMatch: tags(ifNoneMatch) }, ctx);
+  }
+
+  /** A directory made by a client, from any face: the preconditions parsed once, by the face (issue 32). */
+  async mkdir(input: DirectoryInput, ctx: HandlerContext): Promise<MakeDirectoryResponse> {
+    const { store, path } = this.target(input);
     const caller = ctx.values.get(callerKey);
     requireOperation(caller, "write", { store, path });
-    const pre = writeConditions(tags(req.ifMatch), tags(req.ifNoneMatch));
+    const pre = writeConditions(input.ifMatch, input.ifNoneMatch);
     const made = this.storage.makeDirectory(store, path, pre, this.now(), caller.subject);
     const { node, created } = await made.catch((err) => {
       throw inFaceNames(err, ctx);
@@ -306,12 +390,19 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     return create(MakeDirectoryResponseSchema, { resource: toResource(node), created });
   }
 
-  async delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
-    const { store, path } = this.target(req);
+  /** Delete as the RPC faces call it: its If-Match parsed into the input every face gives `remove`. */
+  delete(req: DeleteRequest, ctx: HandlerContext): Promise<DeleteResponse> {
+    const { store, path, requireEmpty } = req;
+    return this.remove({ store, path, ifMatch: tags(req.ifMatch), requireEmpty }, ctx);
+  }
+
+  /** A client's delete of a resource or a subtree, from any face: If-Match parsed once, by the face (issue 32). */
+  async remove(input: DeleteInput, ctx: HandlerContext): Promise<DeleteResponse> {
+    const { store, path } = this.target(input);
     const user = ctx.values.get(callerKey).subject;
     requireOperation(ctx.values.get(callerKey), "delete", { store, path });
-    const ifMatch = tags(req.ifMatch);
-    const deleted = req.requireEmpty
+    const { ifMatch } = input;
+    const deleted = input.requireEmpty
       ? this.deleteIfEmpty(store, path, ifMatch, user)
       : this.storage.deleteTree(store, path, ifMatch.length > 0 ? { ifMatch } : {}, this.now(), user);
     const { node, count } = await deleted.catch((err) => {
@@ -328,7 +419,12 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
    * check runs again. A store without sync-recursive does not retag ancestors: there an entry
    * created in that window (one storage round trip) is deleted with the directory (docs/rest.md).
    */
-  private async deleteIfEmpty(store: string, path: string, ifMatch: string[], user: string): Promise<DeleteResult> {
+  private async deleteIfEmpty(
+    store: string,
+    path: string,
+    ifMatch: readonly string[],
+    user: string,
+  ): Promise<DeleteResult> {
     const asked = ifMatch.length > 0 ? { ifMatch } : {};
     for (let attempt = 1; ; attempt++) {
       const found = await this.storage.getStoreNode(store, path, { contents: false });
@@ -425,7 +521,15 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     path: string,
     contents: boolean,
   ): Promise<{ node: NodeRecord; config: StoreConfig }> {
-    const found = await this.storage.getStoreNode(store, path, { contents });
+    return this.visibleIn(store, path, await this.storage.getStoreNode(store, path, { contents }));
+  }
+
+  /** What `visible` decides of a storage's answer (getStoreNode). */
+  private visibleIn(
+    store: string,
+    path: string,
+    found: StoreNode | undefined,
+  ): { node: NodeRecord; config: StoreConfig } {
     if (!found) throw new NotFoundError(`store ${store} not found`);
     const { node, config } = found;
     if (!node || isExpiredTombstone(node, config, this.now())) {
@@ -463,6 +567,11 @@ function writeConditions(ifMatch: readonly string[], ifNoneMatch: readonly strin
     ...(ifMatch.length > 0 ? { ifMatch } : {}),
     ...(ifNoneMatch.length > 0 ? { ifNoneMatch } : {}),
   };
+}
+
+/** Whether a read answered its one message at once (ResourceCore.readNow). */
+export function isMessage(answer: ReadResponse | AsyncIterable<ReadResponse>): answer is ReadResponse {
+  return !(Symbol.asyncIterator in answer);
 }
 
 /** Entity tags as clients send them (quoted, unquoted, W/, "*", or comma-separated lists) in stored form. */

@@ -258,8 +258,15 @@ export interface ResourceStorage {
   /**
    * The configuration of a live store together with the node at a path in it, in one read where
    * the backend can (every GET needs both); undefined when the store does not exist or is deleted.
+   * Answered at once, without a promise, where the backend reads synchronously (SQLite): a small
+   * read is then served with no asynchronous hop (issue 32); a networked backend (MongoDB) answers
+   * a promise. Callers `await` it, or test for a Promise where the hop matters.
    */
-  getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined>;
+  getStoreNode(
+    store: string,
+    path: string,
+    options: GetStoreNodeOptions,
+  ): StoreNode | undefined | Promise<StoreNode | undefined>;
   /**
    * Children (or all descendants) of a directory in path order, in batches, without their
    * contents (`inline` null: a listing never carries them; `readBlob` reads them).

@@ -178,6 +178,51 @@ describe("separate budgets: long-lived work never takes the connections short re
       again.abort();
     }
   });
+
+  it("issue 32 item 3.1, long-lived by route row: at the budget a REST report wait and document, a 1 MiB PUT and a chunked PUT answer 503; a status poll, a report status without wait, a small PUT answer", async () => {
+    const cursor = await cursorOf(t.url);
+    const polls = Array.from({ length: 3 }, () => park(t.url, cursor));
+    try {
+      await until(() => t.server.notifier.waiterCount === 3, "three parked polls");
+      const refusal = "too many long-lived requests (polls, watches, transfers): this server takes at most 3 at once\n";
+      const refused = async (path: string, init: RequestInit = {}) => {
+        const answer = await fetch(`${t.url}${path}`, init);
+        return [answer.status, answer.headers.get("retry-after"), await answer.text()];
+      };
+      expect(await refused("/insights/v1/reports/r1?wait=30")).toEqual([503, "1", refusal]);
+      expect(await refused("/insights/v1/reports/r1/document")).toEqual([503, "1", refusal]);
+      const large = new Uint8Array(1024 * 1024);
+      expect(await refused("/resources/v2/data/home/large.bin", { method: "PUT", body: large })).toEqual([
+        503,
+        "1",
+        refusal,
+      ]);
+      const chunked = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new Uint8Array(10));
+          controller.close();
+        },
+      });
+      expect(
+        await refused("/resources/v1/data/home/chunked.bin", {
+          method: "PUT",
+          body: chunked,
+          duplex: "half",
+        } as RequestInit),
+      ).toEqual([503, "1", refusal]);
+      // Nothing of the refused uploads was stored.
+      expect((await fetch(`${t.url}/resources/v2/data/home/large.bin`)).status).toBe(404);
+      expect((await fetch(`${t.url}/resources/v2/data/home/chunked.bin`)).status).toBe(404);
+      // The same routes when short: a status poll (no cursors), a report without wait (answered: 400, r1 is no report id), a small PUT.
+      expect((await fetch(`${t.url}/resources/v2/poll`)).status).toBe(200);
+      expect((await fetch(`${t.url}/insights/v1/reports/r1`)).status).toBe(400);
+      const small = await fetch(`${t.url}/resources/v2/data/home/small-put.bin`, { method: "PUT", body: "small" });
+      expect(small.status).toBe(201);
+    } finally {
+      for (const p of polls) p.abort();
+    }
+    await until(() => t.server.notifier.waiterCount === 0, "the aborted polls to leave");
+  });
 });
 
 describe("large downloads are long-lived work (issue 29, item 2: large transfers)", () => {

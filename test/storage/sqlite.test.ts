@@ -7,6 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { measuredStorage } from "../../src/server/metrics-storage.js";
+import { ReadOnlySwitch, readOnlyStorage } from "../../src/services/read-only.js";
+import { createFilesystemStorage } from "../../src/storage/filesystem/filesystem-storage.js";
 import type { NodeRecord, ReportRecord, StoragePort, VersionRecord } from "../../src/storage/port.js";
 import { SqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import { asServed } from "./as-served.js";
@@ -268,6 +271,38 @@ describe("SqliteStorage", () => {
     );
     const node = await storage.getNode("s", "a.bin");
     expect((await readAll(storage, node as NodeRecord)).byteLength).toBe(100 * 1024);
+  });
+});
+
+describe("a small read with no asynchronous hop (issue 32 item 3, step 4a)", () => {
+  it("SQLite's getStoreNode answers at once, alone and as a server wraps it (measured port, read-only switch, FilesystemStorage), with the node and its inline contents; the measured port counts it", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "trove-sqlite-"));
+    const inner = await SqliteStorage.open({ dataDir });
+    const operations: string[] = [];
+    const measured = measuredStorage(inner, {
+      operation: (name, _s, ok) => operations.push(`${name} ${ok}`),
+      changed() {},
+    });
+    const served = createFilesystemStorage(readOnlyStorage(measured, new ReadOnlySwitch()));
+    try {
+      await served.whenStarted();
+      await served.createStore({ name: "s", type: "recursive", settings: {} }, 1);
+      const blob = await served.writeBlob(once(Buffer.from("small")), { maxSize: 1000 });
+      await served.putFile("s", "a.txt", blob, "text/plain", {}, 2);
+      operations.length = 0;
+      for (const storage of [inner, served]) {
+        const found = storage.getStoreNode("s", "a.txt", { contents: true });
+        expect(found).not.toBeInstanceOf(Promise);
+        const node = (found as Awaited<typeof found>)?.node;
+        expect([node?.path, Buffer.from(node?.inline ?? []).toString()]).toEqual(["a.txt", "small"]);
+        // A store that does not exist: undefined, at once too.
+        expect(storage.getStoreNode("nope", "a.txt", { contents: true })).toBeUndefined();
+      }
+      expect(operations).toEqual(["getStoreNode true", "getStoreNode true"]);
+    } finally {
+      await served.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

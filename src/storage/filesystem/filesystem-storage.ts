@@ -479,8 +479,24 @@ export class FilesystemStorage implements StoragePort {
     return this.inner.getNode(store, path);
   }
 
-  async getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
-    const found = await this.inner.getStoreNode(store, path, options);
+  /** A store of another type answers as the inner storage does (at once where it can); a filesystem store is reconciled first. */
+  getStoreNode(
+    store: string,
+    path: string,
+    options: GetStoreNodeOptions,
+  ): StoreNode | undefined | Promise<StoreNode | undefined> {
+    const found = this.inner.getStoreNode(store, path, options);
+    if (found instanceof Promise) return found.then((f) => this.reconciled(store, path, options, f));
+    return found?.config.type !== "filesystem" ? found : this.reconciled(store, path, options, found);
+  }
+
+  /** The node of a filesystem store once the index holds what its folder holds at the path. */
+  private async reconciled(
+    store: string,
+    path: string,
+    options: GetStoreNodeOptions,
+    found: StoreNode | undefined,
+  ): Promise<StoreNode | undefined> {
     if (found?.config.type !== "filesystem") return found;
     const folder = this.folderOf(found.config);
     if (await this.inLine(folder, path, found.node)) return found;

@@ -249,7 +249,8 @@ export class SqliteStorage implements StoragePort {
     return this.reads.getNode(store, path);
   }
 
-  async getStoreNode(store: string, path: string, options: GetStoreNodeOptions): Promise<StoreNode | undefined> {
+  /** Answered at once (the port allows it): a GET's read costs no promise (issue 32). */
+  getStoreNode(store: string, path: string, options: GetStoreNodeOptions): StoreNode | undefined {
     return this.reads.getStoreNode(store, path, options);
   }
 
