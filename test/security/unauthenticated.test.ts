@@ -24,7 +24,7 @@ beforeAll(async () => {
     [LIST_STORES, "application/proto"],
     [LIST_STORES, "application/grpc-web+proto"],
     ["/resources/v2/data/home/warm-up.bin", "application/octet-stream"],
-  ]) {
+  ] as const) {
     const res = await fetch(`${server.url}${path}`, {
       method: path === LIST_STORES ? "POST" : "PUT",
       headers: { "content-type": type },
