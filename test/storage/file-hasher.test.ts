@@ -4,7 +4,7 @@
 // temporary file left and without harming the next upload.
 
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -87,11 +87,18 @@ describe("blob MD5 on a worker thread (issue 14: PUT of 1 MiB and 64 MiB)", () =
     }
     const upload = blobs.write(slow(), { maxSize: 10 * MiB });
     upload.catch(() => {});
-    // The file exists once the first 2 MiB arrived: the worker has its job by then.
-    for (let i = 0; i < 2000 && (await readdir(blobs.tempDir)).length === 0; i++) {
+    // The writer creates the file, then gives the worker its job, then writes the first 2 MiB:
+    // once the file holds them, the worker has the job (the file merely existing is too early,
+    // which once let the job start on the new worker after the close below).
+    const written = async () => {
+      const [name] = await readdir(blobs.tempDir);
+      return name === undefined ? 0 : (await stat(join(blobs.tempDir, name)).catch(() => ({ size: 0 }))).size;
+    };
+    for (let i = 0; i < 4000 && (await written()) < 2 * MiB; i++) {
       await new Promise((r) => setTimeout(r, 5));
     }
     expect(await readdir(blobs.tempDir)).toHaveLength(1);
+    expect(await written()).toBe(2 * MiB);
     await fileHasher.close();
     release();
     await expect(upload).rejects.toThrow("the hashing worker stopped");
