@@ -7,12 +7,13 @@
 // dist/ built, default this one; extra arguments go to `trove serve`).
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { cpus, loadavg } from "node:os";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { freePort, procStatusBytes, startTrove } from "./servers.js";
 
 const { values: opts, positionals } = parseArgs({
   options: {
@@ -28,61 +29,12 @@ const { values: opts, positionals } = parseArgs({
 const ROOT = resolve(opts.root);
 const SIZE = Number(opts["size-mib"]) * 1024 * 1024;
 
-const rss = (pid) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
+const rss = (pid) => procStatusBytes(pid, "VmRSS");
 const mib = (n) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function freePort() {
-  return new Promise((res) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
-
-async function startServer() {
-  const data = mkdtempSync(join(tmpdir(), "trove-attack-"));
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      join(ROOT, "bin/trove.js"),
-      "serve",
-      "--port",
-      String(port),
-      "--data",
-      data,
-      "--log-level",
-      "silent",
-      // One process, whose memory and descriptors this measures (the arguments may choose more).
-      "--workers",
-      "1",
-      ...positionals,
-    ],
-    { stdio: ["ignore", "ignore", "ignore"] },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    try {
-      const r = await fetch(`${url}/resources/v2/data/home/`);
-      if (r.status === 401) break;
-    } catch {}
-    await sleep(100);
-  }
-  const { fetchDevToken } = await import(join(ROOT, "dist/auth/token-command.js"));
-  const token = await fetchDevToken({ url, dataDir: data });
-  return {
-    url,
-    port,
-    pid: child.pid,
-    authorization: `Bearer ${token}`,
-    stop() {
-      child.kill("SIGKILL");
-      rmSync(data, { recursive: true, force: true });
-    },
-  };
-}
+/** `trove serve` of the checkout ROOT, one process (whose memory and descriptors this measures; the arguments may choose more). */
+const startServer = () => startTrove({ root: ROOT, serveArgs: positionals });
 
 /** Sends a request head then up to SIZE bytes over HTTP/1.1; resolves with the status line and bytes sent. */
 function h1Flood(port, head) {
@@ -164,7 +116,7 @@ async function measure(name, run) {
   try {
     await measureOn(server, name, () => run(server));
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
 
@@ -224,7 +176,7 @@ async function bodies() {
       });
     console.log(`announce 1 GiB, Connect JSON: ${await announce(h1(STORE_LIST, "application/json", 1024 ** 3))}`);
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
 
@@ -346,7 +298,7 @@ async function slowRun(run, n, seconds) {
       baseline.stop();
     }
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
 

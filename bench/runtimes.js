@@ -10,15 +10,12 @@
 // directory holding an installed and built Trove (bin/trove.js, dist/, node_modules/); wrk
 // (Debian package) generates the load: one thread, 32 connections.
 
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { BODY_4K } from "./payloads.js";
 import { cpuSeconds, median, pad } from "./report.js";
-import { freePort } from "./servers.js";
+import { startBaseline, startTrove } from "./servers.js";
 import { wrkAvailable, wrkLoad } from "./wrk.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -48,90 +45,19 @@ const targets = (opts.target ?? [`this=${process.execPath}:${ROOT}`]).map((spec)
   return { label: label, node, checkout, version };
 });
 
-async function started(node, args, probe, port) {
-  const child = spawn(node, args, { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (s) => {
-    stderr = (stderr + s).slice(-4000);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`${node} ${args[0]} exited ${child.exitCode}: ${stderr}`);
-    const ok = await fetch(url + probe).then(
-      (r) => r.status < 500,
-      () => false,
-    );
-    if (ok) break;
-    if (i > 300) throw new Error(`${node} ${args[0]} did not answer: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url,
-    pid: child.pid,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", resolve);
-        child.kill("SIGTERM");
-      }),
-  };
-}
-
 async function startTroveOf(target) {
-  const data = mkdtempSync(join(tmpdir(), "trove-runtimes-"));
-  const port = await freePort();
-  const bin = join(target.checkout, "bin/trove.js");
-  const server = await started(
-    target.node,
-    // One process: its CPU per answer against one node:http process.
-    [
-      bin,
-      "serve",
-      "--workers",
-      "1",
-      "--port",
-      String(port),
-      "--data",
-      data,
-      "--log-level",
-      "silent",
-      "--token-lifetime",
-      "86400",
-    ],
-    "/healthz",
-    port,
-  );
-  const token = execFileSync(target.node, [bin, "token", "--url", server.url, "--data", data], {
-    encoding: "utf8",
-  }).trim();
-  const headers = { Authorization: `Bearer ${token}` };
+  // One process: its CPU per answer against one node:http process.
+  const server = await startTrove({ root: target.checkout, node: target.node });
+  const headers = { Authorization: server.authorization };
   const path = "/resources/v2/data/home/resource-4k.bin";
   const put = await fetch(server.url + path, { method: "PUT", body: BODY_4K, headers });
   if (put.status !== 201) throw new Error(`PUT answered ${put.status}`);
-  return {
-    ...server,
-    get: server.url + path,
-    headers,
-    stop: async () => {
-      await server.stop();
-      rmSync(data, { recursive: true, force: true });
-    },
-  };
+  return { ...server, get: server.url + path, headers };
 }
 
 async function startBaselineOf(target) {
-  const dir = mkdtempSync(join(tmpdir(), "trove-runtimes-baseline-"));
-  const port = await freePort();
-  const server = await started(target.node, [join(ROOT, "bench/baseline-server.js"), String(port), dir], "/", port);
-  return {
-    ...server,
-    get: `${server.url}/resource-4k.bin`,
-    headers: {},
-    stop: async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const server = await startBaseline({ node: target.node });
+  return { ...server, get: `${server.url}/resource-4k.bin`, headers: {} };
 }
 
 const rows = [];

@@ -51,7 +51,7 @@ export async function startChild(args, probePath, port, extra = {}) {
   // stdout is /dev/null ("ignore"): what a server logs costs its writes, never a pipe's backlog.
   // TROVE_BENCH_SERVER_LOG=FILE appends it to FILE instead (a file, never a pipe), to read after a run.
   const log = process.env.TROVE_BENCH_SERVER_LOG;
-  const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), ...args], {
+  const child = spawn(extra.node ?? process.execPath, [...(extra.nodeArgs ?? []), ...args], {
     cwd: ROOT,
     stdio: ["ignore", log ? openSync(log, "a") : "ignore", "pipe"],
     env: extra.env ? { ...process.env, ...extra.env } : process.env,
@@ -114,9 +114,13 @@ async function dropDatabase(url, database) {
  * `serveArgs` are more `trove serve` flags; `nodeArgs` and `env` are node's flags and extra
  * environment variables of the server process (bench/parked-polls.js). `workers` is `--workers`:
  * 1 unless asked, since most benchmarks measure what one process costs (its memory, its CPU);
- * `--only apache` and `apache-large` measure the default, auto, beside it.
+ * `--only apache` and `apache-large` measure the default, auto, beside it. `root` is the checkout
+ * whose bin/trove.js runs (built, with its node_modules; default this one) and `node` the Node.js
+ * binary that runs it (default the one running the benchmark): bench/runtimes.js, bench/attack.js.
  */
 export async function startTrove({
+  root = ROOT,
+  node = process.execPath,
   logLevel = "silent",
   auth = "dev",
   mongodbUrl,
@@ -141,7 +145,7 @@ export async function startTrove({
     return { ...server, ...backend, dataDir, authorization: undefined };
   }
   const args = [
-    join(ROOT, "bin/trove.js"),
+    join(root, "bin/trove.js"),
     "serve",
     "--port",
     String(port),
@@ -157,14 +161,17 @@ export async function startTrove({
   if (database) args.push("--mongodb-url", mongodbUrl, "--mongodb-database", database);
   if (pollWait !== undefined) args.push("--poll-wait", String(pollWait));
   args.push(...serveArgs);
-  const server = await startChild(args, "/auth/.well-known/openid-configuration", port, { cleanup, nodeArgs, env });
+  const server = await startChild(args, "/auth/.well-known/openid-configuration", port, {
+    cleanup,
+    nodeArgs,
+    env,
+    node,
+  });
   try {
     // As `trove token --data DIR` does: the development issuer's credentials in the data directory.
-    const token = execFileSync(
-      process.execPath,
-      [join(ROOT, "bin/trove.js"), "token", "--url", server.url, "--data", dataDir],
-      { encoding: "utf8" },
-    ).trim();
+    const token = execFileSync(node, [join(root, "bin/trove.js"), "token", "--url", server.url, "--data", dataDir], {
+      encoding: "utf8",
+    }).trim();
     return { ...server, ...backend, dataDir, authorization: `Bearer ${token}` };
   } catch (err) {
     await server.stop();
@@ -172,12 +179,12 @@ export async function startTrove({
   }
 }
 
-/** The bare node:http server of bench/baseline-server.js. */
-export async function startBaseline() {
+/** The bare node:http server of bench/baseline-server.js, run by `node` (default this Node.js). */
+export async function startBaseline({ node } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "trove-baseline-"));
   const port = await freePort();
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
-  return startChild([join(ROOT, "bench/baseline-server.js"), String(port), dir], "/", port, { cleanup });
+  return startChild([join(ROOT, "bench/baseline-server.js"), String(port), dir], "/", port, { cleanup, node });
 }
 
 /** A field of /proc/{pid}/status in bytes: VmRSS (resident now) or VmHWM (peak resident). */

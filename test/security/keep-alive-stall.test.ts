@@ -83,14 +83,24 @@ function connect(port: number): Promise<RawClient> {
 const put = (path: string, body: string) =>
   `PUT /resources/v2/data/home/${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
+/** A server with a short keep-alive, and a raw connection to it that one PUT (answered 201) has used. */
+async function keptAliveConnection(
+  path: string,
+  body: string,
+): Promise<{ server: TestServer; client: RawClient; first: string }> {
+  const server = await startServer({ limits: { keepAliveTimeout: KEEP_ALIVE_MS } });
+  t = server;
+  const client = await connect(server.port);
+  client.socket.write(put(path, body));
+  const { text } = await client.answers(1);
+  expect(text).toMatch(/^HTTP\/1\.1 201 /);
+  return { server, client, first: text };
+}
+
 describe("keep-alive idle timeout after a stalled event loop (issue 28, a writer's PUT reset during a backup)", () => {
   it("a PUT sent on a kept-alive connection before the server stalled past its keep-alive timeout is answered 200 and stored, not reset", async () => {
-    t = await startServer({ limits: { keepAliveTimeout: KEEP_ALIVE_MS } });
-    const client = await connect(t.port);
-    client.socket.write(put("stall-first.json", '{"n":1}'));
-    const first = await client.answers(1);
-    expect(first.text).toMatch(/^HTTP\/1\.1 201 /);
-    expect(first.text).toMatch(/\r\nConnection: keep-alive\r\n/i);
+    const { server, client, first } = await keptAliveConnection("stall-first.json", '{"n":1}');
+    expect(first).toMatch(/\r\nConnection: keep-alive\r\n/i);
 
     // The answer is out and the connection idle: the client reuses it at once (the bytes are in
     // the server's socket before the write returns), then the server's loop is busy past the timeout.
@@ -102,19 +112,15 @@ describe("keep-alive idle timeout after a stalled event loop (issue 28, a writer
     const answers = second.text.split(/(?=HTTP\/1\.1 )/);
     expect(answers).toHaveLength(2);
     expect(answers[1]).toMatch(/^HTTP\/1\.1 201 /);
-    const stored = await fetch(`${t.url}/resources/v2/data/home/stall-second.json`);
+    const stored = await fetch(`${server.url}/resources/v2/data/home/stall-second.json`);
     expect(stored.status).toBe(200);
     expect(await stored.text()).toBe('{"n":2}');
     client.socket.destroy();
   }, 30_000);
 
   it("a kept-alive connection that stays idle past the timeout is still closed, with a FIN and nothing written", async () => {
-    t = await startServer({ limits: { keepAliveTimeout: KEEP_ALIVE_MS } });
-    const client = await connect(t.port);
-    client.socket.write(put("stall-idle.json", "{}"));
-    const first = await client.answers(1);
-    expect(first.text).toMatch(/^HTTP\/1\.1 201 /);
-    const length = first.text.length;
+    const { client, first } = await keptAliveConnection("stall-idle.json", "{}");
+    const length = first.length;
     // Nothing more is sent: the server closes the connection by itself.
     const after = await client.answers(2);
     expect(after.closed).toBe(true);
