@@ -141,7 +141,8 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
     }
     let caller: Caller | Promise<Caller>;
     try {
-      caller = auth.authenticate(req.headers.authorization);
+      // The connection it came on (the socket, or the HTTP/2 session): its last token is known by one comparison.
+      caller = auth.authenticate(req.headers.authorization, "stream" in req ? req.stream.session : req.socket);
     } catch (err) {
       faces.refuse(req, res, err, route);
       return;
