@@ -30,10 +30,14 @@ const { values: opts } = parseArgs({
 if (!wrkAvailable()) throw new Error("bench/profile-request.js needs wrk (apt-get install wrk)");
 if (!opts["skip-build"]) buildDist();
 
+const SOCKET_WRITES = new Set(["__GI___writev", "__writev", "__GI___libc_write", "__libc_write", "__write"]);
+
 /** The parts of the request path a sample's stack belongs to, the first that matches. */
 const PARTS = [
   ["other threads (GC helpers, the log's writes)", (sample) => !sample.main],
-  ["the answer's socket write (writev)", (sample) => sample.frames.includes("__GI___writev")],
+  // On the main thread every write(v) is a socket's (the log's are the thread pool's): one writev with a
+  // body, one write for a head alone (HEAD, 304).
+  ["the answer's socket write (writev, write)", (sample) => sample.frames.some((f) => SOCKET_WRITES.has(f))],
   ["the request's socket read", (sample) => sample.frames.some((f) => f === "read" || f === "__GI___libc_read")],
   ["the SQLite point read (getStoreNode)", (sample) => sample.frames.some((f) => f.includes("getStoreNode"))],
   ["the request log line", (sample) => sample.frames.some((f) => /request-line|pino\/|sonic-boom|node:fs:/.test(f))],
