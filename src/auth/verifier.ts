@@ -14,8 +14,10 @@ export interface Authenticator {
    * The caller that an `Authorization` header value stands for. Throws (or rejects with) a
    * ConnectError: Unauthenticated for missing or invalid credentials, Unavailable when the
    * issuer's keys cannot be fetched. Answers synchronously for a token seen before.
+   * `connection` (the request's socket or HTTP/2 session) lets the token a keep-alive client sent
+   * on it last be recognised by one comparison (still until it expires).
    */
-  authenticate(authorization: string | undefined): Caller | Promise<Caller>;
+  authenticate(authorization: string | undefined, connection?: object): Caller | Promise<Caller>;
   /**
    * Calls `observer` for every token answered from the cache of verified tokens ("cached") and
    * after every verification, with its result (metrics); returns the function that stops it.
@@ -172,6 +174,12 @@ interface Cached {
   until: number;
 }
 
+/** The last token a connection sent that was answered from the cache: the header as sent, and its entry. */
+interface Remembered {
+  authorization: string;
+  cached: Cached;
+}
+
 export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authenticator {
   const clockTolerance = options.clockTolerance ?? 30;
   const cacheSize = options.cacheSize ?? 10_000;
@@ -182,6 +190,9 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
     : discoveredKeys(issuerOf(), { cooldown: options.jwksCooldown ?? 30_000, timeout: options.fetchTimeout ?? 5_000 });
   // A Map keeps insertion order: re-inserting on a hit makes the first key the least recently used.
   const cache = new Map<string, Cached>();
+  // What each connection sent last (issue 32): a keep-alive client repeats its header, and one
+  // string comparison then replaces the cache's lookup. Weak: a closed connection keeps nothing.
+  const lastOf = new WeakMap<object, Remembered>();
   const observers = new Set<TokenObserver>();
   const tell = (check: TokenCheck) => {
     for (const observer of observers) observer(check);
@@ -221,7 +232,14 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
   }
 
   return {
-    authenticate(authorization) {
+    authenticate(authorization, connection) {
+      // The connection's last token, sent again: the same checks as a hit of the cache (its
+      // entry's expiry), without finding it there.
+      const last = connection === undefined ? undefined : lastOf.get(connection);
+      if (last !== undefined && last.authorization === authorization && last.cached.until > now()) {
+        if (observers.size > 0) tell("cached");
+        return last.cached.caller;
+      }
       // The usual case first, a token verified before: "Bearer " and the token, as sent.
       // Anything else gets the full parse (and its precise refusal) below.
       if (authorization !== undefined && authorization.length > 7 && /^bearer $/i.test(authorization.slice(0, 7))) {
@@ -232,6 +250,7 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
           cache.delete(key);
           if (hit.until > now()) {
             cache.set(key, hit);
+            if (connection !== undefined) lastOf.set(connection, { authorization, cached: hit });
             if (observers.size > 0) tell("cached");
             return hit.caller;
           }

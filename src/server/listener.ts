@@ -86,6 +86,9 @@ export interface RequestRecord extends LongLivedClaim {
   /** A download's claim on the long-lived budget (fair-share.ts, `claimPlace`): the budget and the caller. */
   claimBudget: LongLivedBudget | undefined;
   claimCaller: Caller | undefined;
+  /** The request's place among the listener's requests in flight (-1: none), and the connection it came on. */
+  inFlightSlot: number;
+  inFlightConnection: object | undefined;
 }
 
 /** The HTTP/1.1 responses of the listener. */
@@ -98,6 +101,8 @@ export class RecordedResponse extends http.ServerResponse implements RequestReco
   route: RequestRoute | undefined = undefined;
   claimBudget: LongLivedBudget | undefined = undefined;
   claimCaller: Caller | undefined = undefined;
+  inFlightSlot = -1;
+  inFlightConnection: object | undefined = undefined;
 
   /** The response is its download's claim (services/long-lived.ts): no object of its own per request. */
   claim(): ConnectError | undefined {
@@ -137,6 +142,8 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   route: RequestRoute | undefined = undefined;
   claimBudget: LongLivedBudget | undefined = undefined;
   claimCaller: Caller | undefined = undefined;
+  inFlightSlot = -1;
+  inFlightConnection: object | undefined = undefined;
 
   /** The response is its download's claim (services/long-lived.ts): no object of its own per request. */
   claim(): ConnectError | undefined {
@@ -148,6 +155,44 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   override writeHead(statusCode: number, a?: unknown, b?: unknown): this {
     if (this.requestId !== undefined && !this.headersSent) this.setHeader("X-Request-Id", this.requestId);
     return (super.writeHead as (statusCode: number, a?: unknown, b?: unknown) => this)(statusCode, a, b);
+  }
+}
+
+/** A response of the listener's servers, with its place among the requests in flight. */
+type TrackedResponse = (http.ServerResponse | http2.Http2ServerResponse) &
+  Pick<RequestRecord, "inFlightSlot" | "inFlightConnection">;
+
+/**
+ * The requests in flight, each in a slot whose number its response keeps: adding and removing one
+ * hashes nothing. A Map keyed by each new response gave every response an identity hash and was
+ * rehashed as it shrank, 1-2 % of a 4 KiB GET's CPU (issue 32, session 14).
+ */
+class RequestsInFlight {
+  private readonly slots: (TrackedResponse | undefined)[] = [];
+  private readonly free: number[] = [];
+  size = 0;
+
+  add(res: TrackedResponse, connection: object): void {
+    const slot = this.free.pop() ?? this.slots.length;
+    this.slots[slot] = res;
+    res.inFlightSlot = slot;
+    res.inFlightConnection = connection;
+    this.size++;
+  }
+
+  /** Removes a response (once): the connection it came on, undefined when it was not in flight. */
+  remove(res: TrackedResponse): object | undefined {
+    const slot = res.inFlightSlot;
+    if (slot < 0 || this.slots[slot] !== res) return undefined;
+    this.slots[slot] = undefined;
+    this.free.push(slot);
+    res.inFlightSlot = -1;
+    this.size--;
+    return res.inFlightConnection;
+  }
+
+  responses(): TrackedResponse[] {
+    return this.slots.filter((res) => res !== undefined);
   }
 }
 
@@ -344,7 +389,7 @@ export function createListener(options: ListenerOptions): Listener {
   });
 
   // Requests in flight (their responses until 'close') and the drain, if one runs.
-  const inFlight = new Map<http.ServerResponse | http2.Http2ServerResponse, object>();
+  const inFlight = new RequestsInFlight();
   // HTTP/1.1 connections with requests in flight, and how many (pipelined requests queue on one).
   const busySockets = new Map<net.Socket, number>();
   // HTTP/1.1 keep-alive connections with none, in the order they became idle, with since when
@@ -353,9 +398,8 @@ export function createListener(options: ListenerOptions): Listener {
   const idleSockets = new Map<net.Socket, { since: number; bytes: number }>();
   let draining: (() => void) | undefined;
   // One `close` listener for every response: a request costs no closure of its own (issue 14).
-  function requestClosed(this: http.ServerResponse | http2.Http2ServerResponse): void {
-    const connection = inFlight.get(this);
-    inFlight.delete(this);
+  function requestClosed(this: TrackedResponse): void {
+    const connection = inFlight.remove(this);
     if (connection instanceof net.Socket) {
       const left = (busySockets.get(connection) ?? 1) - 1;
       if (left > 0) busySockets.set(connection, left);
@@ -374,7 +418,7 @@ export function createListener(options: ListenerOptions): Listener {
   ) => {
     // The connection it came on: the socket (HTTP/1.1) or the session (HTTP/2).
     const connection = "stream" in req ? req.stream.session : req.socket;
-    inFlight.set(res, connection ?? res);
+    inFlight.add(res as TrackedResponse, connection ?? res);
     if (connection instanceof net.Socket) {
       busySockets.set(connection, (busySockets.get(connection) ?? 0) + 1);
       idleSockets.delete(connection);
@@ -564,7 +608,7 @@ export function createListener(options: ListenerOptions): Listener {
       clearTimeout(firstByteTimer);
       firstByteTimer = undefined;
       for (const socket of sniffing.keys()) socket.destroy();
-      for (const res of inFlight.keys()) {
+      for (const res of inFlight.responses()) {
         if (res instanceof http.ServerResponse && !res.headersSent) res.shouldKeepAlive = false;
       }
       for (const session of sessions) session.close();
@@ -587,7 +631,7 @@ export function createListener(options: ListenerOptions): Listener {
         }),
       ]);
       clearTimeout(timer);
-      const cut = drained ? 0 : new Set(inFlight.values()).size;
+      const cut = drained ? 0 : new Set(inFlight.responses().map((res) => res.inFlightConnection)).size;
       if (drained && sockets.size > 0) {
         // Answers are out: give the connections a moment to close by themselves, as after any answer.
         const allClosed = Promise.all([...sockets].map((s) => new Promise((r) => s.once("close", r))));

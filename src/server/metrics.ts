@@ -169,6 +169,13 @@ function observeBody(res: RestResponse, look: (chunk: Uint8Array) => void): void
   };
 }
 
+/** The series of requests with one set of labels: their count (trove_requests_total) and their durations. */
+interface RequestSeries {
+  readonly labels: { face: Face; route: string; status: string };
+  count: number;
+  readonly seconds: HistogramSeries;
+}
+
 /** One labelled series of a CountedHistogram: counts per bucket (not cumulative), sum and count. */
 interface HistogramSeries {
   readonly labels: Record<string, string>;
@@ -344,7 +351,28 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   // The hottest counts are plain numbers on the request path, handed to prom-client at each
   // scrape: a prom-client update validates and hashes its labels every time (about 2 µs).
-  const counts = new Map<string, { labels: { face: Face; route: string; status: string }; count: number }>();
+  // A series is found by its labels' values one after the other, each a string made once (the route
+  // table's labels, the faces, the statuses): no key is built per request (issue 32).
+  const series = new Map<string, Map<Face, Map<string, RequestSeries>>>();
+  const requestSeriesOf = (face: Face, route: string, status: string): RequestSeries => {
+    let byFace = series.get(route);
+    if (byFace === undefined) {
+      byFace = new Map();
+      series.set(route, byFace);
+    }
+    let byStatus = byFace.get(face);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      byFace.set(face, byStatus);
+    }
+    let found = byStatus.get(status);
+    if (found === undefined) {
+      const labels = { face, route, status };
+      found = { labels, count: 0, seconds: requestSeconds.series(labels) };
+      byStatus.set(status, found);
+    }
+    return found;
+  };
   const flying = new Map<Face, number>(FACES.map((face) => [face, 0]));
   let hits = 0;
   new Counter({
@@ -354,7 +382,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers,
     collect() {
       this.reset();
-      for (const { labels, count } of counts.values()) this.inc(labels, count);
+      for (const byFace of series.values())
+        for (const byStatus of byFace.values())
+          for (const { labels, count } of byStatus.values()) this.inc(labels, count);
     },
   });
   const requestSeconds = new CountedHistogram(
@@ -474,8 +504,6 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
   });
 
-  const seconds = new Map<string, HistogramSeries>();
-
   const storageSeries = new Map<string, HistogramSeries>();
   const stops: Array<() => void> = [];
 
@@ -494,17 +522,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
         res.route ??= routeOf(req);
         const { face, route } = res.route;
         flying.set(face, (flying.get(face) as number) - 1);
-        const status = statusOf(res);
-        const key = `${face} ${route} ${status}`;
-        const found = counts.get(key);
-        if (found) found.count += 1;
-        else counts.set(key, { labels: { face, route, status }, count: 1 });
-        let series = seconds.get(key);
-        if (series === undefined) {
-          series = requestSeconds.series({ face, route, status });
-          seconds.set(key, series);
-        }
-        requestSeconds.observe(series, (performance.now() - res.arrived) / 1000);
+        const found = requestSeriesOf(face, route, statusOf(res));
+        found.count += 1;
+        requestSeconds.observe(found.seconds, (performance.now() - res.arrived) / 1000);
       },
     },
     route(req, res) {

@@ -22,6 +22,7 @@ import {
   RecordedResponse,
   type RequestRecord,
 } from "./listener.js";
+import { requestLineWriter } from "./request-line.js";
 import { type RequestRoute, routeOf } from "./routes.js";
 
 /**
@@ -82,6 +83,7 @@ export function loggedError(err: unknown): unknown {
 
 /** The request log: one line per request, and one error line with the request id for every 5xx. */
 export function requestLog(logger: Logger): RequestObserver {
+  const line = requestLineWriter(logger);
   return {
     finished(req, res) {
       // Every 5xx answer (REST, insights, Connect) is one error line with the request id.
@@ -94,17 +96,13 @@ export function requestLog(logger: Logger): RequestObserver {
       if (logger.isLevelEnabled("info")) {
         // Never the headers (Authorization) nor, for the issuer, the query string.
         const url = res.route?.target === "issuer" ? req.url?.replace(/\?.*$/, "") : req.url;
-        logger.info(
-          {
-            req: res.requestId,
-            method: req.method,
-            url,
-            status: res.statusCode,
-            caller: callerOf(req)?.subject,
-            ms: Math.round((performance.now() - res.arrived) * 10) / 10,
-          },
-          "request",
-        );
+        const caller = callerOf(req)?.subject;
+        const ms = Math.round((performance.now() - res.arrived) * 10) / 10;
+        if (line !== undefined && res.requestId !== undefined) {
+          line(res.requestId, req.method, url, res.statusCode, caller, ms);
+        } else {
+          logger.info({ req: res.requestId, method: req.method, url, status: res.statusCode, caller, ms }, "request");
+        }
       }
     },
   };
@@ -141,7 +139,8 @@ export function createPipeline(options: PipelineOptions): (req: RestRequest, res
     }
     let caller: Caller | Promise<Caller>;
     try {
-      caller = auth.authenticate(req.headers.authorization);
+      // The connection it came on (the socket, or the HTTP/2 session): its last token is known by one comparison.
+      caller = auth.authenticate(req.headers.authorization, "stream" in req ? req.stream.session : req.socket);
     } catch (err) {
       faces.refuse(req, res, err, route);
       return;

@@ -211,6 +211,39 @@ describe("cache of verified tokens", () => {
     expect(c.auth.authenticate(`Bearer ${token}`)).toBe(caller);
   });
 
+  it("a connection's repeated token is answered by one comparison until it expires, then verified and refused (issue 32 session 14)", async () => {
+    const c = counting();
+    const connection = {};
+    const header = `Bearer ${await sign({}, c.seconds() + 60)}`;
+    const caller = await c.auth.authenticate(header, connection);
+    // The first hit remembers it on the connection, the next ones find it there.
+    expect(c.auth.authenticate(header, connection)).toBe(caller);
+    expect(c.auth.authenticate(header, connection)).toBe(caller);
+    expect(c.lookups()).toBe(1);
+    c.advance(91_000);
+    const err = await refusal(() => c.auth.authenticate(header, connection));
+    expect(err.rawMessage).toBe("token expired");
+    expect(c.lookups()).toBe(2);
+  });
+
+  it("another header on the same connection is checked on its own, and a forgotten token stays known to its connection only until it expires (issue 32 session 14)", async () => {
+    const c = counting({ cacheSize: 1 });
+    const connection = {};
+    const s = c.seconds();
+    const [a, b] = await Promise.all([1, 2].map(async (n) => `Bearer ${await sign({ n }, s + 600)}`));
+    const bad = `Bearer ${await sign({ aud: "other" }, s + 600)}`;
+    const alice = await c.auth.authenticate(a as string, connection);
+    expect(c.auth.authenticate(a as string, connection)).toBe(alice);
+    expect((await refusal(() => c.auth.authenticate(bad, connection))).rawMessage).toBe("token audience is not trove");
+    expect((await refusal(() => c.auth.authenticate(undefined, connection))).rawMessage).toBe(
+      "authentication required: send Authorization: Bearer <token>",
+    );
+    // b pushes a out of the one-entry cache: another connection verifies a again, this one does not.
+    await c.auth.authenticate(b as string);
+    expect(c.auth.authenticate(a as string, connection)).toBe(alice);
+    expect(c.auth.authenticate(a as string, {})).toBeInstanceOf(Promise);
+  });
+
   it("refusals are not cached: the same bad token is refused each time", async () => {
     const c = counting();
     const header = `Bearer ${await sign({ aud: "other" }, c.seconds() + 600)}`;
