@@ -3,11 +3,14 @@
 // answers passed its `maxSessionMemory` (NGHTTP2_ENHANCE_YOUR_CALM, a pull failed so). The answers
 // of blob contents now take turns per session (src/server/answer-turns.ts): a client that reads
 // slowly sees later answers come later, never a refusal, and a client that reads nothing makes the
-// server read no more than H2_CONTENT_TURNS files for it.
+// server read no more than H2_CONTENT_TURNS files for it. The turns are taken in the core, so a
+// gRPC Read meets the same (every face gets the same decision).
 
 import { createHash, randomBytes } from "node:crypto";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ReadRequestSchema, ReadResponseSchema } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { H2_CONTENT_TURNS } from "../../src/server/answer-turns.js";
 import { startServer, type TestServer } from "../support/server.js";
@@ -55,8 +58,39 @@ interface Asked {
   read(): Promise<Buffer>;
 }
 
-function ask(session: http2.ClientHttp2Session, index: number, onHead: (a: Asked) => void): Asked {
-  const stream = session.request({ ":path": `/resources/v2/data/home/f${index}.bin` });
+type Face = "rest" | "grpc";
+
+/** The request of file `index`: a REST GET, or a gRPC Read (one enveloped ReadRequest). */
+function request(session: http2.ClientHttp2Session, face: Face, index: number): http2.ClientHttp2Stream {
+  if (face === "rest") return session.request({ ":path": `/resources/v2/data/home/f${index}.bin` });
+  const message = toBinary(ReadRequestSchema, create(ReadRequestSchema, { store: "home", path: `f${index}.bin` }));
+  const envelope = Buffer.alloc(5 + message.length);
+  envelope.writeUInt32BE(message.length, 1);
+  envelope.set(message, 5);
+  const stream = session.request({
+    ":method": "POST",
+    ":path": "/trove.resources.v2.ResourceService/Read",
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
+  stream.end(envelope);
+  return stream;
+}
+
+/** The contents in a body: as is (REST), or the chunks of its Read messages (gRPC). */
+function contentsOf(face: Face, body: Buffer): Buffer {
+  if (face === "rest") return body;
+  const chunks: Uint8Array[] = [];
+  for (let at = 0; at < body.length; ) {
+    const length = body.readUInt32BE(at + 1);
+    chunks.push(fromBinary(ReadResponseSchema, body.subarray(at + 5, at + 5 + length)).chunk);
+    at += 5 + length;
+  }
+  return Buffer.concat(chunks);
+}
+
+function ask(session: http2.ClientHttp2Session, index: number, onHead: (a: Asked) => void, face: Face = "rest"): Asked {
+  const stream = request(session, face, index);
   const asked: Asked = {
     index,
     stream,
@@ -131,30 +165,34 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 describe("many 1 MiB answers at once over one h2c session (issue 31 item 1)", () => {
-  it("a client asking 32 files of 1 MiB in two waves and reading them one at a time gets every one whole: no stream refused (ENHANCE_YOUR_CALM)", async () => {
-    const session = await connect();
-    try {
-      const got = new Heads();
-      const asked: Asked[] = [];
-      // First wave: 16 answers of 1 MiB queued on the server (more than Node's 10 MB default).
-      for (let i = 0; i < 16; i++) asked.push(ask(session, i, (a) => got.push(a)));
-      await got.when(H2_CONTENT_TURNS);
-      // Second wave, while the first is unread: before the fix, refused with ENHANCE_YOUR_CALM.
-      for (let i = 16; i < FILES; i++) asked.push(ask(session, i, (a) => got.push(a)));
-      // The slow reader: one answer at a time, whichever has its head.
-      for (let n = 0; n < FILES; n++) {
-        const a = await got.next();
-        expect(a.error?.message, `f${a.index}.bin`).toBeUndefined();
-        expect(a.status, `f${a.index}.bin`).toBe(200);
-        const body = await a.read();
-        expect(body.length, `f${a.index}.bin`).toBe(MiB);
-        expect(md5(body), `f${a.index}.bin`).toBe(md5(contents[a.index] as Buffer));
+  it.each<Face>(["rest", "grpc"])(
+    "%s: a client asking 32 files of 1 MiB in two waves and reading them one at a time gets every one whole: no stream refused (ENHANCE_YOUR_CALM)",
+    async (face) => {
+      const session = await connect();
+      try {
+        const got = new Heads();
+        const asked: Asked[] = [];
+        // First wave: 16 answers of 1 MiB queued on the server (more than Node's 10 MB default).
+        for (let i = 0; i < 16; i++) asked.push(ask(session, i, (a) => got.push(a), face));
+        await got.when(H2_CONTENT_TURNS);
+        // Second wave, while the first is unread: before the fix, refused with ENHANCE_YOUR_CALM.
+        for (let i = 16; i < FILES; i++) asked.push(ask(session, i, (a) => got.push(a), face));
+        // The slow reader: one answer at a time, whichever has its head.
+        for (let n = 0; n < FILES; n++) {
+          const a = await got.next();
+          expect(a.error?.message, `f${a.index}.bin`).toBeUndefined();
+          expect(a.status, `f${a.index}.bin`).toBe(200);
+          const body = contentsOf(face, await a.read());
+          expect(body.length, `f${a.index}.bin`).toBe(MiB);
+          expect(md5(body), `f${a.index}.bin`).toBe(md5(contents[a.index] as Buffer));
+        }
+        expect(new Set(got.seen.map((a) => a.index)).size).toBe(FILES);
+      } finally {
+        session.destroy();
       }
-      expect(new Set(got.seen.map((a) => a.index)).size).toBe(FILES);
-    } finally {
-      session.destroy();
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 
   it("a client that reads nothing gets H2_CONTENT_TURNS answers of blob contents, the others wait (a small answer still comes), and all come once it reads", async () => {
     const session = await connect();
