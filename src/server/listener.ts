@@ -11,6 +11,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import type { Caller } from "../auth/caller.js";
 import { SERVER_HEADER } from "../rest/http.js";
 import type { LongLivedClaim } from "../services/long-lived.js";
+import { sessionMemoryMegabytes, takeContentsTurn } from "./answer-turns.js";
 import { CountedHttp2Request, CountedRequest, createBodyRate } from "./body-rate.js";
 import { claimPlace, type LongLivedBudget } from "./fair-share.js";
 import {
@@ -148,6 +149,11 @@ export class RecordedHttp2Response extends http2.Http2ServerResponse implements 
   /** The response is its download's claim (services/long-lived.ts): no object of its own per request. */
   claim(): ConnectError | undefined {
     return claimPlace(this);
+  }
+
+  /** A turn among its session's answers of blob contents (answer-turns.ts). */
+  contentsTurn(): Promise<void> | undefined {
+    return takeContentsTurn(this);
   }
 
   override writeHead(statusCode: number, headers?: http.OutgoingHttpHeaders): this;
@@ -317,6 +323,9 @@ export function createListener(options: ListenerOptions): Listener {
       Http2ServerRequest: CountedHttp2Request as unknown as typeof http2.Http2ServerRequest,
       Http2ServerResponse: RecordedHttp2Response as unknown as typeof http2.Http2ServerResponse,
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams, initialWindowSize: H2_STREAM_WINDOW },
+      // Above what a session can make the server queue (answer-turns.ts): Node refuses every new
+      // stream of a session over it, which a client within the limits must never meet.
+      maxSessionMemory: sessionMemoryMegabytes(limits.maxConcurrentStreams),
     },
     handler,
   );

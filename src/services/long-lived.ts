@@ -14,6 +14,11 @@ export interface LongLivedClaim {
    * UNAVAILABLE beyond the server's budget, RESOURCE_EXHAUSTED beyond the caller's share.
    */
   claim(): ConnectError | undefined;
+  /**
+   * Before a blob's contents are read: undefined when the call may go on at once, else a promise
+   * that settles when it may (a connection that bounds its answers in progress, HTTP/2).
+   */
+  contentsTurn?(): Promise<void> | undefined;
 }
 
 /** The call's claim; none where no budget applies (in-process calls, tests of the cores). */
@@ -39,4 +44,12 @@ export function claimLargeTransfer(ctx: HandlerContext, size: number): void {
   if (size < LARGE_TRANSFER_BYTES) return;
   const refusal = ctx.values.get(longLivedClaimKey)?.claim();
   if (refusal) throw refusal;
+}
+
+/**
+ * Before a blob's contents are read (every face): waits for the call's turn among its connection's
+ * answers, if the server bounds them (src/server/answer-turns.ts); no asynchronous hop when free.
+ */
+export function contentsTurn(ctx: HandlerContext): Promise<void> | undefined {
+  return ctx.values.get(longLivedClaimKey)?.contentsTurn?.();
 }

@@ -8,7 +8,7 @@ import { NotFoundError } from "../domain/errors.js";
 import { tagMatches } from "../domain/etag.js";
 import type { NodeRecord, StoragePort } from "../storage/port.js";
 import { throwIfCallAborted } from "./call-end.js";
-import { claimLargeTransfer } from "./long-lived.js";
+import { claimLargeTransfer, contentsTurn } from "./long-lived.js";
 
 /**
  * Largest chunk of a Read message: storage may read in larger pieces, a message stays well below
@@ -66,6 +66,12 @@ export async function* fileMessages(
   }
   // A large download is long-lived work: it takes its place (or is refused) before the blob is opened.
   claimLargeTransfer(ctx, node.size);
+  // Then its turn among the connection's answers (HTTP/2 bounds them per session), before it reads.
+  const turn = contentsTurn(ctx);
+  if (turn !== undefined) {
+    await turn;
+    throwIfCallAborted(ctx);
+  }
   const chunks = boundedChunks(storage.readBlob(node))[Symbol.asyncIterator]();
   let first: IteratorResult<Uint8Array>;
   try {
