@@ -175,8 +175,10 @@ describe("trove log, get --version, restore --version", () => {
     });
     expect(await readFile(out1)).toEqual(v1);
     const out2 = join(work, "notes", "got-v2.bin");
-    expect(await trove(["get", "home/notes/a.bin", "-o", out2, "--version", second?.[0] as string])).toMatchObject({
+    expect(await trove(["get", "home/notes/a.bin", "-o", out2, "--version", second?.[0] as string])).toEqual({
       code: 0,
+      stdout: "",
+      stderr: "",
     });
     expect(await readFile(out2)).toEqual(v2);
     // The current state is a deletion: the plain get says so; its tag names no contents.
@@ -188,6 +190,11 @@ describe("trove log, get --version, restore --version", () => {
     const unknown = await trove(["get", "home/notes/a.bin", "--version", "nope"]);
     expect(unknown).toMatchObject({ code: 3, stdout: "" });
     expect(unknown.stderr).toMatch(/^trove get: 404 .*has no version nope.*\n$/);
+    // A tag is 12 base64url characters: one in 64 begins with "-", and is still the option's value.
+    const dashed = await trove(["get", "home/notes/a.bin", "-o", out2, "--version", "-Zz9-_"]);
+    expect(dashed).toMatchObject({ code: 3, stdout: "" });
+    expect(dashed.stderr).toMatch(/^trove get: 404 .*has no version -Zz9-_.*\n$/);
+    expect(await readFile(out2)).toEqual(v2);
   });
 
   it("restore --version makes an old version current again as a new change by the caller; --if-match guards it", async () => {

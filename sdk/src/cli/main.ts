@@ -779,10 +779,40 @@ function directoryNoting(through: typeof fetch = fetch): { fetch: typeof fetch; 
   };
 }
 
+/**
+ * The arguments with each option that takes a value given as the next word (`--version TAG`,
+ * `-o FILE`) joined to it (`--version=TAG`): the next word is its value whatever it begins with,
+ * as getopt and git take it. parseArgs alone refuses a value that begins with "-", and a tag
+ * (12 base64url characters) does one time in 64.
+ */
+export function valuesJoined(args: readonly string[], options: NonNullable<ParseArgsConfig["options"]>): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] as string;
+    if (arg === "--") {
+      joined.push(...args.slice(i));
+      break;
+    }
+    const name = arg.startsWith("--")
+      ? arg.slice(2)
+      : /^-[^-]$/.test(arg)
+        ? Object.keys(options).find((k) => options[k]?.short === arg[1])
+        : undefined;
+    if (name !== undefined && options[name]?.type === "string" && i + 1 < args.length) {
+      joined.push(`--${name}=${args[i + 1]}`);
+      i += 1;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
+}
+
 async function runCommand(spec: Command, args: string[], io: CliIo): Promise<number> {
+  const options = { ...GLOBAL_OPTIONS, ...spec.options };
   const { values, positionals } = parseArgs({
-    args,
-    options: { ...GLOBAL_OPTIONS, ...spec.options },
+    args: valuesJoined(args, options),
+    options,
     strict: true,
     allowPositionals: true,
   });
