@@ -5,6 +5,7 @@
 
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
+import * as http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createH2cFetch, createRestClient } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
@@ -122,5 +123,100 @@ describe("h2c fetch (issue 31: one HTTP/2 connection for push, pull and mirror)"
     } finally {
       h2c.close();
     }
+  });
+
+  describe("the answer's body (session 16: a web stream of the HTTP/2 stream's chunks, not Readable.toWeb)", () => {
+    /** An h2c server whose answers the test writes: /echo gives the request's headers back as JSON. */
+    let h2: http2.Http2Server;
+    let h2Url: string;
+    beforeAll(async () => {
+      h2 = http2.createServer();
+      h2.on("stream", (stream, headers) => {
+        stream.on("error", () => {}); // the reset of /cut, and a cancelled /large
+        const path = headers[":path"];
+        if (path === "/echo") {
+          stream.respond({ ":status": 200, "content-type": "application/json" });
+          stream.end(JSON.stringify(headers));
+        } else if (path === "/cut") {
+          // Announces 100,000 bytes, sends 10,000, then resets the stream.
+          stream.respond({ ":status": 200, "content-length": "100000" });
+          stream.write(Buffer.alloc(10_000, "a"), () =>
+            setTimeout(() => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20),
+          );
+        } else if (path === "/large") {
+          stream.respond({ ":status": 200, "content-length": String(3 * 1024 * 1024) });
+          stream.end(Buffer.alloc(3 * 1024 * 1024, "b"));
+        } else {
+          stream.respond({ ":status": 404 });
+          stream.end("no such test path");
+        }
+      });
+      await new Promise<void>((resolve) => h2.listen(0, "127.0.0.1", resolve));
+      h2Url = `http://127.0.0.1:${(h2.address() as { port: number }).port}`;
+    });
+    afterAll(async () => {
+      await new Promise((resolve) => h2?.close(resolve));
+    });
+
+    it("request headers given as a record, a Headers or pairs arrive once each, in lower case, without hop-by-hop ones", async () => {
+      const h2c = createH2cFetch(h2Url);
+      try {
+        const given: RequestInit["headers"][] = [
+          { "If-None-Match": '"a"', Authorization: "Bearer t", Connection: "keep-alive" },
+          new Headers({ "If-None-Match": '"a"', Authorization: "Bearer t" }),
+          [
+            ["If-None-Match", '"a"'],
+            ["Authorization", "Bearer t"],
+          ],
+        ];
+        for (const headers of given) {
+          const echoed = (await (await h2c(`${h2Url}/echo`, { headers })).json()) as Record<string, string>;
+          expect(echoed["if-none-match"]).toBe('"a"');
+          expect(echoed.authorization).toBe("Bearer t");
+          expect(echoed).not.toHaveProperty("connection");
+          expect(Object.keys(echoed).filter((k) => k.toLowerCase() === "authorization")).toEqual(["authorization"]);
+        }
+        expect(h2c.http2).toBe(true);
+      } finally {
+        h2c.close();
+      }
+    });
+
+    it("a body the server cuts short fails its reader, and the connection serves the next request", async () => {
+      const h2c = createH2cFetch(h2Url);
+      try {
+        const res = await h2c(`${h2Url}/cut`);
+        expect(res.status).toBe(200);
+        await expect(res.arrayBuffer()).rejects.toThrow();
+        const next = await h2c(`${h2Url}/large`);
+        expect((await next.arrayBuffer()).byteLength).toBe(3 * 1024 * 1024);
+      } finally {
+        h2c.close();
+      }
+    });
+
+    it("a body read slowly arrives whole and in order; one cancelled unread closes its stream and the next request is answered", async () => {
+      const h2c = createH2cFetch(h2Url);
+      try {
+        const slow = await h2c(`${h2Url}/large`);
+        const reader = (slow.body as ReadableStream<Uint8Array>).getReader();
+        let bytes = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          expect(value.every((b) => b === 0x62)).toBe(true);
+          bytes += value.byteLength;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        expect(bytes).toBe(3 * 1024 * 1024);
+        const unread = await h2c(`${h2Url}/large`);
+        await unread.body?.cancel();
+        const after = await h2c(`${h2Url}/echo`);
+        expect(after.status).toBe(200);
+        await after.text();
+      } finally {
+        h2c.close();
+      }
+    });
   });
 });

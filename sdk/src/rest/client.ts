@@ -570,8 +570,10 @@ export class TroveRestClient {
   }
 
   private async send(call: Call, token: string | undefined): Promise<Response> {
-    const headers = new Headers(call.headers);
-    if (token !== undefined) headers.set("Authorization", `Bearer ${token}`);
+    // A record, not a Headers: fetch (or h2c-fetch.ts) reads it once (a Headers here was built,
+    // validated and copied again for every request: issue 31, session 16).
+    const headers: Record<string, string> =
+      token === undefined ? { ...call.headers } : { ...call.headers, authorization: `Bearer ${token}` };
     const url = this.baseUrl + call.target;
     const init: RequestInit & { duplex?: "half" } = { method: call.method, headers, signal: call.signal };
     if (call.body !== undefined) {
