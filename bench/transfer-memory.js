@@ -1,7 +1,8 @@
 // Client peak memory of `trove push` and `trove pull` (issue 31: under 100 MB whatever the tree's
 // size) against `trove serve` on the embedded store: the bench tree of bench/transfers.js (10,020
 // files of 2-8 KiB and 1 MiB) and a tree of many small files (100,000 of 0.5-1.5 KiB by default).
-// Each run's wall time, client CPU and peak RSS come from GNU time; `node -e 0` and `trove
+// Each run's wall time, client CPU and peak RSS come from GNU time, also of a second pull and
+// push with nothing changed (the local state read beside the listing); `node -e 0` and `trove
 // --version` are measured in the same run as the floor (the node binary's own pages). Every
 // download is compared with `diff -r`.
 //
@@ -64,6 +65,9 @@ async function main() {
       rows.push(
         row(`pull, ${tree.name}`, cli("pull", `home/tree${i}`, target, "--transfers", values.transfers), floor),
       );
+      // Nothing changed on either side: the listing, the walk and the local state read side by side.
+      rows.push(row(`pull again, nothing changed (${tree.name})`, cli("pull", `home/tree${i}`, target), floor));
+      rows.push(row(`push again, nothing changed (${tree.name})`, cli("push", source, `home/tree${i}`), floor));
       const diff = spawnSync("diff", ["-r", "-q", source, target], { encoding: "utf8" });
       if (diff.status !== 0) throw new Error(`diff -r ${source} ${target}: ${diff.stdout}${diff.stderr}`);
       rmSync(source, { recursive: true, force: true });

@@ -10,8 +10,7 @@
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -26,7 +25,7 @@ import {
 } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt } from "./build.js";
-import { type CliResult, runTrove } from "./support.js";
+import { type CliResult, type RewritingProxyOptions, runTrove, startRewritingProxy } from "./support.js";
 
 // Each case starts several child processes; on a busy machine each takes up to a second.
 vi.setConfig({ testTimeout: 120_000 });
@@ -56,44 +55,8 @@ function summaryOf(stderr: string) {
  * A proxy in front of the server. `before` runs before a request is forwarded (to change the
  * server meanwhile); `listing` rewrites the body of directory listings (a hostile server).
  */
-async function startProxy(
-  options: { before?: (method: string, url: string) => Promise<void>; listing?: (xml: string) => string } = {},
-): Promise<string> {
-  const target = new URL(server.url);
-  const proxy = createServer((req, res) => {
-    const method = req.method ?? "GET";
-    const url = req.url ?? "/";
-    (options.before?.(method, url) ?? Promise.resolve()).then(
-      () => {
-        const up = request(
-          { host: target.hostname, port: target.port, method, path: url, headers: req.headers },
-          (answer) => {
-            const isListing = method === "GET" && new URL(url, server.url).pathname.endsWith("/");
-            if (!isListing || !options.listing) {
-              res.writeHead(answer.statusCode ?? 502, answer.headers);
-              answer.pipe(res);
-              return;
-            }
-            const chunks: Buffer[] = [];
-            answer.on("data", (c: Buffer) => chunks.push(c));
-            answer.on("end", () => {
-              const body = (options.listing as (xml: string) => string)(Buffer.concat(chunks).toString("utf8"));
-              const headers = { ...answer.headers, "content-length": String(Buffer.byteLength(body)) };
-              delete headers["transfer-encoding"];
-              res.writeHead(answer.statusCode ?? 502, headers);
-              res.end(body);
-            });
-          },
-        );
-        up.on("error", () => res.destroy());
-        req.pipe(up);
-      },
-      () => res.destroy(),
-    );
-  });
-  proxies.add(proxy);
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+async function startProxy(options: RewritingProxyOptions = {}): Promise<string> {
+  return startRewritingProxy(server.url, options, proxies);
 }
 
 const md5 = (data: Buffer | string) => createHash("md5").update(data).digest("base64");
@@ -365,20 +328,22 @@ describe("trove push", () => {
     for (const transfers of [1, 3]) {
       let active = 0;
       let most = 0;
-      const summary = await push({
-        client: rest,
-        directory: dir,
-        store,
-        path: `t${transfers}`,
-        transfers,
-        async onAction(a) {
-          if (a.type !== "copy") return;
+      // Each upload held 20 ms before it goes: the uploads that overlap are those the run let start.
+      const counting = createRestClient({
+        baseUrl: server.url,
+        fetch: async (input, init) => {
+          if (init?.method !== "PUT") return fetch(input, init);
           active += 1;
           most = Math.max(most, active);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          active -= 1;
+          try {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            return await fetch(input, init);
+          } finally {
+            active -= 1;
+          }
         },
       });
+      const summary = await push({ client: counting, directory: dir, store, path: `t${transfers}`, transfers });
       expect(summary.transferred).toBe(10);
       expect(most).toBe(transfers);
     }

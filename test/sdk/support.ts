@@ -1,10 +1,12 @@
 // Shared pieces of the SDK suites: a server with its development issuer (a real
 // client-credentials token endpoint), a fetch that counts token requests, a rejection helper,
-// and a TCP proxy that counts connections and can make HTTP/2 ones go silent.
+// a TCP proxy that counts connections and can make HTTP/2 ones go silent, and an HTTP proxy that
+// can hold requests back and rewrite directory listings.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { connect, createServer, type Socket } from "node:net";
+import { createServer as createHttpServer, request, type Server } from "node:http";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDevIssuer } from "../../src/auth/dev-issuer.js";
@@ -183,4 +185,54 @@ export async function startTcpProxy(port: number): Promise<TcpProxy> {
       await new Promise((resolve) => proxy.close(resolve));
     },
   };
+}
+
+export interface RewritingProxyOptions {
+  /** Called before each request is passed on; the request waits for it. */
+  before?: (method: string, url: string) => Promise<void>;
+  /** Rewrites the text of each directory listing (a GET of a path ending in "/"). */
+  listing?: (xml: string) => string;
+}
+
+/**
+ * An HTTP/1.1 proxy to `target` on 127.0.0.1 (so h2c clients fall back to HTTP/1.1 through it);
+ * it is added to `servers`, for the suite to close. Resolves with its base URL.
+ */
+export async function startRewritingProxy(
+  target: string,
+  options: RewritingProxyOptions,
+  servers: Set<Server>,
+): Promise<string> {
+  const to = new URL(target);
+  const proxy = createHttpServer((req, res) => {
+    const method = req.method ?? "GET";
+    const url = req.url ?? "/";
+    (options.before?.(method, url) ?? Promise.resolve()).then(
+      () => {
+        const up = request({ host: to.hostname, port: to.port, method, path: url, headers: req.headers }, (answer) => {
+          const isListing = method === "GET" && new URL(url, target).pathname.endsWith("/");
+          if (!isListing || !options.listing) {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+            return;
+          }
+          const chunks: Buffer[] = [];
+          answer.on("data", (c: Buffer) => chunks.push(c));
+          answer.on("end", () => {
+            const body = (options.listing as (xml: string) => string)(Buffer.concat(chunks).toString("utf8"));
+            const headers = { ...answer.headers, "content-length": String(Buffer.byteLength(body)) };
+            delete headers["transfer-encoding"];
+            res.writeHead(answer.statusCode ?? 502, headers);
+            res.end(body);
+          });
+        });
+        up.on("error", () => res.destroy());
+        req.pipe(up);
+      },
+      () => res.destroy(),
+    );
+  });
+  servers.add(proxy);
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 }

@@ -147,9 +147,14 @@ describe("issue 31 (session 13): in flight bounded by bytes as well as by count"
     const cache = join(work, "state");
     const target = join(work, "stamped");
     await pull({ client: rest, store: "home", path: "memory", directory: target, stateDirectory: cache });
-    const state = JSON.parse(await readFile(stateFileOf(target, cache), "utf8")) as {
-      files: Record<string, { size: number; stamp: string; md5: string }>;
+    // Version 2: a header line, then one [path, size, stamp, md5, at] line per file, in path order.
+    const [header, ...lines] = (await readFile(stateFileOf(target, cache), "utf8")).trimEnd().split("\n");
+    expect(JSON.parse(header as string)).toEqual({ version: 2, root: target });
+    const records = lines.map((l) => JSON.parse(l) as [string, number, string, string, number]);
+    const state = {
+      files: Object.fromEntries(records.map(([path, size, stamp, md5]) => [path, { size, stamp, md5 }])),
     };
+    expect(records.map(([path]) => path)).toEqual(records.map(([path]) => path).sort());
     expect(Object.keys(state.files)).toHaveLength(LARGE + SMALL);
     for (const [path, recorded] of Object.entries(state.files)) {
       const st = lstatSync(join(target, ...path.split("/")), { bigint: true });

@@ -85,10 +85,7 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
     progress.finish();
     ctx.io.stderr.write(`${line}\n`);
   };
-  // The uploads of files the server did not have: one found there meanwhile was created, not changed.
-  const added = new Set<string>();
   const onAction = (a: TransferAction) => {
-    if (d.command === "push" && a.type === "copy" && !a.replace) added.add(a.path);
     if (a.type === "skip") {
       if (a.reason === "not-regular" && !ctx.quiet) {
         say(
@@ -118,7 +115,7 @@ async function runTransfer(ctx: Context, d: Direction, options: Omit<TransferOpt
     if (err instanceof TransferRefusedError) throw new UsageError(err.message);
     if (!(err instanceof TransferChangedError)) throw err;
     for (const f of err.failures) {
-      const gone = f.error.status === 404 ? "deleted" : added.has(f.path) ? "created" : "changed";
+      const gone = f.error.status === 404 ? "deleted" : d.command === "push" && f.created ? "created" : "changed";
       say(
         `trove ${d.command}: ${d.show(f.path, false)} ${gone} on the server since it was listed: ` +
           `not ${d.notDone} (${f.error.status} ${f.error.reason}; --force ${d.command === "push" ? "overwrites" : "downloads"} it)`,

@@ -8,6 +8,7 @@ import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "
 import { type FeedEvent, parseFeed } from "./poll.js";
 import {
   type ListingEntry,
+  ListingReader,
   parseListing,
   parseRestore,
   parseStores,
@@ -170,6 +171,15 @@ export interface Listing {
   tag: string;
   lastModified: Date | undefined;
   entries: ListingEntry[];
+}
+
+/** A listing read as it arrives (`listStream`). */
+export interface ListingStream {
+  /** Tag of the listed directory. */
+  tag: string;
+  lastModified: Date | undefined;
+  /** The entries, in the listing's order, a batch per chunk of the answer. */
+  batches: AsyncIterable<ListingEntry[]>;
 }
 
 export interface StoreInput {
@@ -453,9 +463,40 @@ export class TroveRestClient {
 
   /** Lists a directory ("" or "/" for the store's root). */
   async list(store: string, path: string, options: ListOptions = {}): Promise<Listing> {
+    const res = await this.listRequest(store, path, options);
+    const info = infoOf(res);
+    return { tag: info.tag, lastModified: info.lastModified, entries: parseListing(await res.text()) };
+  }
+
+  /**
+   * Lists a directory as the answer arrives: its entries come in batches, one per chunk of the
+   * answer, and nothing is held for the whole listing (push and pull of any size, issue 31). A
+   * listing cut short fails the iteration instead of ending it.
+   */
+  async listStream(store: string, path: string, options: ListOptions = {}): Promise<ListingStream> {
+    const res = await this.listRequest(store, path, options);
+    const info = infoOf(res);
+    const body = res.body;
+    async function* batches(): AsyncGenerator<ListingEntry[]> {
+      const reader = new ListingReader();
+      const decoder = new TextDecoder();
+      if (body !== null) {
+        for await (const chunk of body as AsyncIterable<Uint8Array>) {
+          const entries = reader.push(decoder.decode(chunk, { stream: true }));
+          if (entries.length > 0) yield entries;
+        }
+      }
+      const entries = reader.push(decoder.decode());
+      reader.end();
+      if (entries.length > 0) yield entries;
+    }
+    return { tag: info.tag, lastModified: info.lastModified, batches: batches() };
+  }
+
+  private listRequest(store: string, path: string, options: ListOptions): Promise<Response> {
     const dir = path === "" || path.endsWith("/") ? path : `${path}/`;
     const flag = (b: boolean | undefined) => (b ? "true" : undefined);
-    const res = await this.call({
+    return this.call({
       method: "GET",
       target:
         resourcePath(store, dir, this.apiVersion) +
@@ -468,8 +509,6 @@ export class TroveRestClient {
         }),
       signal: options.signal,
     });
-    const info = infoOf(res);
-    return { tag: info.tag, lastModified: info.lastModified, entries: parseListing(await res.text()) };
   }
 
   /**

@@ -11,6 +11,7 @@ export {
   type GetVersionOptions,
   type HeadResult,
   type Listing,
+  type ListingStream,
   type ListOptions,
   type ListVersionsOptions,
   type Moment,
@@ -32,6 +33,7 @@ export { createH2cFetch, type H2cFetch, type H2cFetchOptions } from "./h2c-fetch
 export { type FeedChange, type FeedEvent, type FeedReset, parseFeed, parseFeedLine, parseIdrUri } from "./poll.js";
 export {
   type ListingEntry,
+  ListingReader,
   parseListing,
   parseRestore,
   parseStores,

@@ -2,7 +2,8 @@
 // (`resources`), store listings (`stores`, `store`), and history's `versions` and `restore`
 // (docs/history.md).
 
-import { XMLParser } from "fast-xml-parser";
+import { createRequire } from "node:module";
+import type { XMLParser } from "fast-xml-parser";
 
 /** One entry of a directory listing. */
 export interface ListingEntry {
@@ -81,14 +82,28 @@ export interface SubtreeRestore {
 
 const ELEMENTS_THAT_REPEAT = new Set(["resource", "store", "feature", "setting", "version", "change"]);
 
-const parser = new XMLParser({
-  ignoreAttributes: false,
-  attributeNamePrefix: "@_",
-  parseAttributeValue: false,
-  parseTagValue: false,
-  trimValues: false,
-  isArray: (name, _path, _leaf, isAttribute) => isAttribute !== true && ELEMENTS_THAT_REPEAT.has(name),
-});
+let documentParser: XMLParser | undefined;
+
+/**
+ * fast-xml-parser, loaded when a store list, versions or restore document is first parsed: the
+ * listings push, pull and mirror read do not need it, and loading it adds about 8 MiB to the
+ * process (issue 31: the client's peak memory).
+ */
+function parser(): XMLParser {
+  if (documentParser === undefined) {
+    const load = createRequire(import.meta.url);
+    const { XMLParser: Parser } = load("fast-xml-parser") as typeof import("fast-xml-parser");
+    documentParser = new Parser({
+      ignoreAttributes: false,
+      attributeNamePrefix: "@_",
+      parseAttributeValue: false,
+      parseTagValue: false,
+      trimValues: false,
+      isArray: (name, _path, _leaf, isAttribute) => isAttribute !== true && ELEMENTS_THAT_REPEAT.has(name),
+    });
+  }
+  return documentParser;
+}
 
 type Node = Record<string, unknown>;
 
@@ -110,29 +125,83 @@ function textOf(v: unknown): string {
 }
 
 export function parseListing(xml: string): ListingEntry[] {
-  if (!/<resources[\s/>]/.test(xml)) throw new Error("not a directory listing: no resources element");
-  const entries: ListingEntry[] = [];
-  for (const element of xml.matchAll(RESOURCE_ELEMENT)) {
-    const attrs = new Map<string, string>();
-    for (const a of (element[1] ?? "").matchAll(ATTRIBUTE)) attrs.set(a[1] as string, unescapeXml(a[2] ?? a[3] ?? ""));
-    const access = attrs.get("access");
-    const size = attrs.get("size");
-    const blob = attrs.get("blob");
-    const entry: ListingEntry = {
-      name: attrs.get("name") ?? "",
-      tag: attrs.get("tag") ?? "",
-      type: attrs.get("type") ?? "",
-      deleted: attrs.get("deleted") === "true",
-      directory: attrs.get("directory") === "true",
-      lastModified: new Date(attrs.get("last-modified") ?? 0),
-      md5: attrs.get("md5") ?? "",
-    };
-    if (access !== undefined) entry.access = access === "" ? [] : access.split(",");
-    if (size !== undefined) entry.size = Number(size);
-    if (blob !== undefined) entry.blob = blob;
-    entries.push(entry);
-  }
+  const reader = new ListingReader();
+  const entries = reader.push(xml);
+  reader.end();
   return entries;
+}
+
+/** An element (or the text before one) longer than this is not a listing's: refused, not buffered. */
+const MAX_ELEMENT_CHARS = 1024 * 1024;
+
+/**
+ * A directory listing read as it arrives, chunk by chunk: `push` gives the entries whose elements
+ * are complete, `end` checks that the document was complete (its `resources` element closed), so
+ * a listing cut short is an error rather than a shorter listing. Holds only the text of one
+ * unfinished element (at most MAX_ELEMENT_CHARS), whatever the listing's size (issue 31).
+ */
+export class ListingReader {
+  private rest = "";
+  private opened = false;
+  private closed = false;
+
+  push(text: string): ListingEntry[] {
+    let xml = this.rest + text;
+    if (!this.opened) {
+      const root = /<resources([\s>]|\/>)/.exec(xml);
+      if (root === null) {
+        if (xml.length > MAX_ELEMENT_CHARS) throw new Error("not a directory listing: no resources element");
+        this.rest = xml;
+        return [];
+      }
+      this.opened = true;
+      if (root[1] === "/>") this.closed = true;
+      xml = xml.slice(root.index + root[0].length);
+    }
+    const entries: ListingEntry[] = [];
+    let end = 0;
+    RESOURCE_ELEMENT.lastIndex = 0;
+    for (let m = RESOURCE_ELEMENT.exec(xml); m !== null; m = RESOURCE_ELEMENT.exec(xml)) {
+      entries.push(entryOf(m[1] ?? ""));
+      end = RESOURCE_ELEMENT.lastIndex;
+    }
+    // What follows the last whole element: kept from its last "<" (an element begun), if any.
+    const tail = xml.slice(end);
+    if (/<\/resources\s*>/.test(tail)) this.closed = true;
+    const open = tail.lastIndexOf("<");
+    this.rest = open < 0 ? "" : tail.slice(open);
+    if (this.rest.length > MAX_ELEMENT_CHARS) throw new Error("not a directory listing: an element of over 1 MiB");
+    return entries;
+  }
+
+  /** The document ended: it must have been a whole listing. */
+  end(): void {
+    if (!this.opened) throw new Error("not a directory listing: no resources element");
+    if (!this.closed && !/<\/resources\s*>/.test(this.rest)) {
+      throw new Error("the directory listing ended before its end (no </resources>): it was cut short");
+    }
+  }
+}
+
+function entryOf(attributes: string): ListingEntry {
+  const attrs = new Map<string, string>();
+  for (const a of attributes.matchAll(ATTRIBUTE)) attrs.set(a[1] as string, unescapeXml(a[2] ?? a[3] ?? ""));
+  const access = attrs.get("access");
+  const size = attrs.get("size");
+  const blob = attrs.get("blob");
+  const entry: ListingEntry = {
+    name: attrs.get("name") ?? "",
+    tag: attrs.get("tag") ?? "",
+    type: attrs.get("type") ?? "",
+    deleted: attrs.get("deleted") === "true",
+    directory: attrs.get("directory") === "true",
+    lastModified: new Date(attrs.get("last-modified") ?? 0),
+    md5: attrs.get("md5") ?? "",
+  };
+  if (access !== undefined) entry.access = access === "" ? [] : access.split(",");
+  if (size !== undefined) entry.size = Number(size);
+  if (blob !== undefined) entry.blob = blob;
+  return entry;
 }
 
 /**
@@ -175,7 +244,7 @@ function storeOf(s: Node): StoreInfo {
 
 /** A `stores` document, or a single `store` element. */
 export function parseStores(xml: string): StoreInfo[] {
-  const doc = parser.parse(xml) as Node;
+  const doc = parser().parse(xml) as Node;
   if ("stores" in doc) return children(doc.stores, "store").map(storeOf);
   if ("store" in doc) return children(doc, "store").map(storeOf);
   throw new Error("not a store listing: no stores or store element");
@@ -183,7 +252,7 @@ export function parseStores(xml: string): StoreInfo[] {
 
 /** A `versions` document: the states of one resource, newest first. */
 export function parseVersions(xml: string): VersionEntry[] {
-  const doc = parser.parse(xml) as Node;
+  const doc = parser().parse(xml) as Node;
   if (!("versions" in doc)) throw new Error("not a versions document: no versions element");
   return children(doc.versions, "version").map((v) => {
     const blob = attr(v, "blob");
@@ -207,7 +276,7 @@ const OPERATIONS: ReadonlySet<string> = new Set(["create", "modify", "delete"]);
 
 /** A `restore` document: what a subtree restore changed (or would change). */
 export function parseRestore(xml: string): SubtreeRestore {
-  const doc = parser.parse(xml) as Node;
+  const doc = parser().parse(xml) as Node;
   const restore = doc.restore;
   if (restore === null || typeof restore !== "object") throw new Error("not a restore document: no restore element");
   const r = restore as Node;

@@ -7,10 +7,12 @@
 // is not remembered: every run lists it and compares MD5s, so a same-size edit there is always seen.
 
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
-import type { Tree } from "./plan.js";
+import { comparePaths } from "./path-order.js";
+import type { TreeEntry } from "./plan.js";
+import { LineWriter, readLines } from "./spool.js";
 
 /**
  * A file whose modification time is this close to (or after) the moment its MD5 was recorded is
@@ -19,23 +21,35 @@ import type { Tree } from "./plan.js";
  */
 export const RACY_MS = 2_000;
 
-const VERSION = 1;
+/**
+ * Version 2 (issue 31, session 17): JSON lines in path order, so that a run reads the state side
+ * by side with its directory walk and writes the next one as it goes, holding no record of the
+ * tree. Version 1 (one JSON object) is not read: after the upgrade, one run hashes what it needs.
+ */
+const VERSION = 2;
 
-interface RecordedFile {
-  size: number;
-  /** `{mtimeNs}:{ctimeNs}:{ino}` */
-  stamp: string;
-  md5: string;
-}
-
-interface StateFile {
+/** The first line of a state file. */
+interface StateHeader {
   version: number;
   /** The local directory's absolute path (a file of another is not trusted). */
   root: string;
-  /** When the MD5s were recorded (ms since the epoch). */
-  recordedAt: number;
-  files: Record<string, RecordedFile>;
 }
+
+/**
+ * Each next line: path, size, stamp (`{mtimeNs}:{ctimeNs}:{ino}`), base64 MD5, and when the stamp
+ * and the MD5 were taken (ms since the epoch; 0: when the state file was written, its
+ * modification time, as git takes its index file's for "racily clean" entries), in path order.
+ */
+export type RecordedFile = [path: string, size: number, stamp: string, md5: string, at: number];
+
+const isRecord = (v: unknown): v is RecordedFile =>
+  Array.isArray(v) &&
+  v.length === 5 &&
+  typeof v[0] === "string" &&
+  typeof v[1] === "number" &&
+  typeof v[2] === "string" &&
+  typeof v[3] === "string" &&
+  typeof v[4] === "number";
 
 /** Where states are kept unless a transfer names another directory. */
 export function defaultStateDirectory(env: NodeJS.ProcessEnv = process.env): string {
@@ -48,60 +62,121 @@ export function stateFileOf(root: string, directory = defaultStateDirectory()): 
 }
 
 /**
- * Gives each local file the MD5 recorded for it when nothing about it changed since: same size,
- * same modification and change times and inode, and modified at least RACY_MS before the record.
- * A missing or unreadable state file trusts nothing.
+ * The state a previous run recorded, read in path order: `md5Of` must be asked for paths in that
+ * order. A missing, unreadable, foreign or malformed file trusts nothing (from where it fails).
  */
-export async function applyLocalState(file: string, root: string, local: Tree): Promise<void> {
-  let state: StateFile;
-  try {
-    state = JSON.parse(await readFile(file, "utf8")) as StateFile;
-  } catch {
-    return;
+export class RecordedState {
+  private lines: Generator<unknown> | undefined;
+  private next: RecordedFile | undefined;
+  /** When the file was written (its modification time), for the records taken "at 0". */
+  private written = 0;
+
+  constructor(file: string, root: string) {
+    try {
+      this.written = statSync(file).mtimeMs;
+      const lines = readLines(file);
+      const header = lines.next().value as StateHeader | undefined;
+      if (header?.version !== VERSION || header.root !== root) {
+        lines.return(undefined);
+        return;
+      }
+      this.lines = lines;
+      this.advance();
+    } catch {
+      this.stop();
+    }
   }
-  if (state?.version !== VERSION || state.root !== root) return;
-  if (typeof state.files !== "object" || typeof state.recordedAt !== "number") return;
-  for (const [path, entry] of local) {
-    const known = Object.hasOwn(state.files, path) ? state.files[path] : undefined;
-    if (entry.kind !== "file" || known === undefined || entry.stamp === undefined) continue;
-    if (known.size !== entry.size || known.stamp !== entry.stamp || typeof known.md5 !== "string") continue;
-    if ((entry.mtimeMs ?? Number.POSITIVE_INFINITY) > state.recordedAt - RACY_MS) continue;
-    entry.md5 = known.md5;
+
+  private advance(): void {
+    try {
+      const line = this.lines?.next();
+      if (line === undefined || line.done || !isRecord(line.value)) this.stop();
+      else this.next = line.value;
+    } catch {
+      this.stop();
+    }
+  }
+
+  private stop(): void {
+    this.lines?.return(undefined);
+    this.lines = undefined;
+    this.next = undefined;
+  }
+
+  /**
+   * The MD5 recorded for the file at `path` when nothing about it changed since: same size, same
+   * modification and change times and inode, and modified at least RACY_MS before the record.
+   */
+  md5Of(path: string, entry: TreeEntry): string | undefined {
+    while (this.next !== undefined && comparePaths(this.next[0], path) < 0) this.advance();
+    const known = this.next;
+    if (known === undefined || known[0] !== path) return undefined;
+    this.advance();
+    if (entry.kind !== "file" || known[1] !== entry.size || known[2] !== entry.stamp) return undefined;
+    const at = known[4] === 0 ? this.written : known[4];
+    if ((entry.mtimeMs ?? Number.POSITIVE_INFINITY) > at - RACY_MS) return undefined;
+    return known[3];
+  }
+
+  close(): void {
+    this.stop();
   }
 }
 
 /**
- * Records the local files whose MD5 is known. `recordedAt` must be taken before the stamps were
- * read, so that an edit made meanwhile counts as racy.
+ * The next state, written as a run goes: records must come in path order. Written to a temporary
+ * file and renamed by `commit`; anything that fails only costs speed (the next run hashes).
  */
-export async function saveLocalState(file: string, root: string, local: Tree, recordedAt: number): Promise<void> {
-  const tmp = `${file}.${randomUUID()}.tmp`;
-  try {
-    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    const out = await open(tmp, "wx", 0o600);
+export class StateWriter {
+  private readonly tmp: string;
+  private out: LineWriter | undefined;
+
+  constructor(
+    private readonly file: string,
+    root: string,
+  ) {
+    this.tmp = `${file}.${randomUUID()}.tmp`;
     try {
-      // The StateFile as JSON.stringify writes it, in pieces of about 64 KiB: the whole text (and
-      // an object of every file before it) was the peak of a pull of 100,000 files (issue 31).
-      let text = `{"version":${VERSION},"root":${JSON.stringify(root)},"recordedAt":${recordedAt},"files":{`;
-      let first = true;
-      for (const [path, entry] of local) {
-        if (entry.kind !== "file" || entry.md5 === undefined || entry.md5 === "" || entry.stamp === undefined) continue;
-        const recorded: RecordedFile = { size: entry.size ?? 0, stamp: entry.stamp, md5: entry.md5 };
-        text += `${first ? "" : ","}${JSON.stringify(path)}:${JSON.stringify(recorded)}`;
-        first = false;
-        if (text.length >= 64 * 1024) {
-          await out.write(text);
-          text = "";
-        }
-      }
-      await out.write(`${text}}}`);
-    } finally {
-      await out.close();
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      this.out = new LineWriter(this.tmp);
+      this.out.write({ version: VERSION, root } satisfies StateHeader);
+    } catch {
+      this.abandon();
     }
-    await rename(tmp, file);
-  } catch {
-    // Only speed is lost: the next run hashes what it needs.
-    await rm(tmp, { force: true });
+  }
+
+  /**
+   * A local file whose MD5 is known, `at` the moment its stamp was read (before its MD5 was), or
+   * 0: the moment this state is written (a file this run wrote and stamped itself).
+   */
+  record(path: string, entry: TreeEntry, at: number): void {
+    if (this.out === undefined || entry.kind !== "file" || !entry.md5 || entry.stamp === undefined) return;
+    try {
+      this.out.write([path, entry.size ?? 0, entry.stamp, entry.md5, at] satisfies RecordedFile);
+    } catch {
+      this.abandon();
+    }
+  }
+
+  commit(): void {
+    if (this.out === undefined) return;
+    try {
+      this.out.close();
+      this.out = undefined;
+      renameSync(this.tmp, this.file);
+    } catch {
+      this.abandon();
+    }
+  }
+
+  abandon(): void {
+    try {
+      this.out?.discard();
+    } catch {
+      // closing is all that was left
+    }
+    this.out = undefined;
+    rmSync(this.tmp, { force: true });
   }
 }
 

@@ -1,8 +1,9 @@
-// What a push or a pull has to do, decided from the two trees alone (no I/O): which files
-// differ (same size and same MD5 means equal), which directories are missing, what the
-// destination holds that the source has not, and which names cannot be used safely.
+// What a push or a pull has to do at each path, decided from the two sides' entries there alone
+// (no I/O): which files differ (same size and same MD5 means equal), which directories are
+// missing, what the destination holds that the source has not, and which names conflict. Paths
+// come one at a time in path order (path-order.ts), so nothing is held for the whole tree.
 
-import { isSafeRelativePath } from "../mirror/directory-sink.js";
+import { comparePaths, within } from "./path-order.js";
 
 /** One entry of a tree, by its path relative to the tree's root ("a/b.txt"). */
 export interface TreeEntry {
@@ -18,8 +19,6 @@ export interface TreeEntry {
   /** A local file's modification time, ms since the epoch. */
   mtimeMs?: number;
 }
-
-export type Tree = Map<string, TreeEntry>;
 
 export interface PlannedCopy {
   path: string;
@@ -37,43 +36,20 @@ export interface PlannedRemoval {
   entry: TreeEntry;
 }
 
-export interface Plan {
-  /** Destination entries of another kind than the source's (with `delete` only): removed first. */
-  replaced: PlannedRemoval[];
-  /** Directories to create, parents before children. */
-  directories: string[];
-  copies: PlannedCopy[];
-  /** Files equal on both sides. */
-  unchanged: string[];
-  /** Source entries that are neither files nor directories (symbolic links): not copied. */
-  skipped: string[];
-  /** What the destination has and the source has not (with `delete` only); a directory once, with its contents. */
-  removals: PlannedRemoval[];
+/** What to do at one path. */
+export type Step =
+  /** A source entry that is neither a file nor a directory (a symbolic link): not copied. */
+  | { type: "skip"; path: string }
+  /** A file equal on both sides. */
+  | { type: "unchanged"; path: string }
+  /** A directory to create; `replacing`: the destination's entry of another kind, removed first. */
+  | { type: "mkdir"; path: string; replacing?: TreeEntry }
+  /** A file to copy; `replacing` as for mkdir. */
+  | { type: "copy"; copy: PlannedCopy; replacing?: TreeEntry }
+  /** What the destination has and the source has not (with `delete` only); a directory once. */
+  | { type: "remove"; removal: PlannedRemoval }
   /** Same name, different kinds, without `delete`: the transfer is refused. */
-  conflicts: { path: string; source: TreeEntry["kind"]; destination: TreeEntry["kind"] }[];
-}
-
-/** Names of a listing that are not safe relative paths ("..", "/abs", "a//b", "a\\b"). */
-export function unsafeNames(tree: Tree): string[] {
-  return [...tree.keys()].filter((name) => !isSafeRelativePath(name));
-}
-
-/** Whether `path` is `ancestor` or below it. */
-function within(path: string, ancestor: string): boolean {
-  return path === ancestor || path.startsWith(`${ancestor}/`);
-}
-
-/** The files whose local MD5 is needed and not known: a file of the same size on the other side. */
-export function needsHash(local: Tree, remote: Tree): string[] {
-  const out: string[] = [];
-  for (const [path, entry] of local) {
-    const other = remote.get(path);
-    if (entry.kind === "file" && entry.md5 === undefined && other?.kind === "file" && other.size === entry.size) {
-      out.push(path);
-    }
-  }
-  return out;
-}
+  | { type: "conflict"; path: string; source: TreeEntry["kind"]; destination: TreeEntry["kind"] };
 
 /** Equal: same size, and same MD5 when both are known. */
 function sameFile(a: TreeEntry, b: TreeEntry): boolean {
@@ -81,69 +57,66 @@ function sameFile(a: TreeEntry, b: TreeEntry): boolean {
   return a.md5 === undefined || b.md5 === undefined || a.md5 === "" || b.md5 === "" || a.md5 === b.md5;
 }
 
-const depth = (path: string) => path.split("/").length;
-const byDepth = (a: string, b: string) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0);
+/**
+ * Paths below which entries are left alone, dropped once the walk has passed them: the entries
+ * below a path come together in path order, after the path itself.
+ */
+class Roots {
+  private roots: string[] = [];
+
+  add(path: string): void {
+    this.roots.push(path);
+  }
+
+  covers(path: string): boolean {
+    if (this.roots.length === 0) return false;
+    this.roots = this.roots.filter((root) => within(path, root) || comparePaths(path, `${root}/`) < 0);
+    return this.roots.some((root) => within(path, root));
+  }
+}
 
 /**
  * rclone's `copy` (and, with `delete`, `sync`): the destination ends up with every file of the
- * source. Entries below a skipped source entry (a symbolic link) are left alone on both sides.
+ * source. Entries below a skipped source entry (a symbolic link) are left alone on both sides;
+ * below a destination entry replaced by one of another kind, they go with it. `step` must be
+ * called for every path either side has, in path order.
  */
-export function planTransfer(source: Tree, destination: Tree, options: { delete: boolean }): Plan {
-  const plan: Plan = {
-    replaced: [],
-    directories: [],
-    copies: [],
-    unchanged: [],
-    skipped: [],
-    removals: [],
-    conflicts: [],
-  };
-  const skippedRoots = [...source].filter(([, e]) => e.kind === "other").map(([p]) => p);
-  const isSkipped = (path: string) => skippedRoots.some((root) => within(path, root));
-  const replacedRoots: string[] = [];
-  const isReplaced = (path: string) => replacedRoots.some((root) => within(path, root));
+export class Planner {
+  private readonly skipped = new Roots();
+  private readonly replaced = new Roots();
+  private readonly removed = new Roots();
 
-  // Kind conflicts, parents first so that a replaced directory takes its contents along.
-  for (const path of [...source.keys()].sort(byDepth)) {
-    const s = source.get(path) as TreeEntry;
-    const d = destination.get(path);
-    if (s.kind === "other" || d === undefined || d.kind === s.kind || isReplaced(path)) continue;
-    if (options.delete) {
-      plan.replaced.push({ path, entry: d });
-      replacedRoots.push(path);
-    } else {
-      plan.conflicts.push({ path, source: s.kind, destination: d.kind });
-    }
-  }
+  constructor(private readonly options: { delete: boolean }) {}
 
-  for (const path of [...source.keys()].sort(byDepth)) {
-    const s = source.get(path) as TreeEntry;
-    if (s.kind === "other") {
-      plan.skipped.push(path);
-      continue;
+  step(path: string, source: TreeEntry | undefined, destination: TreeEntry | undefined): Step | undefined {
+    if (this.skipped.covers(path)) return undefined;
+    // Below a replaced destination entry, the destination has nothing left.
+    const there = this.replaced.covers(path) ? undefined : destination;
+    if (source === undefined) {
+      if (there === undefined || !this.options.delete || this.removed.covers(path)) return undefined;
+      this.removed.add(path);
+      return { type: "remove", removal: { path, entry: there } };
     }
-    if (isSkipped(path)) continue;
-    const d = isReplaced(path) ? undefined : destination.get(path);
-    if (s.kind === "directory") {
-      if (d === undefined) plan.directories.push(path);
-      continue;
+    if (source.kind === "other") {
+      this.skipped.add(path);
+      return { type: "skip", path };
     }
-    const copy: PlannedCopy = { path, size: s.size ?? 0 };
-    if (s.md5) copy.md5 = s.md5;
-    if (s.tag) copy.tag = s.tag;
-    if (d === undefined) plan.copies.push(copy);
-    else if (d.kind === "file" && sameFile(s, d)) plan.unchanged.push(path);
-    else if (d.kind === "file") plan.copies.push({ ...copy, replaces: d });
+    let replacing: TreeEntry | undefined;
+    if (there !== undefined && there.kind !== source.kind) {
+      if (!this.options.delete) return { type: "conflict", path, source: source.kind, destination: there.kind };
+      replacing = there;
+      this.replaced.add(path);
+    }
+    const d = replacing ? undefined : there;
+    if (source.kind === "directory") {
+      if (d !== undefined) return undefined;
+      return replacing ? { type: "mkdir", path, replacing } : { type: "mkdir", path };
+    }
+    const copy: PlannedCopy = { path, size: source.size ?? 0 };
+    if (source.md5) copy.md5 = source.md5;
+    if (source.tag) copy.tag = source.tag;
+    if (d === undefined) return replacing ? { type: "copy", copy, replacing } : { type: "copy", copy };
+    if (sameFile(source, d)) return { type: "unchanged", path };
+    return { type: "copy", copy: { ...copy, replaces: d } };
   }
-
-  if (options.delete) {
-    const removedRoots: string[] = [];
-    for (const path of [...destination.keys()].sort(byDepth)) {
-      if (source.has(path) || isSkipped(path) || isReplaced(path)) continue;
-      if (removedRoots.some((root) => within(path, root))) continue;
-      removedRoots.push(path);
-      plan.removals.push({ path, entry: destination.get(path) as TreeEntry });
-    }
-  }
-  return plan;
 }

@@ -34,6 +34,8 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
     const checkInside = (dir: string): Promise<void> => {
       let check = checked.get(dir);
       if (check === undefined) {
+        // A cache: emptied when full, which only costs checking a directory again.
+        if (checked.size >= 1024) checked.clear();
         check = (async () => {
           realRoot ??= realpath(root);
           const [inside, real] = await Promise.all([realRoot, realpath(dir)]);

@@ -1,25 +1,22 @@
-// What push() and pull() share: their options, actions, summary and errors, and the runner
-// that carries out a Plan on one side (the server for a push, a directory for a pull) with a
-// bounded number of transfers at once.
+// What push() and pull() share: their options, actions, summary and errors, the survey of both
+// sides into a plan on disk, and the runner that carries it out on one side (the server for a
+// push, a directory for a pull) with a bounded number of transfers and bytes at once. Both passes
+// read the tree one path at a time: memory does not grow with the tree (issue 31).
 
+import { mkdtempSync, rmSync } from "node:fs";
 import { stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { isSafeRelativePath } from "../mirror/directory-sink.js";
 import type { TroveRestClient } from "../rest/client.js";
-import { type Cancellation, createCancellation, eachLimited, fileBudget } from "../rest/in-flight.js";
+import { BYTES_IN_FLIGHT, type Cancellation, createCancellation, eachLimited, fileWeight } from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
 import { NotFoundError, PreconditionFailedError, type TroveError } from "../trove-errors.js";
-import { applyLocalState, saveLocalState, stateFileOf } from "./local-state.js";
-import { md5File, readLocalTree } from "./local-tree.js";
-import {
-  needsHash,
-  type Plan,
-  type PlannedCopy,
-  type PlannedRemoval,
-  planTransfer,
-  type Tree,
-  type TreeEntry,
-  unsafeNames,
-} from "./plan.js";
+import { RecordedState, StateWriter, stateFileOf } from "./local-state.js";
+import { md5File } from "./local-tree.js";
+import { comparePaths, type LocalEntry, walkLocal } from "./path-order.js";
+import { type PlannedCopy, type PlannedRemoval, Planner, type Step, type TreeEntry } from "./plan.js";
+import { LineWriter, readLines } from "./spool.js";
 
 /** The most transfers at once that `transfers` accepts. */
 export const MAX_TRANSFERS = 64;
@@ -80,6 +77,8 @@ export interface TransferFailure {
   path: string;
   /** A PreconditionFailedError (412, or a download whose tag differs) or a NotFoundError (gone). */
   error: TroveError;
+  /** The copy of a file the listing did not have (a push's upload found one created meanwhile). */
+  created: boolean;
 }
 
 export interface TransferSummary {
@@ -158,163 +157,33 @@ function changedMeanwhile(err: unknown): err is TroveError {
   return err instanceof PreconditionFailedError || err instanceof NotFoundError;
 }
 
-/**
- * Carries out `plan` on `destination`: kind conflicts removed, directories created (parents
- * first), files copied, extras deleted. Resolves with the summary; rejects with a
- * TransferChangedError (summary included) when files changed meanwhile, or with the first
- * other error (what is in flight is cancelled).
- */
-export async function runPlan(
-  plan: Plan,
-  destination: Destination,
-  options: TransferOptions,
-  cancellation: Cancellation,
-  started: number = performance.now(),
-  copied: Map<string, TreeEntry> = new Map(),
-): Promise<TransferSummary> {
-  const limit = transfersOf(options);
-  const dryRun = options.dryRun === true;
-  const { signal, run } = cancellation;
-  const abort = (err: unknown) => cancellation.abort(err);
-  const summary: TransferSummary = {
-    dryRun,
-    transferred: 0,
-    skipped: plan.unchanged.length + plan.skipped.length,
-    deleted: 0,
-    directories: 0,
-    bytes: 0,
-    hashed: 0,
-    ms: 0,
-    failures: [],
-  };
-  const progress: TransferProgress = {
-    bytes: 0,
-    totalBytes: plan.copies.reduce((sum, c) => sum + c.size, 0),
-    files: 0,
-    totalFiles: plan.copies.length,
-  };
-  const act = async (action: TransferAction) => {
-    signal.throwIfAborted();
-    await options.onAction?.(action);
-  };
-  const remove = async (item: PlannedRemoval, replacing: boolean) => {
-    await act({ type: "delete", path: item.path, directory: item.entry.kind === "directory", replacing });
-    if (dryRun) {
-      summary.deleted += 1;
-      return;
-    }
-    try {
-      await run((own) => destination.remove(item, own));
-      summary.deleted += 1;
-    } catch (err) {
-      if (err instanceof NotFoundError) return; // already gone: what was wanted
-      if (!changedMeanwhile(err)) throw err;
-      summary.failures.push({ path: item.path, error: err });
-    }
-  };
-
-  for (const path of plan.skipped) await act({ type: "skip", path, reason: "not-regular" });
-  for (const path of plan.unchanged) await act({ type: "skip", path, reason: "unchanged" });
-  await eachLimited(plan.replaced, limit, (item) => remove(item, true), abort);
-  // One level at a time: a directory's parent exists before it is created.
-  const levels = new Map<number, string[]>();
-  for (const path of plan.directories) {
-    const depth = path === "" ? 0 : path.split("/").length;
-    levels.set(depth, [...(levels.get(depth) ?? []), path]);
-  }
-  for (const depth of [...levels.keys()].sort((a, b) => a - b)) {
-    await eachLimited(
-      levels.get(depth) as string[],
-      limit,
-      async (path) => {
-        await act({ type: "mkdir", path });
-        if (!dryRun) await run((own) => destination.makeDirectory(path, own));
-        summary.directories += 1;
-      },
-      abort,
-    );
-  }
-  await eachLimited(
-    plan.copies,
-    limit,
-    async (item) => {
-      await act({ type: "copy", path: item.path, size: item.size, replace: item.replaces !== undefined });
-      if (!dryRun) {
-        try {
-          const now = await run((own) =>
-            destination.copy(
-              item,
-              (n) => {
-                progress.bytes += n;
-                options.onProgress?.({ ...progress });
-              },
-              own,
-            ),
-          );
-          if (now !== undefined) copied.set(item.path, now);
-        } catch (err) {
-          if (!changedMeanwhile(err)) throw err;
-          summary.failures.push({ path: item.path, error: err });
-          return;
-        }
-      }
-      summary.transferred += 1;
-      summary.bytes += item.size;
-      progress.files += 1;
-      options.onProgress?.({ ...progress });
-    },
-    abort,
-    fileBudget((item) => item.size, options.bytesInFlight),
-  );
-  await eachLimited(plan.removals, limit, (item) => remove(item, false), abort);
-  summary.ms = Math.round(performance.now() - started);
-  summary.failures.sort((a, b) => (a.path < b.path ? -1 : 1));
-  if (summary.failures.length > 0) throw new TransferChangedError(summary);
-  return summary;
-}
-
 /** `path` below the transferred remote directory `base`. */
 export function remotePath(base: string, path: string): string {
   return base === "" ? path : path === "" ? base : `${base}/${path}`;
 }
 
-/**
- * The remote directory as a Tree, from one recursive listing; with `missingOk`, undefined when
- * it does not exist (a missing store is always an error: NotFoundError).
- */
-async function readRemoteTree(
-  client: TroveRestClient,
-  store: string,
-  base: string,
-  options: { signal?: AbortSignal; missingOk?: boolean } = {},
-): Promise<Tree | undefined> {
-  let entries: ListingEntry[];
-  try {
-    entries = (await client.list(store, base, { recursive: true, signal: options.signal })).entries;
-  } catch (err) {
-    if (options.missingOk && err instanceof NotFoundError && base !== "") return undefined;
-    throw err;
-  }
-  const tree: Tree = new Map();
-  for (const e of entries) {
-    tree.set(
-      e.name,
-      e.directory ? { kind: "directory", tag: e.tag } : { kind: "file", size: e.size ?? 0, md5: e.md5, tag: e.tag },
-    );
-  }
-  return tree;
+/** The directory holding `path` ("" for an entry of the transferred directory itself). */
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash < 0 ? "" : path.slice(0, slash);
 }
 
-/** The trees' names, checked: a name that could leave the directory refuses the transfer. */
-function refuseUnsafeNames(remote: Tree, where: string): void {
-  const unsafe = unsafeNames(remote);
-  if (unsafe.length > 0) {
-    throw new TransferRefusedError(
-      `the listing of ${where} holds names that are not safe relative paths: ` +
-        `${unsafe.map((n) => JSON.stringify(n)).join(", ")}; nothing was transferred`,
-      unsafe,
-    );
-  }
+/** One line of a plan on disk: the step at a path, and the local file there (for the next local state). */
+interface PlanLine {
+  path: string;
+  step?: Step;
+  /** The local file at this path, with its MD5 when known. */
+  local?: TreeEntry;
+  /** When the local file's stamp was read (ms since the epoch). */
+  at?: number;
+}
+
+/** How many names a refusal shows; it counts the others. */
+const NAMES_SHOWN = 20;
+
+function namesOf(names: string[], count: number): string {
+  const more = count - names.length;
+  return names.join(", ") + (more > 0 ? `, and ${more} more` : "");
 }
 
 const KIND_NAMES: Record<TreeEntry["kind"], string> = {
@@ -323,39 +192,14 @@ const KIND_NAMES: Record<TreeEntry["kind"], string> = {
   other: "a link or special file",
 };
 
-/** Without `delete`, an entry of one kind on one side and another on the other refuses the transfer. */
-function refuseConflicts(plan: Plan, source: string, destination: string): void {
-  if (plan.conflicts.length === 0) return;
-  const what = plan.conflicts.map(
-    (c) => `${c.path} (${KIND_NAMES[c.source]} in ${source}, ${KIND_NAMES[c.destination]} in ${destination})`,
-  );
-  throw new TransferRefusedError(
-    `the source and the destination hold different kinds of entries of the same name: ${what.join(", ")}; ` +
-      "nothing was transferred (--delete replaces them)",
-    plan.conflicts.map((c) => c.path),
-  );
-}
-
-/** Hashes the local files whose MD5 decides whether they differ, `limit` at once. */
-async function hashLocal(
-  root: string,
-  local: Tree,
-  remote: Tree,
-  limit: number,
-  cancellation: Cancellation,
-): Promise<number> {
-  const paths = needsHash(local, remote);
-  await eachLimited(paths, limit, async (path) => {
-    const entry = local.get(path) as TreeEntry;
-    entry.md5 = await cancellation.run((own) => md5File(join(root, ...path.split("/")), own, entry.size));
-  });
-  return paths.length;
-}
-
+/** What the survey of both sides found; the plan itself is on disk. */
 export interface Survey {
-  plan: Plan;
-  /** The local tree, with the MD5s known (recorded or hashed). */
-  local: Tree;
+  /** The plan's lines (PlanLine) in path order. */
+  planFile: string;
+  /** The deletions of `delete` (PlannedRemoval), done after the copies. */
+  removalsFile: string;
+  totalFiles: number;
+  totalBytes: number;
   /** Local files hashed to compare them. */
   hashed: number;
   /** The local directory, absolute. */
@@ -365,40 +209,472 @@ export interface Survey {
 }
 
 /**
- * Reads both sides (one recursive listing, one walk of the directory, the MD5 of the local
- * files whose size matches) and plans. Refuses, before anything is changed: a local path that
- * is not a directory (for a push, also a missing one), a listing with unsafe names, and entries
- * of different kinds without `delete`. The destination's own directory is planned when missing.
+ * Reads both sides side by side in path order (path-order.ts): the recursive listing as it
+ * arrives, the directory as it is walked and the local state as it was recorded, hashing a local
+ * file only when its MD5 decides (same size as the other side's, nothing recorded), and writes the
+ * plan to `spool`, one line per path. Nothing is held for the whole tree (issue 31). Refuses,
+ * before anything is changed: a local path that is not a directory (for a push, also a missing
+ * one), a listing with unsafe names or out of path order, and entries of different kinds without
+ * `delete`. The destination's own directory is planned when missing.
  */
 export async function survey(
   options: TransferOptions,
   direction: "push" | "pull",
   cancellation: Cancellation,
+  spool: string,
 ): Promise<Survey> {
   const { client, store } = options;
   const isPush = direction === "push";
-  const limit = transfersOf(options);
+  transfersOf(options);
   const root = resolve(options.directory);
   const found = await stat(root).catch(() => undefined);
   if (found ? !found.isDirectory() : isPush) throw new TransferRefusedError(`${options.directory} is not a directory`);
   const base = (options.path ?? "").replace(/^\/+|\/+$/g, "");
   const where = `${store}/${base}`;
-  // A missing remote directory is created by a push; for a pull it is an error (NotFoundError).
-  const remote = await cancellation.run((signal) => readRemoteTree(client, store, base, { signal, missingOk: isPush }));
-  if (remote) refuseUnsafeNames(remote, where);
-  const local: Tree = found ? readLocalTree(root) : new Map();
-  if (options.state !== false) await applyLocalState(stateFileOf(root, options.stateDirectory), root, local);
-  const other: Tree = remote ?? new Map();
-  const hashed = await hashLocal(root, local, other, limit, cancellation);
-  const plan = planTransfer(isPush ? local : other, isPush ? other : local, { delete: options.delete === true });
-  refuseConflicts(plan, isPush ? options.directory : where, isPush ? where : options.directory);
-  if (isPush ? remote === undefined : found === undefined) plan.directories.unshift("");
-  return { plan, local, hashed, root, base };
+  const result: Survey = {
+    planFile: join(spool, "plan"),
+    removalsFile: join(spool, "removals"),
+    totalFiles: 0,
+    totalBytes: 0,
+    hashed: 0,
+    root,
+    base,
+  };
+  // Taken before any stamp is read: an edit made meanwhile is then "racy" (local-state.ts).
+  const at = Date.now();
+  const plan = new LineWriter(result.planFile);
+  const removals = new LineWriter(result.removalsFile);
+  const recorded =
+    options.state === false ? undefined : new RecordedState(stateFileOf(root, options.stateDirectory), root);
+  const planner = new Planner({ delete: options.delete === true });
+  const unsafe: string[] = [];
+  let unsafeCount = 0;
+  const conflicts: string[] = [];
+  let conflictCount = 0;
+  try {
+    await cancellation.run(async (signal) => {
+      let batches: AsyncIterable<ListingEntry[]> | undefined;
+      try {
+        batches = (await client.listStream(store, base, { recursive: true, signal })).batches;
+      } catch (err) {
+        // A missing remote directory is created by a push; for a pull it is an error (NotFoundError).
+        if (!(isPush && err instanceof NotFoundError && base !== "")) throw err;
+      }
+      if (isPush ? batches === undefined : found === undefined) {
+        plan.write({ path: "", step: { type: "mkdir", path: "" } } satisfies PlanLine);
+      }
+      const remote = batches?.[Symbol.asyncIterator]();
+      let batch: ListingEntry[] = [];
+      let next = 0;
+      let previous: string | undefined;
+      const nextRemote = async (): Promise<ListingEntry | undefined> => {
+        for (;;) {
+          while (next >= batch.length) {
+            const got = await remote?.next();
+            if (got === undefined || got.done) return undefined;
+            batch = got.value;
+            next = 0;
+          }
+          const entry = batch[next++] as ListingEntry;
+          if (!isSafeRelativePath(entry.name)) {
+            if (unsafeCount++ < NAMES_SHOWN) unsafe.push(JSON.stringify(entry.name));
+            continue;
+          }
+          if (previous !== undefined && comparePaths(entry.name, previous) <= 0) {
+            throw new Error(
+              `the listing of ${where} is not in path order (${JSON.stringify(entry.name)} after ` +
+                `${JSON.stringify(previous)}); nothing was transferred`,
+            );
+          }
+          previous = entry.name;
+          return entry;
+        }
+      };
+      const local = found ? walkLocal(root) : undefined;
+      let l = local?.next().value as LocalEntry | undefined;
+      let r = await nextRemote();
+      while (r !== undefined || l !== undefined) {
+        signal.throwIfAborted();
+        const order = r === undefined ? 1 : l === undefined ? -1 : comparePaths(r.name, l.path);
+        const path = order <= 0 ? (r as ListingEntry).name : (l as LocalEntry).path;
+        let there: TreeEntry | undefined;
+        if (r !== undefined && order <= 0) {
+          there = r.directory
+            ? { kind: "directory", tag: r.tag }
+            : { kind: "file", size: r.size ?? 0, md5: r.md5, tag: r.tag };
+        }
+        let here: TreeEntry | undefined;
+        if (l !== undefined && order >= 0) {
+          const { path: _, ...entry } = l;
+          here = entry;
+          if (here.kind === "file") {
+            const md5 = recorded?.md5Of(path, here);
+            if (md5 !== undefined) here.md5 = md5;
+            else if (there?.kind === "file" && there.size === here.size) {
+              here.md5 = await md5File(join(root, ...path.split("/")), signal, here.size);
+              result.hashed += 1;
+            }
+          }
+        }
+        const step = planner.step(path, isPush ? here : there, isPush ? there : here);
+        const line: PlanLine = { path };
+        if (step?.type === "conflict") {
+          const what = `${path} (${KIND_NAMES[step.source]} in ${isPush ? options.directory : where}, ${KIND_NAMES[step.destination]} in ${isPush ? where : options.directory})`;
+          if (conflictCount++ < NAMES_SHOWN) conflicts.push(what);
+        } else if (step?.type === "remove") {
+          removals.write(step.removal);
+        } else if (step !== undefined) {
+          line.step = step;
+          if (step.type === "copy") {
+            result.totalFiles += 1;
+            result.totalBytes += step.copy.size;
+          }
+        }
+        // What the next local state records of this path (a file whose MD5 is known, or which a
+        // push uploads and so hashes), unless a pull deletes it.
+        if (
+          here?.kind === "file" &&
+          (here.md5 || (isPush && step?.type === "copy")) &&
+          !(step?.type === "remove" && !isPush)
+        ) {
+          line.local = here;
+          line.at = at;
+        }
+        if (line.step !== undefined || line.local !== undefined) plan.write(line);
+        if (order <= 0) r = await nextRemote();
+        if (order >= 0) l = local?.next().value as LocalEntry | undefined;
+      }
+    });
+    plan.close();
+    removals.close();
+  } catch (err) {
+    plan.discard();
+    removals.discard();
+    throw err;
+  } finally {
+    recorded?.close();
+  }
+  if (unsafeCount > 0) {
+    throw new TransferRefusedError(
+      `the listing of ${where} holds names that are not safe relative paths: ` +
+        `${namesOf(unsafe, unsafeCount)}; nothing was transferred`,
+      unsafe.map((n) => JSON.parse(n) as string),
+    );
+  }
+  if (conflictCount > 0) {
+    throw new TransferRefusedError(
+      `the source and the destination hold different kinds of entries of the same name: ${namesOf(conflicts, conflictCount)}; ` +
+        "nothing was transferred (--delete replaces them)",
+      conflicts.map((c) => c.slice(0, c.indexOf(" ("))),
+    );
+  }
+  return result;
+}
+
+/** A local state's record waiting for a copy to finish, so that records are written in path order. */
+interface Slot {
+  path: string;
+  entry?: TreeEntry;
+  at?: number;
+  settled: boolean;
+  done: Promise<void>;
+  settle(entry: TreeEntry | undefined, at: number | undefined): void;
+}
+
+/** At most this many records wait behind an unfinished copy; then the plan waits for it. */
+const MAX_WAITING_RECORDS = 8192;
+
+/** The next local state's records, written in path order as copies finish in any order. */
+class OrderedRecords {
+  private queue: Slot[] = [];
+  private head = 0;
+
+  constructor(private readonly writer: StateWriter | undefined) {}
+
+  get waiting(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** The oldest record still waiting. */
+  oldest(): Promise<void> {
+    return (this.queue[this.head] as Slot).done;
+  }
+
+  /** A record known now. */
+  add(path: string, entry: TreeEntry | undefined, at: number | undefined): void {
+    if (this.writer === undefined) return;
+    if (this.waiting === 0) this.writer.record(path, entry ?? { kind: "other" }, at ?? 0);
+    else this.pending(path).settle(entry, at);
+  }
+
+  /** A record known once `settle` is called; until then, the later ones wait. */
+  pending(path: string): Pick<Slot, "settle"> {
+    if (this.writer === undefined) return { settle() {} };
+    let resolve: () => void = () => {};
+    const slot: Slot = {
+      path,
+      settled: false,
+      done: new Promise<void>((r) => {
+        resolve = r;
+      }),
+      settle: (entry, at) => {
+        if (slot.settled) return;
+        Object.assign(slot, { entry, at, settled: true });
+        resolve();
+        this.flush();
+      },
+    };
+    this.queue.push(slot);
+    return slot;
+  }
+
+  private flush(): void {
+    const writer = this.writer as StateWriter;
+    while (this.head < this.queue.length && (this.queue[this.head] as Slot).settled) {
+      const slot = this.queue[this.head] as Slot;
+      writer.record(slot.path, slot.entry ?? { kind: "other" }, slot.at ?? 0);
+      this.head += 1;
+    }
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 1024) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
 }
 
 /**
- * Surveys both sides, then carries out the plan on the destination that `destinationOf` gives;
- * every request and hash has a signal of its own, aborted with `options.signal`.
+ * Carries out the plan `found` wrote on `destination`, line by line in path order: a file's copy
+ * starts once its directory exists, at most `transfers` at once and at most `bytesInFlight` of
+ * contents; a destination entry of another kind is removed just before its replacement; the
+ * deletions of `delete` come after every copy. The next local state is written as it goes.
+ * Resolves with the summary; rejects with a TransferChangedError (summary included) when files
+ * changed meanwhile, or with the first other error (what is in flight is cancelled).
+ */
+export async function carryOut(
+  found: Survey,
+  destination: Destination,
+  options: TransferOptions,
+  direction: "push" | "pull",
+  cancellation: Cancellation,
+  started: number = performance.now(),
+): Promise<TransferSummary> {
+  const isPush = direction === "push";
+  const limit = transfersOf(options);
+  const budget = options.bytesInFlight ?? BYTES_IN_FLIGHT;
+  const dryRun = options.dryRun === true;
+  const { signal, run } = cancellation;
+  const summary: TransferSummary = {
+    dryRun,
+    transferred: 0,
+    skipped: 0,
+    deleted: 0,
+    directories: 0,
+    bytes: 0,
+    hashed: found.hashed,
+    ms: 0,
+    failures: [],
+  };
+  const progress: TransferProgress = { bytes: 0, totalBytes: found.totalBytes, files: 0, totalFiles: found.totalFiles };
+  const state =
+    options.state === false || dryRun
+      ? undefined
+      : new StateWriter(stateFileOf(found.root, options.stateDirectory), found.root);
+  const records = new OrderedRecords(state);
+
+  // What is in flight: `running` tasks holding `bytes`; the plan's reader waits for room.
+  let failed: { error: unknown } | undefined;
+  let running = 0;
+  let bytes = 0;
+  let room: (() => void) | undefined;
+  const inFlight = new Set<Promise<void>>();
+  const fail = (error: unknown) => {
+    if (failed !== undefined) return;
+    failed = { error };
+    cancellation.abort(error);
+  };
+  /**
+   * Starts `task` once there is room; resolves with the task's own promise (which may reject),
+   * wrapped so that awaiting the start does not await the task; undefined after a failure.
+   */
+  const start = async (weight: number, task: () => Promise<void>): Promise<{ task: Promise<void> } | undefined> => {
+    while (failed === undefined && running > 0 && (running >= limit || bytes + weight > budget)) {
+      await new Promise<void>((resolve) => {
+        room = resolve;
+      });
+    }
+    if (failed !== undefined) return undefined;
+    running += 1;
+    bytes += weight;
+    const own = task();
+    const tracked: Promise<void> = own.then(
+      () => {},
+      (error: unknown) => fail(error),
+    );
+    inFlight.add(tracked);
+    void tracked.finally(() => {
+      running -= 1;
+      bytes -= weight;
+      inFlight.delete(tracked);
+      const wake = room;
+      room = undefined;
+      wake?.();
+    });
+    return { task: own };
+  };
+  // Directories whose creation is in flight: what goes in them waits for it.
+  const creating = new Map<string, Promise<void>>();
+
+  const act = async (action: TransferAction) => {
+    signal.throwIfAborted();
+    await options.onAction?.(action);
+  };
+  /** Removes a destination entry; false when it changed meanwhile (a failure is recorded). */
+  const remove = async (item: PlannedRemoval, own: AbortSignal): Promise<boolean> => {
+    try {
+      await destination.remove(item, own);
+      summary.deleted += 1;
+    } catch (err) {
+      if (err instanceof NotFoundError) return true; // already gone: what was wanted
+      if (!changedMeanwhile(err)) throw err;
+      summary.failures.push({ path: item.path, error: err, created: false });
+      return false;
+    }
+    return true;
+  };
+  const replacingAction = (path: string, entry: TreeEntry): TransferAction => ({
+    type: "delete",
+    path,
+    directory: entry.kind === "directory",
+    replacing: true,
+  });
+
+  try {
+    for (const value of readLines(found.planFile)) {
+      const line = value as PlanLine;
+      const { step } = line;
+      // After a failure, only the local files as they are still go to the next state.
+      if (failed !== undefined || step === undefined) {
+        records.add(line.path, line.local, line.at);
+        continue;
+      }
+      while (records.waiting > MAX_WAITING_RECORDS) await records.oldest();
+      try {
+        if (step.type === "skip" || step.type === "unchanged") {
+          await act({ type: "skip", path: step.path, reason: step.type === "skip" ? "not-regular" : "unchanged" });
+          summary.skipped += 1;
+          records.add(line.path, line.local, line.at);
+        } else if (step.type === "mkdir") {
+          const { path, replacing } = step;
+          if (replacing) await act(replacingAction(path, replacing));
+          await act({ type: "mkdir", path });
+          if (dryRun) {
+            if (replacing) summary.deleted += 1;
+            summary.directories += 1;
+            continue;
+          }
+          // A pull's local file replaced by a directory is not recorded again.
+          if (isPush || replacing === undefined) records.add(line.path, line.local, line.at);
+          const parent = path === "" ? undefined : creating.get(parentOf(path));
+          const made = await start(0, async () => {
+            await parent;
+            if (replacing && !(await run((own) => remove({ path, entry: replacing }, own)))) return;
+            await run((own) => destination.makeDirectory(path, own));
+            summary.directories += 1;
+          });
+          if (made !== undefined) {
+            const { task } = made;
+            creating.set(path, task);
+            task.then(
+              () => creating.get(path) === task && creating.delete(path),
+              () => {},
+            );
+          }
+        } else if (step.type === "copy") {
+          const { copy, replacing } = step;
+          if (replacing) await act(replacingAction(copy.path, replacing));
+          await act({ type: "copy", path: copy.path, size: copy.size, replace: copy.replaces !== undefined });
+          if (dryRun) {
+            if (replacing) summary.deleted += 1;
+            summary.transferred += 1;
+            summary.bytes += copy.size;
+            continue;
+          }
+          const record = records.pending(line.path);
+          const parent = creating.get(parentOf(copy.path));
+          const started = await start(fileWeight(copy.size), async () => {
+            try {
+              await parent;
+              if (replacing && !(await run((own) => remove({ path: copy.path, entry: replacing }, own)))) {
+                record.settle(line.local, line.at);
+                return;
+              }
+              const now = await run((own) =>
+                destination.copy(
+                  copy,
+                  (n) => {
+                    progress.bytes += n;
+                    options.onProgress?.({ ...progress });
+                  },
+                  own,
+                ),
+              );
+              // A push's upload keeps the stamp read before it (an edit meanwhile changes it); a
+              // pull's download is stamped after its rename, and recorded as of the moment the
+              // state is written (at 0), as before session 17: trusted by a run 2 s later.
+              if (isPush) record.settle(line.local && { ...line.local, md5: line.local.md5 || now?.md5 }, line.at);
+              else record.settle(now, 0);
+            } catch (err) {
+              record.settle(line.local, line.at);
+              if (!changedMeanwhile(err)) throw err;
+              summary.failures.push({ path: copy.path, error: err, created: copy.replaces === undefined });
+              return;
+            }
+            summary.transferred += 1;
+            summary.bytes += copy.size;
+            progress.files += 1;
+            options.onProgress?.({ ...progress });
+          });
+          if (started === undefined) record.settle(line.local, line.at);
+        }
+      } catch (err) {
+        fail(err);
+        records.add(line.path, line.local, line.at);
+      }
+    }
+    while (inFlight.size > 0) await Promise.all(inFlight);
+    if (failed === undefined) {
+      await eachLimited(
+        readLines(found.removalsFile) as Iterable<PlannedRemoval>,
+        limit,
+        async (item) => {
+          await act({ type: "delete", path: item.path, directory: item.entry.kind === "directory", replacing: false });
+          if (dryRun) summary.deleted += 1;
+          else await run((own) => remove(item, own));
+        },
+        fail,
+      ).catch(() => {});
+    }
+  } catch (err) {
+    fail(err);
+  } finally {
+    while (inFlight.size > 0) await Promise.all(inFlight);
+    // Kept after a failure too: every record says what a local file is, copied or not.
+    state?.commit();
+  }
+  if (failed !== undefined) throw failed.error;
+  summary.ms = Math.round(performance.now() - started);
+  summary.failures.sort((a, b) => comparePaths(a.path, b.path));
+  if (summary.failures.length > 0) throw new TransferChangedError(summary);
+  return summary;
+}
+
+/**
+ * Surveys both sides into a plan on disk (in a temporary directory, removed at the end), then
+ * carries it out on the destination that `destinationOf` gives; every request and hash has a
+ * signal of its own, aborted with `options.signal`.
  */
 export async function transfer(
   options: TransferOptions,
@@ -408,28 +684,12 @@ export async function transfer(
   // The summary's time is the whole run's: listing and hashing included.
   const started = performance.now();
   const cancellation = createCancellation(options.signal);
+  const spool = mkdtempSync(join(tmpdir(), "trove-transfer-"));
   try {
-    const found = await survey(options, direction, cancellation);
-    const copied = new Map<string, TreeEntry>();
-    try {
-      const summary = await runPlan(found.plan, destinationOf(found), options, cancellation, started, copied);
-      summary.hashed = found.hashed;
-      return summary;
-    } catch (err) {
-      if (err instanceof TransferChangedError) err.summary.hashed = found.hashed;
-      throw err;
-    } finally {
-      if (options.state !== false && options.dryRun !== true) {
-        // What each copied file now is on the local side: a push's upload keeps the stamp read
-        // before it (an edit meanwhile changes it), a pull's download is stamped after its rename.
-        for (const [path, entry] of copied) {
-          const before = found.local.get(path);
-          found.local.set(path, { ...before, ...entry, kind: "file" });
-        }
-        await saveLocalState(stateFileOf(found.root, options.stateDirectory), found.root, found.local, Date.now());
-      }
-    }
+    const found = await survey(options, direction, cancellation, spool);
+    return await carryOut(found, destinationOf(found), options, direction, cancellation, started);
   } finally {
     cancellation.dispose();
+    rmSync(spool, { recursive: true, force: true });
   }
 }
