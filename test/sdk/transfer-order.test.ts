@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, pull, push, type TroveRestClient } from "../../sdk/src/index.js";
+import { createH2cFetch, type H2cFetch } from "../../sdk/src/rest/h2c-fetch.js";
 import { ListingReader, parseListing } from "../../sdk/src/rest/xml.js";
 import { stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { comparePaths, walkLocal } from "../../sdk/src/transfer/path-order.js";
@@ -22,6 +23,7 @@ let server: TestServer;
 let rest: TroveRestClient;
 let tmpBefore: string | undefined;
 const proxies = new Set<Server>();
+const h2cFetches = new Set<H2cFetch>();
 
 /** Directories and files whose order differs between UTF-16 and UTF-8, and around "/". */
 const DIRECTORIES = ["a", "a/x", "z", "z/😀"];
@@ -82,6 +84,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (tmpBefore === undefined) delete process.env.TMPDIR;
   else process.env.TMPDIR = tmpBefore;
+  for (const h2c of h2cFetches) h2c.close();
   for (const proxy of proxies) {
     proxy.closeAllConnections();
     await new Promise((resolve) => proxy.close(resolve));
@@ -204,6 +207,85 @@ describe("issue 31: what the local state trusts of the files a pull downloaded",
     const idle = await pull({ client: rest, store: "ordered", directory: later, stateDirectory: states });
     expect(idle).toMatchObject({ transferred: 0, skipped: FILES.length, hashed: 0 });
   });
+});
+
+describe("issue 31: the plan carried out in path order, copies finishing in any order", () => {
+  it("a slow first download holds back more than 8,192 records of the local state, then all are written, in path order", async () => {
+    // 8,300 files of one byte after one file whose download is held for a while: the records of
+    // the files after it wait (at most 8,192), then the run waits for the slow one.
+    const source = join(work, "many");
+    await mkdir(join(source, "d"), { recursive: true });
+    await writeFile(join(source, "0-slow.txt"), "slow\n");
+    for (let i = 0; i < 8_300; i++) await writeFile(join(source, "d", `f${String(i).padStart(5, "0")}`), "x");
+    await rest.stores.create("many");
+    // Over one h2c connection, as the CLI does: thousands of requests in a few seconds.
+    const h2c = createH2cFetch(server.url);
+    h2cFetches.add(h2c);
+    await push({
+      client: createRestClient({ baseUrl: server.url, fetch: h2c }),
+      store: "many",
+      directory: source,
+      transfers: 16,
+      state: false,
+    });
+
+    const held = createRestClient({
+      baseUrl: server.url,
+      fetch: async (input, init) => {
+        if (String(input).endsWith("/0-slow.txt")) await new Promise((resolve) => setTimeout(resolve, 1_500));
+        return h2c(input, init);
+      },
+    });
+    const copy = join(work, "many-copy");
+    const states = join(work, "many-states");
+    const pulled = await pull({ client: held, store: "many", directory: copy, transfers: 16, stateDirectory: states });
+    expect(pulled).toMatchObject({ transferred: 8_301, directories: 2 });
+    expect(await readFile(join(copy, "0-slow.txt"), "utf8")).toBe("slow\n");
+    expect((await readdir(join(copy, "d"))).length).toBe(8_300);
+    const lines = (await readFile(stateFileOf(copy, states), "utf8")).trimEnd().split("\n").slice(1);
+    const paths = lines.map((l) => (JSON.parse(l) as string[])[0] as string);
+    expect(paths).toHaveLength(8_301);
+    expect(paths[0]).toBe("0-slow.txt");
+    expect(paths).toEqual([...paths].sort(byUtf8));
+  }, 120_000);
+
+  it("a pull aborted midway rejects with the reason, leaves no partial file and no plan, and the next pull fetches only what is missing", async () => {
+    const source = join(work, "few");
+    await mkdir(join(source, "d"), { recursive: true });
+    for (let i = 0; i < 400; i++) await writeFile(join(source, "d", `f${String(i).padStart(3, "0")}`), "x");
+    await rest.stores.create("few");
+    await push({ client: rest, store: "few", directory: source, transfers: 16, state: false });
+    const copy = join(work, "aborted");
+    const controller = new AbortController();
+    let downloads = 0;
+    const h2c = createH2cFetch(server.url);
+    h2cFetches.add(h2c);
+    const counting = createRestClient({
+      baseUrl: server.url,
+      fetch: (input, init) => {
+        if (!String(input).endsWith("/") && ++downloads === 100) controller.abort(new Error("stopped by the test"));
+        return h2c(input, init);
+      },
+    });
+    await expect(pull({ client: counting, store: "few", directory: copy, signal: controller.signal })).rejects.toThrow(
+      /stopped by the test/,
+    );
+    expect(await readdir(join(work, "tmp"))).toEqual([]);
+    const files = (await readdir(copy, { recursive: true })).filter((name) => name !== "d");
+    expect(files.filter((name) => name.split("/").pop()?.startsWith("."))).toEqual([]);
+    expect(files.length).toBeGreaterThan(0);
+    expect(files.length).toBeLessThan(400);
+    for (const name of files) {
+      expect(await readFile(join(copy, name), "utf8")).toBe("x");
+    }
+    const again = await pull({
+      client: createRestClient({ baseUrl: server.url, fetch: h2c }),
+      store: "few",
+      directory: copy,
+    });
+    expect(again.transferred).toBe(400 - files.length);
+    expect((await readdir(join(copy, "d"))).length).toBe(400);
+  }, 120_000);
 });
 
 describe("issue 31: the listing read as it arrives (ListingReader)", () => {
