@@ -28,7 +28,7 @@ export interface TransferOptions {
   path?: string;
   /** The local directory. */
   directory: string;
-  /** Files transferred (and hashed) at once: 1 to 64, default 4. */
+  /** Files transferred at once: 1 to 64, default 4 (local files are hashed one at a time, while the sides are compared). */
   transfers?: number;
   /**
    * At most this many bytes of file contents in flight at once, whatever `transfers` is (default
