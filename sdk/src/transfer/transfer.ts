@@ -552,96 +552,103 @@ export async function carryOut(
   });
 
   try {
-    for (const value of readLines(found.planFile)) {
-      const line = value as PlanLine;
-      const { step } = line;
-      // After a failure, only the local files as they are still go to the next state.
-      if (failed !== undefined || step === undefined) {
-        records.add(line.path, line.local, line.at);
-        continue;
-      }
-      while (records.waiting > MAX_WAITING_RECORDS) await records.oldest();
-      try {
-        if (step.type === "skip" || step.type === "unchanged") {
-          await act({ type: "skip", path: step.path, reason: step.type === "skip" ? "not-regular" : "unchanged" });
-          summary.skipped += 1;
+    // The plan is read twice: its directories first (a mkdir line records no local file), then
+    // the rest. Creating a directory between the files of others made a pull's file creations
+    // cost the kernel up to twice as much (ext4 placing them among recently deleted inodes:
+    // docs/benchmarks.md, session 17).
+    for (const phase of ["directories", "files"] as const) {
+      for (const value of readLines(found.planFile)) {
+        const line = value as PlanLine;
+        const { step } = line;
+        if ((phase === "directories") !== (step?.type === "mkdir")) continue;
+        // After a failure, only the local files as they are still go to the next state.
+        if (failed !== undefined || step === undefined) {
           records.add(line.path, line.local, line.at);
-        } else if (step.type === "mkdir") {
-          const { path, replacing } = step;
-          if (replacing) await act(replacingAction(path, replacing));
-          await act({ type: "mkdir", path });
-          if (dryRun) {
-            if (replacing) summary.deleted += 1;
-            summary.directories += 1;
-            continue;
-          }
-          // A pull's local file replaced by a directory is not recorded again.
-          if (isPush || replacing === undefined) records.add(line.path, line.local, line.at);
-          const parent = path === "" ? undefined : creating.get(parentOf(path));
-          const made = await start(0, async () => {
-            await parent;
-            if (replacing && !(await run((own) => remove({ path, entry: replacing }, own)))) return;
-            await run((own) => destination.makeDirectory(path, own));
-            summary.directories += 1;
-          });
-          if (made !== undefined) {
-            const { task } = made;
-            creating.set(path, task);
-            task.then(
-              () => creating.get(path) === task && creating.delete(path),
-              () => {},
-            );
-          }
-        } else if (step.type === "copy") {
-          const { copy, replacing } = step;
-          if (replacing) await act(replacingAction(copy.path, replacing));
-          await act({ type: "copy", path: copy.path, size: copy.size, replace: copy.replaces !== undefined });
-          if (dryRun) {
-            if (replacing) summary.deleted += 1;
-            summary.transferred += 1;
-            summary.bytes += copy.size;
-            continue;
-          }
-          const record = records.pending(line.path);
-          const parent = creating.get(parentOf(copy.path));
-          const started = await start(fileWeight(copy.size), async () => {
-            try {
+          continue;
+        }
+        while (records.waiting > MAX_WAITING_RECORDS) await records.oldest();
+        try {
+          if (step.type === "skip" || step.type === "unchanged") {
+            await act({ type: "skip", path: step.path, reason: step.type === "skip" ? "not-regular" : "unchanged" });
+            summary.skipped += 1;
+            records.add(line.path, line.local, line.at);
+          } else if (step.type === "mkdir") {
+            const { path, replacing } = step;
+            if (replacing) await act(replacingAction(path, replacing));
+            await act({ type: "mkdir", path });
+            if (dryRun) {
+              if (replacing) summary.deleted += 1;
+              summary.directories += 1;
+              continue;
+            }
+            // A pull's local file replaced by a directory is not recorded again.
+            if (isPush || replacing === undefined) records.add(line.path, line.local, line.at);
+            const parent = path === "" ? undefined : creating.get(parentOf(path));
+            const made = await start(0, async () => {
               await parent;
-              if (replacing && !(await run((own) => remove({ path: copy.path, entry: replacing }, own)))) {
+              if (replacing && !(await run((own) => remove({ path, entry: replacing }, own)))) return;
+              await run((own) => destination.makeDirectory(path, own));
+              summary.directories += 1;
+            });
+            if (made !== undefined) {
+              const { task } = made;
+              creating.set(path, task);
+              task.then(
+                () => creating.get(path) === task && creating.delete(path),
+                () => {},
+              );
+            }
+          } else if (step.type === "copy") {
+            const { copy, replacing } = step;
+            if (replacing) await act(replacingAction(copy.path, replacing));
+            await act({ type: "copy", path: copy.path, size: copy.size, replace: copy.replaces !== undefined });
+            if (dryRun) {
+              if (replacing) summary.deleted += 1;
+              summary.transferred += 1;
+              summary.bytes += copy.size;
+              continue;
+            }
+            const record = records.pending(line.path);
+            const parent = creating.get(parentOf(copy.path));
+            const started = await start(fileWeight(copy.size), async () => {
+              try {
+                await parent;
+                if (replacing && !(await run((own) => remove({ path: copy.path, entry: replacing }, own)))) {
+                  record.settle(line.local, line.at);
+                  return;
+                }
+                const now = await run((own) =>
+                  destination.copy(
+                    copy,
+                    (n) => {
+                      progress.bytes += n;
+                      options.onProgress?.({ ...progress });
+                    },
+                    own,
+                  ),
+                );
+                // A push's upload keeps the stamp read before it (an edit meanwhile changes it); a
+                // pull's download is stamped after its rename, and recorded as of the moment the
+                // state is written (at 0), as before session 17: trusted by a run 2 s later.
+                if (isPush) record.settle(line.local && { ...line.local, md5: line.local.md5 || now?.md5 }, line.at);
+                else record.settle(now, 0);
+              } catch (err) {
                 record.settle(line.local, line.at);
+                if (!changedMeanwhile(err)) throw err;
+                summary.failures.push({ path: copy.path, error: err, created: copy.replaces === undefined });
                 return;
               }
-              const now = await run((own) =>
-                destination.copy(
-                  copy,
-                  (n) => {
-                    progress.bytes += n;
-                    options.onProgress?.({ ...progress });
-                  },
-                  own,
-                ),
-              );
-              // A push's upload keeps the stamp read before it (an edit meanwhile changes it); a
-              // pull's download is stamped after its rename, and recorded as of the moment the
-              // state is written (at 0), as before session 17: trusted by a run 2 s later.
-              if (isPush) record.settle(line.local && { ...line.local, md5: line.local.md5 || now?.md5 }, line.at);
-              else record.settle(now, 0);
-            } catch (err) {
-              record.settle(line.local, line.at);
-              if (!changedMeanwhile(err)) throw err;
-              summary.failures.push({ path: copy.path, error: err, created: copy.replaces === undefined });
-              return;
-            }
-            summary.transferred += 1;
-            summary.bytes += copy.size;
-            progress.files += 1;
-            options.onProgress?.({ ...progress });
-          });
-          if (started === undefined) record.settle(line.local, line.at);
+              summary.transferred += 1;
+              summary.bytes += copy.size;
+              progress.files += 1;
+              options.onProgress?.({ ...progress });
+            });
+            if (started === undefined) record.settle(line.local, line.at);
+          }
+        } catch (err) {
+          fail(err);
+          records.add(line.path, line.local, line.at);
         }
-      } catch (err) {
-        fail(err);
-        records.add(line.path, line.local, line.at);
       }
     }
     while (inFlight.size > 0) await Promise.all(inFlight);
