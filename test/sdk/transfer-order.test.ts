@@ -210,9 +210,10 @@ describe("issue 31: what the local state trusts of the files a pull downloaded",
 });
 
 describe("issue 31: the plan carried out in path order, copies finishing in any order", () => {
-  it("a slow first download holds back more than 8,192 records of the local state, then all are written, in path order", async () => {
-    // 8,300 files of one byte after one file whose download is held for a while: the records of
-    // the files after it wait (at most 8,192), then the run waits for the slow one.
+  it("a slow first download holds back the rest: at most 8,192 more downloads start before it ends; then every record is written, in path order", async () => {
+    // 8,300 files of one byte after one file whose download is held until the run stops starting
+    // downloads: the records of the files after it wait behind its record (MAX_WAITING_RECORDS,
+    // 8,192), so the run stops there, and goes on once the slow one is let go.
     const source = join(work, "many");
     await mkdir(join(source, "d"), { recursive: true });
     await writeFile(join(source, "0-slow.txt"), "slow\n");
@@ -229,16 +230,45 @@ describe("issue 31: the plan carried out in path order, copies finishing in any 
       state: false,
     });
 
+    let release: () => void = () => {};
+    const slowHeld = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = 0;
+    let finished = 0;
     const held = createRestClient({
       baseUrl: server.url,
       fetch: async (input, init) => {
-        if (String(input).endsWith("/0-slow.txt")) await new Promise((resolve) => setTimeout(resolve, 1_500));
+        if (String(input).endsWith("/0-slow.txt")) await slowHeld;
+        else if (/\/d\/f\d{5}$/.test(String(input))) started += 1;
         return h2c(input, init);
       },
     });
     const copy = join(work, "many-copy");
     const states = join(work, "many-states");
-    const pulled = await pull({ client: held, store: "many", directory: copy, transfers: 16, stateDirectory: states });
+    const pulling = pull({
+      client: held,
+      store: "many",
+      directory: copy,
+      transfers: 16,
+      stateDirectory: states,
+      onProgress: (p) => {
+        finished = p.files;
+      },
+    });
+    // Let the slow one go once 8,192 others started and nothing else is in flight, the
+    // count the same on two looks 50 ms apart (or after 60 s, and the counts below fail).
+    for (let waited = 0, last = -1; waited < 60_000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (started >= 8_192 && started === finished && started === last) break;
+      last = started;
+    }
+    const startedWhenReleased = started;
+    release();
+    const pulled = await pulling;
+    // The slow file and 8,192 after it; not all 8,300 (allowing for what `transfers` had started).
+    expect(startedWhenReleased).toBeGreaterThanOrEqual(8_192);
+    expect(startedWhenReleased).toBeLessThanOrEqual(8_192 + 16);
     expect(pulled).toMatchObject({ transferred: 8_301, directories: 2 });
     expect(await readFile(join(copy, "0-slow.txt"), "utf8")).toBe("slow\n");
     expect((await readdir(join(copy, "d"))).length).toBe(8_300);
@@ -247,7 +277,7 @@ describe("issue 31: the plan carried out in path order, copies finishing in any 
     expect(paths).toHaveLength(8_301);
     expect(paths[0]).toBe("0-slow.txt");
     expect(paths).toEqual([...paths].sort(byUtf8));
-  }, 120_000);
+  }, 180_000);
 
   it("a pull aborted midway rejects with the reason, leaves no partial file and no plan, and the next pull fetches only what is missing", async () => {
     const source = join(work, "few");

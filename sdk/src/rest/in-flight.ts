@@ -65,6 +65,73 @@ export function fileBudget<T>(sizeOf: (item: T) => number, bytes = BYTES_IN_FLIG
   return { bytes, weigh: (item) => fileWeight(sizeOf(item)) };
 }
 
+/** At most `count` tasks at once, holding at most `bytes` between them (createLimiter). */
+export interface Limiter {
+  /**
+   * Starts `task` once fewer than `count` run and `weight` more bytes fit (any weight fits when
+   * nothing runs, so an item heavier than the whole budget goes alone). Resolves once it started,
+   * with the task's own promise (awaiting the start does not await the task), or with undefined
+   * when the limiter stopped (the task is not started).
+   */
+  start(weight: number, task: () => Promise<void>): Promise<{ task: Promise<void> } | undefined>;
+  /** Resolves once no task runs. */
+  idle(): Promise<void>;
+  /** Starts nothing more; those waiting for room get undefined. */
+  stop(): void;
+}
+
+/**
+ * The one reservation of what is in flight (eachLimited, a push's and a pull's plan): a task that
+ * rejects calls `onError` (the limiter goes on; `stop` it to start nothing more).
+ */
+export function createLimiter(options: { count: number; bytes?: number; onError(error: unknown): void }): Limiter {
+  const count = Math.max(1, options.count);
+  const budget = options.bytes ?? Number.POSITIVE_INFINITY;
+  let stopped = false;
+  let running = 0;
+  let bytes = 0;
+  const tasks = new Set<Promise<void>>();
+  // Callers waiting for room, woken together whenever a task settles (each checks again).
+  let waiting: (() => void)[] = [];
+  const wake = () => {
+    const woken = waiting;
+    waiting = [];
+    for (const resolve of woken) resolve();
+  };
+  return {
+    async start(weight, task) {
+      while (!stopped && running > 0 && (running >= count || bytes + weight > budget)) {
+        await new Promise<void>((resolve) => waiting.push(resolve));
+      }
+      if (stopped) return undefined;
+      running += 1;
+      bytes += weight;
+      let own: Promise<void>;
+      try {
+        own = task();
+      } catch (error) {
+        own = Promise.reject(error);
+      }
+      const tracked = own.then(() => {}, options.onError);
+      tasks.add(tracked);
+      void tracked.finally(() => {
+        running -= 1;
+        bytes -= weight;
+        tasks.delete(tracked);
+        wake();
+      });
+      return { task: own };
+    },
+    async idle() {
+      while (tasks.size > 0) await Promise.all(tasks);
+    },
+    stop() {
+      stopped = true;
+      wake();
+    },
+  };
+}
+
 /**
  * Calls `fn` for each item, at most `limit` at once (and, with `budget`, at most its bytes at
  * once). The first error stops the rest: `abort` is called (to cancel what is in flight) and the
@@ -77,40 +144,23 @@ export async function eachLimited<T>(
   abort: (err: unknown) => void = () => {},
   budget?: ByteBudget<T>,
 ): Promise<void> {
-  const iterator = items[Symbol.iterator]();
   let failed: { error: unknown } | undefined;
-  let inFlight = 0;
-  // Workers waiting for bytes to be given back, woken one at a time as items settle.
-  const waiting: (() => void)[] = [];
-  const reserve = async (weight: number) => {
-    while (inFlight > 0 && inFlight + weight > (budget as ByteBudget<T>).bytes) {
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    }
-    inFlight += weight;
+  const fail = (error: unknown) => {
+    if (failed !== undefined) return;
+    failed = { error };
+    limiter.stop();
+    abort(error);
   };
-  const worker = async () => {
-    while (failed === undefined) {
-      const next = iterator.next();
-      if (next.done) return;
-      const weight = budget ? Math.max(0, budget.weigh(next.value)) : 0;
-      if (weight > 0) await reserve(weight);
-      try {
-        if (failed !== undefined) return;
-        await fn(next.value);
-      } catch (error) {
-        if (failed === undefined) {
-          failed = { error };
-          abort(error);
-        }
-      } finally {
-        if (weight > 0) {
-          inFlight -= weight;
-          for (const wake of waiting.splice(0)) wake();
-        }
-      }
+  const limiter = createLimiter({ count: limit, bytes: budget?.bytes, onError: fail });
+  try {
+    for (const item of items) {
+      const weight = budget ? Math.max(0, budget.weigh(item)) : 0;
+      if ((await limiter.start(weight, () => fn(item))) === undefined) break;
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, limit) }, worker));
+  } catch (error) {
+    fail(error);
+  }
+  await limiter.idle();
   if (failed) throw failed.error;
 }
 

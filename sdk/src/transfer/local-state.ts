@@ -147,10 +147,11 @@ export class StateWriter {
 
   /**
    * A local file whose MD5 is known, `at` the moment its stamp was read (before its MD5 was), or
-   * 0: the moment this state is written (a file this run wrote and stamped itself).
+   * 0: the moment this state is written (a file this run wrote and stamped itself). Nothing is
+   * recorded for a path with no local file (`entry` undefined) or a file whose MD5 is not known.
    */
-  record(path: string, entry: TreeEntry, at: number): void {
-    if (this.out === undefined || entry.kind !== "file" || !entry.md5 || entry.stamp === undefined) return;
+  record(path: string, entry: TreeEntry | undefined, at: number): void {
+    if (this.out === undefined || entry?.kind !== "file" || !entry.md5 || entry.stamp === undefined) return;
     try {
       this.out.write([path, entry.size ?? 0, entry.stamp, entry.md5, at] satisfies RecordedFile);
     } catch {

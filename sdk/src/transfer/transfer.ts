@@ -9,7 +9,14 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { isSafeRelativePath } from "../mirror/directory-sink.js";
 import type { TroveRestClient } from "../rest/client.js";
-import { BYTES_IN_FLIGHT, type Cancellation, createCancellation, eachLimited, fileWeight } from "../rest/in-flight.js";
+import {
+  BYTES_IN_FLIGHT,
+  type Cancellation,
+  createCancellation,
+  createLimiter,
+  eachLimited,
+  fileWeight,
+} from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
 import { NotFoundError, PreconditionFailedError, type TroveError } from "../trove-errors.js";
 import { RecordedState, StateWriter, stateFileOf } from "./local-state.js";
@@ -403,7 +410,7 @@ class OrderedRecords {
   /** A record known now. */
   add(path: string, entry: TreeEntry | undefined, at: number | undefined): void {
     if (this.writer === undefined) return;
-    if (this.waiting === 0) this.writer.record(path, entry ?? { kind: "other" }, at ?? 0);
+    if (this.waiting === 0) this.writer.record(path, entry, at ?? 0);
     else this.pending(path).settle(entry, at);
   }
 
@@ -432,7 +439,7 @@ class OrderedRecords {
     const writer = this.writer as StateWriter;
     while (this.head < this.queue.length && (this.queue[this.head] as Slot).settled) {
       const slot = this.queue[this.head] as Slot;
-      writer.record(slot.path, slot.entry ?? { kind: "other" }, slot.at ?? 0);
+      writer.record(slot.path, slot.entry, slot.at ?? 0);
       this.head += 1;
     }
     if (this.head === this.queue.length) {
@@ -484,46 +491,15 @@ export async function carryOut(
       : new StateWriter(stateFileOf(found.root, options.stateDirectory), found.root);
   const records = new OrderedRecords(state);
 
-  // What is in flight: `running` tasks holding `bytes`; the plan's reader waits for room.
   let failed: { error: unknown } | undefined;
-  let running = 0;
-  let bytes = 0;
-  let room: (() => void) | undefined;
-  const inFlight = new Set<Promise<void>>();
   const fail = (error: unknown) => {
     if (failed !== undefined) return;
     failed = { error };
+    limiter.stop();
     cancellation.abort(error);
   };
-  /**
-   * Starts `task` once there is room; resolves with the task's own promise (which may reject),
-   * wrapped so that awaiting the start does not await the task; undefined after a failure.
-   */
-  const start = async (weight: number, task: () => Promise<void>): Promise<{ task: Promise<void> } | undefined> => {
-    while (failed === undefined && running > 0 && (running >= limit || bytes + weight > budget)) {
-      await new Promise<void>((resolve) => {
-        room = resolve;
-      });
-    }
-    if (failed !== undefined) return undefined;
-    running += 1;
-    bytes += weight;
-    const own = task();
-    const tracked: Promise<void> = own.then(
-      () => {},
-      (error: unknown) => fail(error),
-    );
-    inFlight.add(tracked);
-    void tracked.finally(() => {
-      running -= 1;
-      bytes -= weight;
-      inFlight.delete(tracked);
-      const wake = room;
-      room = undefined;
-      wake?.();
-    });
-    return { task: own };
-  };
+  // What is in flight: the plan's reader waits for room.
+  const limiter = createLimiter({ count: limit, bytes: budget, onError: fail });
   // Directories whose creation is in flight: what goes in them waits for it.
   const creating = new Map<string, Promise<void>>();
 
@@ -584,7 +560,7 @@ export async function carryOut(
             // A pull's local file replaced by a directory is not recorded again.
             if (isPush || replacing === undefined) records.add(line.path, line.local, line.at);
             const parent = path === "" ? undefined : creating.get(parentOf(path));
-            const made = await start(0, async () => {
+            const made = await limiter.start(0, async () => {
               await parent;
               if (replacing && !(await run((own) => remove({ path, entry: replacing }, own)))) return;
               await run((own) => destination.makeDirectory(path, own));
@@ -610,7 +586,7 @@ export async function carryOut(
             }
             const record = records.pending(line.path);
             const parent = creating.get(parentOf(copy.path));
-            const started = await start(fileWeight(copy.size), async () => {
+            const admitted = await limiter.start(fileWeight(copy.size), async () => {
               try {
                 await parent;
                 if (replacing && !(await run((own) => remove({ path: copy.path, entry: replacing }, own)))) {
@@ -643,7 +619,7 @@ export async function carryOut(
               progress.files += 1;
               options.onProgress?.({ ...progress });
             });
-            if (started === undefined) record.settle(line.local, line.at);
+            if (admitted === undefined) record.settle(line.local, line.at);
           }
         } catch (err) {
           fail(err);
@@ -651,7 +627,7 @@ export async function carryOut(
         }
       }
     }
-    while (inFlight.size > 0) await Promise.all(inFlight);
+    await limiter.idle();
     if (failed === undefined) {
       await eachLimited(
         readLines(found.removalsFile) as Iterable<PlannedRemoval>,
@@ -667,7 +643,7 @@ export async function carryOut(
   } catch (err) {
     fail(err);
   } finally {
-    while (inFlight.size > 0) await Promise.all(inFlight);
+    await limiter.idle();
     // Kept after a failure too: every record says what a local file is, copied or not.
     state?.commit();
   }
