@@ -18,6 +18,7 @@ import {
 } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { ensureSdkBuilt, SDK_BIN } from "./build.js";
+import { readMirrorMarker } from "./support.js";
 
 // Each case starts several child processes; on a busy machine each takes up to a second.
 vi.setConfig({ testTimeout: 120_000 });
@@ -83,13 +84,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 
 /** The mirror's marker beside DIR. */
 async function marker(parent: string, name: string) {
-  return JSON.parse(await readFile(join(parent, `.${name}.trove-mirror.json`), "utf8")) as {
-    store: string;
-    path: string;
-    url: string;
-    eventId: number;
-    entries: Record<string, { tag: string; directory: boolean }>;
-  };
+  return readMirrorMarker(join(parent, `.${name}.trove-mirror.db`));
 }
 
 async function lastEventId(store: string): Promise<number> {
@@ -155,7 +150,7 @@ describe("trove mirror refuses a directory that is not its own", () => {
       expect(r.stdout).toBe("");
       expect(r.stderr).toBe(
         `trove mirror: refusing to mirror refuse/templates into ${rel}: it is not empty and is not a mirror of ` +
-          `refuse/templates (no marker case${counter}/.precious.trove-mirror.json). Choose an empty directory, or give ` +
+          `refuse/templates (no marker case${counter}/.precious.trove-mirror.db). Choose an empty directory, or give ` +
           "--force to make it one: whatever refuse/templates does not hold is then deleted from it (--dry-run --force lists what)\n",
       );
       // Not a file more, not a file less, not a byte or an mtime changed; no marker beside it.
@@ -173,7 +168,7 @@ describe("trove mirror refuses a directory that is not its own", () => {
     const r = await trove(["mirror", "other/templates", rel, "--once"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      `it is the mirror of other/templates/b (marker case${counter}/.precious.trove-mirror.json)`,
+      `it is the mirror of other/templates/b (marker case${counter}/.precious.trove-mirror.db)`,
     );
     expect(await snapshot(parent)).toEqual(before);
 
@@ -288,7 +283,7 @@ describe("trove mirror resumes from its marker", () => {
     });
     // The marker is not in the directory, and no temporary file is left beside it.
     expect((await readdir(abs)).sort()).toEqual(["a.txt", "b"]);
-    expect((await readdir(parent)).sort()).toEqual([".precious.trove-mirror.json", "precious"]);
+    expect((await readdir(parent)).sort()).toEqual([".precious.trove-mirror.db", "precious"]);
 
     await rest.put("resume", "templates/b/c.txt", "changed");
     await rest.delete("resume", "templates/a.txt");

@@ -23,7 +23,7 @@ import {
   UnauthorizedError,
 } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
-import { countingFetch, type DevServer, startDevServer } from "./support.js";
+import { countingFetch, type DevServer, readMirrorMarker, startDevServer } from "./support.js";
 
 /** Everything under `path` in the store: relative path -> contents, or "dir". */
 async function storeContents(rest: TroveRestClient, store: string, path = ""): Promise<Map<string, string>> {
@@ -220,8 +220,7 @@ describe("mirror", () => {
     await first.done;
     expect(first.stats).toMatchObject({ listings: 1, downloads: 10 });
     expect(sorted(await localContents(target))).toEqual(sorted(await storeContents(rest, store)));
-    const cursorFile = join(target, "..", ".out.trove-mirror.json");
-    const saved = JSON.parse(await readFile(cursorFile, "utf8")) as { eventId: number };
+    const saved = readMirrorMarker(join(target, "..", ".out.trove-mirror.db"));
     expect(saved.eventId).toBe(await lastEventId(rest, store));
 
     await rest.put(store, "a/3.txt", "changed");

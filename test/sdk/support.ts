@@ -4,11 +4,13 @@
 // can hold requests back and rewrite directory listings.
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createHttpServer, request, type Server } from "node:http";
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { openDevIssuer } from "../../src/auth/dev-issuer.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { SDK_BIN } from "./build.js";
@@ -235,4 +237,43 @@ export async function startRewritingProxy(
   servers.add(proxy);
   await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+}
+
+/** What a mirror's marker (its SQLite database) says, read as a client of the file would. */
+export function readMirrorMarker(file: string): {
+  store: string;
+  path: string;
+  url: string | undefined;
+  eventId: number;
+  entries: Record<string, { tag: string; directory: boolean }>;
+} {
+  // Read-write, so that closing it leaves no -wal or -shm file behind (a read-only reader of a
+  // database in WAL mode does); the file must exist.
+  if (!existsSync(file)) throw new Error(`no marker ${file}`);
+  const db = new DatabaseSync(file);
+  try {
+    const meta = new Map(
+      (db.prepare("SELECT key, value FROM meta").all() as { key: string; value: string }[]).map((r) => [
+        r.key,
+        r.value,
+      ]),
+    );
+    const entries: Record<string, { tag: string; directory: boolean }> = {};
+    for (const r of db.prepare("SELECT path, tag, directory FROM entries ORDER BY path").all() as {
+      path: string;
+      tag: string;
+      directory: number;
+    }[]) {
+      entries[r.path] = { tag: r.tag, directory: r.directory === 1 };
+    }
+    return {
+      store: meta.get("store") ?? "",
+      path: meta.get("path") ?? "",
+      url: meta.get("url"),
+      eventId: Number(meta.get("eventId") ?? -1),
+      entries,
+    };
+  } finally {
+    db.close();
+  }
 }

@@ -17,10 +17,10 @@ function size(n: number): string {
   return n < 1024 ? `${n} byte${n === 1 ? "" : "s"}` : bytes(n);
 }
 
-/** The marker's default place, as DirectorySink puts it: `.{name}.trove-mirror.json` beside DIR. */
+/** The marker's default place, as DirectorySink puts it: `.{name}.trove-mirror.db` beside DIR. */
 function defaultMarker(dir: string): string {
   const trimmed = dir.replace(/\/+$/, "") || dir;
-  return join(dirname(trimmed), `.${basename(trimmed)}.trove-mirror.json`);
+  return join(dirname(trimmed), `.${basename(trimmed)}.trove-mirror.db`);
 }
 
 export const MIRROR_COMMAND: Command = {
@@ -32,10 +32,11 @@ written to a temporary file and renamed.
 
 DIR belongs to the mirror: what the store does not hold is deleted from it. So the mirror
 refuses (exit 2, nothing changed) a DIR that is not empty and is not already the mirror of the
-same STORE/PATH, unless --force. The marker that makes DIR a mirror is .DIR.trove-mirror.json
-beside DIR: store, path, server URL, the cursor and the tag of every file, written to a
-temporary file and renamed after every batch. A restart continues from its cursor and copies
-only what changed.
+same STORE/PATH, unless --force. The marker that makes DIR a mirror is .DIR.trove-mirror.db
+beside DIR, an SQLite database: store, path, server URL, the cursor and the tag of every file,
+committed after every batch (a marker .DIR.trove-mirror.json of an earlier version is taken
+over). A restart continues from its cursor and copies only what changed. Memory does not grow
+with the tree.
 
 Every run ends with a one-line summary on stderr: files written, deleted, bytes, time, cursor
 (-q: nothing but errors and retries, no progress bar, no summary).

@@ -1,21 +1,26 @@
 // The default mirror sink: a local directory, each file written to a temporary
 // file beside it and renamed into place, and the mirror's state (cursor and the
-// tags it holds) in a JSON marker file next to the directory, also written to a
-// temporary file and renamed.
+// tags it holds) in an SQLite database next to the directory, the marker
+// (state-database.ts). The JSON marker of earlier versions is taken over.
 
 import { randomUUID } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFileSync, createWriteStream, existsSync, mkdtempSync } from "node:fs";
+import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { replaceFileSync } from "../transfer/replace-file.js";
 import type { MirrorSink, MirrorState } from "./sink.js";
+import { MirrorDatabase } from "./state-database.js";
 
 export interface DirectorySinkOptions {
   /** The directory kept equal to the store or subtree. It is created if missing. */
   target: string;
-  /** Where the state (the marker) is kept; default `.{name}.trove-mirror.json` beside the target. */
+  /**
+   * Where the state (the marker, an SQLite database) is kept; default `.{name}.trove-mirror.db`
+   * beside the target. A file here holding the JSON marker of earlier versions is converted.
+   */
   stateFile?: string;
 }
 
@@ -34,6 +39,8 @@ export function under(root: string, path: string): string {
 export class DirectorySink implements MirrorSink {
   readonly root: string;
   readonly stateFile: string;
+  /** The JSON marker of earlier versions, taken over once: `.{name}.trove-mirror.json` beside the target. */
+  readonly legacyStateFile: string;
   /** Temporary files live here, on the same file system as the target, so rename is atomic. */
   readonly tempDir: string;
 
@@ -41,7 +48,9 @@ export class DirectorySink implements MirrorSink {
     this.root = resolve(options.target);
     const parent = dirname(this.root);
     const name = basename(this.root);
-    this.stateFile = resolve(options.stateFile ?? join(parent, `.${name}.trove-mirror.json`));
+    this.stateFile = resolve(options.stateFile ?? join(parent, `.${name}.trove-mirror.db`));
+    this.legacyStateFile =
+      options.stateFile === undefined ? join(parent, `.${name}.trove-mirror.json`) : this.stateFile;
     this.tempDir = join(parent, `.${name}.trove-tmp`);
   }
 
@@ -51,31 +60,94 @@ export class DirectorySink implements MirrorSink {
 
   /** The mirror's own files when they are inside the target (a cursor file chosen there): never content. */
   private own(full: string): boolean {
-    return full === this.stateFile || full === this.tempDir || full.startsWith(`${this.tempDir}/`);
+    const state = this.stateFile;
+    return (
+      full === state ||
+      full === `${state}-wal` ||
+      full === `${state}-shm` ||
+      full === `${state}-journal` ||
+      full === `${state}.new` ||
+      full === `${state}.new-wal` ||
+      full === `${state}.new-shm` ||
+      full === this.legacyStateFile ||
+      full === this.tempDir ||
+      full.startsWith(`${this.tempDir}/`)
+    );
   }
 
-  async loadState(): Promise<MirrorState | undefined> {
+  /** The JSON marker of earlier versions, if there is one (an unreadable one is none). */
+  private async legacyState(): Promise<MirrorState | undefined> {
     let text: string;
     try {
-      text = await readFile(this.stateFile, "utf8");
+      const file = await open(this.legacyStateFile, "r");
+      try {
+        // A database begins "SQLite format 3"; the old marker is a JSON object.
+        const head = Buffer.alloc(1);
+        await file.read(head, 0, 1, 0);
+        if (head.toString() !== "{") return undefined;
+      } finally {
+        await file.close();
+      }
+      text = await readFile(this.legacyStateFile, "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw err;
     }
     try {
       const state = JSON.parse(text) as MirrorState;
-      return state.version === 1 ? state : undefined;
+      return state.version === 1 && typeof state.entries === "object" ? state : undefined;
     } catch {
-      return undefined; // unreadable: start over with a full copy
+      return undefined; // unreadable: as if there were none
     }
   }
 
-  async saveState(state: MirrorState): Promise<void> {
-    await mkdir(this.tempDir, { recursive: true });
-    const tmp = join(this.tempDir, `state-${randomUUID()}`);
-    await writeFile(tmp, JSON.stringify(state));
+  /** The database in `file`; one that is not a mirror's database is a clear error, nothing changed. */
+  private openDatabase(file: string, removeOnClose?: string): MirrorDatabase {
+    try {
+      return MirrorDatabase.open(file, removeOnClose);
+    } catch (err) {
+      throw new Error(
+        `the mirror's marker ${this.stateFile} is not a mirror's database (${(err as Error).message}): move it away, and give --force to mirror into ${this.root} again`,
+      );
+    }
+  }
+
+  async openStateDatabase({ dryRun }: { dryRun: boolean }): Promise<MirrorDatabase> {
+    const legacy = await this.legacyState();
+    if (dryRun) {
+      // Nothing of a dry run may last: the database is read from a copy, removed at the end.
+      if (legacy === undefined && existsSync(this.stateFile)) {
+        const copy = mkdtempSync(join(tmpdir(), "trove-mirror-dry-run-"));
+        const file = join(copy, "state.db");
+        copyFileSync(this.stateFile, file);
+        if (existsSync(`${this.stateFile}-wal`)) copyFileSync(`${this.stateFile}-wal`, `${file}-wal`);
+        return this.openDatabase(file, copy);
+      }
+      return MirrorDatabase.fromState(legacy);
+    }
     await mkdir(dirname(this.stateFile), { recursive: true });
-    await rename(tmp, this.stateFile);
+    if (legacy !== undefined && this.legacyStateFile === this.stateFile) {
+      // A cursor file of an earlier version: converted in place (a database beside it, renamed over it).
+      const tmp = `${this.stateFile}.${randomUUID()}.tmp`;
+      const converted = MirrorDatabase.open(tmp);
+      converted.importState(legacy);
+      converted.close();
+      await rename(tmp, this.stateFile);
+      return this.openDatabase(this.stateFile);
+    }
+    if (legacy === undefined && !existsSync(this.stateFile)) {
+      // Created under another name, renamed by its first commit: a refused mirror leaves nothing.
+      const fresh = `${this.stateFile}.new`;
+      for (const suffix of ["", "-wal", "-shm"]) await rm(`${fresh}${suffix}`, { force: true });
+      return MirrorDatabase.create(fresh, this.stateFile);
+    }
+    const db = this.openDatabase(this.stateFile);
+    if (legacy !== undefined && db.identity() === undefined) {
+      db.importState(legacy);
+      // Committed: the old marker goes.
+      await rm(this.legacyStateFile, { force: true });
+    }
+    return db;
   }
 
   async writeFile(path: string, body: ReadableStream<Uint8Array>): Promise<void> {
@@ -124,19 +196,19 @@ export class DirectorySink implements MirrorSink {
     await rm(under(this.root, path), { recursive: true, force: true });
   }
 
-  async listPaths(): Promise<Map<string, boolean>> {
-    const out = new Map<string, boolean>();
-    const walk = async (dir: string, prefix: string): Promise<void> => {
+  /** Everything in the directory, one entry at a time (one directory's names held at once). */
+  async *eachPath(): AsyncGenerator<[string, boolean]> {
+    const self = this;
+    async function* walk(dir: string, prefix: string): AsyncGenerator<[string, boolean]> {
       const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const e of entries) {
-        if (this.own(join(dir, e.name))) continue;
+        if (self.own(join(dir, e.name))) continue;
         const rel = prefix === "" ? e.name : `${prefix}/${e.name}`;
-        out.set(rel, e.isDirectory());
-        if (e.isDirectory()) await walk(join(dir, e.name), rel);
+        yield [rel, e.isDirectory()];
+        if (e.isDirectory()) yield* walk(join(dir, e.name), rel);
       }
-    };
-    await walk(this.root, "");
-    return out;
+    }
+    yield* walk(this.root, "");
   }
 
   async close(): Promise<void> {

@@ -18,7 +18,8 @@ import { createCancellation, eachLimited, fileBudget, readWhole, WHOLE_FILE_BYTE
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
 import { ConnectionError, isNotFoundError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
-import type { MirrorSink, MirrorState } from "./sink.js";
+import type { MirrorSink } from "./sink.js";
+import { MirrorDatabase, type MirrorIdentity } from "./state-database.js";
 
 export interface MirrorOptions {
   /** A REST client to use; or give baseUrl (and auth). */
@@ -153,7 +154,10 @@ export class StoreMirror extends EventEmitter {
   readonly store: string;
   /** The mirrored subtree, without leading or trailing "/". */
   readonly path: string;
-  private state!: MirrorState;
+  /** Whose mirror this is, and the last event applied (written to `db` with each commit). */
+  private state!: MirrorIdentity;
+  /** The tags of what the sink holds, one entry read or written at a time. */
+  private db: MirrorDatabase | undefined;
   private readonly rest: TroveRestClient;
   private readonly sink: MirrorSink;
   private readonly controller = new AbortController();
@@ -226,17 +230,26 @@ export class StoreMirror extends EventEmitter {
 
   private async run(): Promise<void> {
     const started = performance.now();
-    await this.prepare();
     try {
-      await this.follow();
-    } catch (err) {
+      await this.prepare();
+      try {
+        await this.follow();
+      } catch (err) {
+        await this.close();
+        this.summarize(started);
+        throw err;
+      }
       await this.close();
       this.summarize(started);
-      throw err;
+      this.note({ type: "stop", eventId: this.state.eventId });
+    } finally {
+      // What was not committed (a batch cut short, all of a dry run) is dropped.
+      this.db?.close();
     }
-    await this.close();
-    this.summarize(started);
-    this.note({ type: "stop", eventId: this.state.eventId });
+  }
+
+  private get entries(): MirrorDatabase {
+    return this.db as MirrorDatabase;
   }
 
   private summarize(started: number): void {
@@ -246,23 +259,39 @@ export class StoreMirror extends EventEmitter {
     this.note({ type: "summary", written, removed, bytes, ms, eventId, dryRun: this.dryRun });
   }
 
+  /** Whether the sink holds anything; undefined when it cannot tell. */
+  private async sinkHoldsAny(): Promise<boolean | undefined> {
+    if (this.sink.eachPath) {
+      for await (const _ of this.sink.eachPath()) return true;
+      return false;
+    }
+    if (this.sink.listPaths) return (await this.sink.listPaths()).size > 0;
+    return undefined;
+  }
+
   /** Reads the marker, refuses a target that is not this mirror's own, and opens the sink. */
   private async prepare(): Promise<void> {
-    const saved = await this.sink.loadState();
-    const local = await this.sink.listPaths?.();
+    this.db = this.sink.openStateDatabase
+      ? await this.sink.openStateDatabase({ dryRun: this.dryRun })
+      : MirrorDatabase.fromState(await this.sink.loadState?.());
+    const saved = this.db.identity();
+    const holds = await this.sinkHoldsAny();
     const own = saved !== undefined && saved.store === this.store && saved.path === this.path;
-    if (local !== undefined && local.size > 0 && !own && !this.options.force) {
+    if (holds === true && !own && !this.options.force) {
       const target = typeof this.options.target === "string" ? this.options.target : "the sink";
       const found = saved ? { store: saved.store, path: saved.path } : undefined;
       throw new MirrorRefusedError(target, this.sink.stateLocation, found, this.store, this.path);
     }
     // A cursor of another server means nothing here; nor does one whose copy was emptied since.
     const sameServer = saved?.url === undefined || saved.url === this.rest.baseUrl;
-    const emptied = local !== undefined && local.size === 0 && Object.keys(saved?.entries ?? {}).some((p) => p !== "");
+    const emptied = holds === false && this.db.holdsAny();
     const resumed = own && sameServer && !emptied && saved.eventId >= 0;
     this.state = resumed
       ? { ...saved, url: this.rest.baseUrl }
-      : { version: 1, store: this.store, path: this.path, url: this.rest.baseUrl, eventId: -1, entries: {} };
+      : { store: this.store, path: this.path, url: this.rest.baseUrl, eventId: -1 };
+    // Written with the first commit (after the first copy): a mirror stopped before keeps what it had.
+    if (!resumed) this.db.clear();
+    this.db.setIdentity(this.state);
     if (!this.dryRun) await this.sink.open?.();
     this.note({ type: "start", resumed, eventId: this.state.eventId, dryRun: this.dryRun });
   }
@@ -271,8 +300,12 @@ export class StoreMirror extends EventEmitter {
     if (!this.dryRun) await this.sink.close?.().catch(() => {});
   }
 
+  /** Commits the entries and the cursor (a sink of one record gets the whole state). */
   private async save(): Promise<void> {
-    if (!this.dryRun) await this.sink.saveState(this.state);
+    if (this.dryRun) return;
+    this.entries.setEventId(this.state.eventId);
+    this.entries.commit();
+    if (!this.sink.openStateDatabase) await this.sink.saveState?.(this.entries.toState());
   }
 
   private async follow(): Promise<void> {
@@ -470,7 +503,7 @@ export class StoreMirror extends EventEmitter {
     }
     if (e.operation === "delete") {
       // Deleting a directory deletes what it held: their events come too, for entries gone by then.
-      if (rel === "" || rel in this.state.entries) return this.removeLocal(rel);
+      if (rel === "" || this.entries.get(rel) !== undefined) return this.removeLocal(rel);
       if (!this.dryRun) await this.sink.remove(rel);
       return;
     }
@@ -478,27 +511,25 @@ export class StoreMirror extends EventEmitter {
       await this.makeDirectory(rel, e.tag);
       return;
     }
-    if (this.state.entries[rel]?.tag === e.tag) return;
+    if (this.entries.get(rel)?.tag === e.tag) return;
     await this.download(rel);
   }
 
-  private async removeLocal(rel: string, directory = this.state.entries[rel]?.directory ?? rel === ""): Promise<void> {
+  private async removeLocal(rel: string, directory = this.entries.get(rel)?.directory ?? rel === ""): Promise<void> {
     if (!this.dryRun) await this.sink.remove(rel);
-    for (const p of Object.keys(this.state.entries)) {
-      if (rel === "" || p === rel || p.startsWith(`${rel}/`)) delete this.state.entries[p];
-    }
+    this.entries.deleteTree(rel);
     this.stats.removals += 1;
     this.note({ type: "remove", path: rel, directory });
   }
 
   private async makeDirectory(rel: string, tag: string): Promise<void> {
-    const known = this.state.entries[rel];
+    const known = this.entries.get(rel);
     if (known && !known.directory) await this.removeLocal(rel);
     if (!known?.directory) {
       if (!this.dryRun) await this.sink.makeDirectory(rel);
       this.note({ type: "directory", path: rel, tag });
     }
-    this.state.entries[rel] = { tag, directory: true };
+    this.entries.set(rel, { tag, directory: true });
   }
 
   private storePath(rel: string): string {
@@ -531,7 +562,7 @@ export class StoreMirror extends EventEmitter {
     got: GetResult<ReadableStream<Uint8Array>> & { notModified: false },
     signal: AbortSignal,
   ): Promise<void> {
-    const known = this.state.entries[rel];
+    const known = this.entries.get(rel);
     if (known?.directory) await this.removeLocal(rel);
     let size = 0;
     const info = { tag: got.tag, type: got.type };
@@ -551,7 +582,7 @@ export class StoreMirror extends EventEmitter {
       );
       await this.sink.writeFile(rel, counted, info);
     }
-    this.state.entries[rel] = { tag: got.tag, directory: false };
+    this.entries.set(rel, { tag: got.tag, directory: false });
     this.stats.downloads += 1;
     this.stats.bytes += size;
     this.note({ type: "write", path: rel, tag: got.tag, size });
@@ -569,9 +600,9 @@ export class StoreMirror extends EventEmitter {
         throw err;
       }
     }
-    if (this.state.entries[rel]?.directory) await this.removeLocal(rel, true);
+    if (this.entries.get(rel)?.directory) await this.removeLocal(rel, true);
     const size = info.size ?? 0;
-    this.state.entries[rel] = { tag: info.tag, directory: false };
+    this.entries.set(rel, { tag: info.tag, directory: false });
     this.stats.downloads += 1;
     this.stats.bytes += size;
     this.note({ type: "write", path: rel, tag: info.tag, size });
@@ -592,7 +623,7 @@ export class StoreMirror extends EventEmitter {
       if (this.stopWhenUpToDate || this.options.retry === false) throw err;
       throw new StoreMissing(`store ${this.store} does not exist`);
     }
-    const byTags = reason === "reset" && features.includes("sync-recursive") && "" in this.state.entries;
+    const byTags = reason === "reset" && features.includes("sync-recursive") && this.entries.get("") !== undefined;
     this.note({ type: "sync", reason, eventId, strategy: byTags ? "directory-tags" : "recursive-listing" });
     const counts = { written: 0, removed: 0, skipped: 0 };
     if (byTags) await this.reconcileByTags("", counts);
@@ -614,58 +645,88 @@ export class StoreMirror extends EventEmitter {
     }
   }
 
-  /** sync-snapshot stores (and first copies): one recursive listing, compared with what the sink holds. */
+  /**
+   * sync-snapshot stores (and first copies): one recursive listing, compared with what the sink
+   * holds. Both are read into scratch tables of the state's database as they arrive, and compared
+   * there: nothing is held in memory for the tree.
+   */
   private async reconcileByListing(counts: { written: number; removed: number; skipped: number }): Promise<void> {
-    const listing = await this.listDirectory("", true);
-    const remote = new Map<string, { tag: string; directory: boolean; size: number | undefined }>();
-    if (listing) {
-      remote.set("", { tag: listing.tag, directory: true, size: undefined });
-      for (const e of listing.entries) {
-        if (!e.deleted) remote.set(e.name, { tag: e.tag, directory: e.directory, size: e.size });
-      }
+    const db = this.entries;
+    db.run(
+      "CREATE TEMP TABLE IF NOT EXISTS remote (path TEXT PRIMARY KEY, tag TEXT NOT NULL, directory INTEGER NOT NULL, size INTEGER) WITHOUT ROWID",
+    );
+    db.run("CREATE TEMP TABLE IF NOT EXISTS local (path TEXT PRIMARY KEY, directory INTEGER NOT NULL) WITHOUT ROWID");
+    db.run("DELETE FROM temp.remote");
+    db.run("DELETE FROM temp.local");
+    const addRemote = "INSERT INTO temp.remote (path, tag, directory, size) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
+    this.stats.listings += 1;
+    let listed = false;
+    try {
+      await this.requests.run(async (signal) => {
+        const listing = await this.rest.listStream(this.store, this.storePath(""), { recursive: true, signal });
+        db.run(addRemote, "", listing.tag, 1, null);
+        for await (const batch of listing.batches) {
+          for (const e of batch) if (!e.deleted) db.run(addRemote, e.name, e.tag, e.directory ? 1 : 0, e.size ?? null);
+        }
+      });
+      listed = true;
+    } catch (err) {
+      if (!isNotFoundError(err)) throw err;
     }
-    const local =
-      (await this.sink.listPaths?.()) ?? new Map(Object.entries(this.state.entries).map(([p, e]) => [p, e.directory]));
+    const addLocal = "INSERT INTO temp.local (path, directory) VALUES (?, ?) ON CONFLICT DO NOTHING";
+    const listsItself = this.sink.eachPath !== undefined || this.sink.listPaths !== undefined;
+    if (this.sink.eachPath) for await (const [p, d] of this.sink.eachPath()) db.run(addLocal, p, d ? 1 : 0);
+    else if (this.sink.listPaths) for (const [p, d] of await this.sink.listPaths()) db.run(addLocal, p, d ? 1 : 0);
+    else db.run("INSERT INTO temp.local (path, directory) SELECT path, directory FROM entries WHERE path <> ''");
+    db.run("DELETE FROM temp.local WHERE path = ''");
+
     // Strays, and entries whose kind changed, go first; a removed directory takes its contents along.
-    const removedDirs = new Set<string>();
-    const insideRemoved = (p: string) =>
-      p.split("/").some((_, i, a) => i > 0 && removedDirs.has(a.slice(0, i).join("/")));
-    for (const p of [...local.keys()].sort()) {
-      if (p === "" || insideRemoved(p)) continue;
-      const r = remote.get(p);
-      if (!r || r.directory !== local.get(p)) {
-        await this.removeLocal(p, local.get(p) === true);
-        counts.removed += 1;
-        if (local.get(p)) removedDirs.add(p);
-      }
+    for (let after = ""; ; ) {
+      const stray = db.row<{ path: string; directory: number }>(
+        "SELECT l.path, l.directory FROM temp.local l LEFT JOIN temp.remote r ON r.path = l.path WHERE l.path > ? AND (r.path IS NULL OR r.directory <> l.directory) ORDER BY l.path LIMIT 1",
+        after,
+      );
+      if (stray === undefined) break;
+      await this.removeLocal(stray.path, stray.directory === 1);
+      counts.removed += 1;
+      if (stray.directory === 1)
+        db.run("DELETE FROM temp.local WHERE path >= ? AND path < ?", `${stray.path}/`, `${stray.path}0`);
+      after = stray.path;
     }
-    for (const p of Object.keys(this.state.entries)) {
-      if (!remote.has(p) && p !== "") delete this.state.entries[p];
-    }
+    db.run("DELETE FROM entries WHERE path NOT IN (SELECT path FROM temp.remote)");
     // Directories first (a listing names a parent before its children), then the files, several at once.
-    const files: [string, { tag: string; size: number | undefined }][] = [];
-    for (const [p, r] of remote) {
+    for (const d of db.rows<{ path: string; tag: string }>(
+      "SELECT path, tag FROM temp.remote WHERE directory = 1 ORDER BY path",
+    )) {
       if (this.signal.aborted) return;
-      if (r.directory) {
-        if (p === "") this.state.entries[""] = { tag: r.tag, directory: true };
-        else await this.makeDirectory(p, r.tag);
-        continue;
-      }
-      const present = this.sink.listPaths ? local.get(p) === false : true;
-      if (present && this.state.entries[p]?.tag === r.tag) counts.skipped += 1;
-      else files.push([p, r]);
+      if (d.path === "") db.set("", { tag: d.tag, directory: true });
+      else await this.makeDirectory(d.path, d.tag);
     }
+    // What differs: missing from the sink (when it can tell), or of another tag than the one held.
+    db.run(
+      "CREATE TEMP TABLE IF NOT EXISTS todo (path TEXT PRIMARY KEY, tag TEXT NOT NULL, size INTEGER) WITHOUT ROWID",
+    );
+    db.run("DELETE FROM temp.todo");
+    db.run(
+      `INSERT INTO temp.todo (path, tag, size) SELECT r.path, r.tag, r.size FROM temp.remote r LEFT JOIN entries e ON e.path = r.path
+       WHERE r.directory = 0 AND (e.tag IS NOT r.tag${listsItself ? " OR NOT EXISTS (SELECT 1 FROM temp.local l WHERE l.path = r.path AND l.directory = 0)" : ""})`,
+    );
+    const files = db.row<{ n: number }>("SELECT count(*) AS n FROM temp.remote WHERE directory = 0")?.n ?? 0;
+    const todo = db.row<{ n: number }>("SELECT count(*) AS n FROM temp.todo")?.n ?? 0;
+    counts.skipped += files - todo;
     await eachLimited(
-      files,
+      db.rows<{ path: string; tag: string; size: number | null }>(
+        "SELECT path, tag, size FROM temp.todo ORDER BY path",
+      ),
       this.transfers,
-      async ([p, r]) => {
+      async (r) => {
         if (this.signal.aborted) return;
-        if (await this.download(p, r)) counts.written += 1;
+        if (await this.download(r.path, { tag: r.tag, size: r.size ?? undefined })) counts.written += 1;
       },
       undefined,
-      fileBudget(([, r]) => r.size ?? 0),
+      fileBudget((r) => r.size ?? 0),
     );
-    if (!listing) delete this.state.entries[""];
+    if (!listed) db.delete("");
   }
 
   /** sync-recursive stores: walk down only into directories whose tag changed. */
@@ -678,14 +739,14 @@ export class StoreMirror extends EventEmitter {
       if (rel === "") await this.removeLocal("");
       return;
     }
-    if (this.state.entries[rel]?.tag === listing.tag) {
+    if (this.entries.get(rel)?.tag === listing.tag) {
       counts.skipped += 1;
       return;
     }
     const prefix = rel === "" ? "" : `${rel}/`;
     const names = new Set(listing.entries.filter((e) => !e.deleted).map((e) => prefix + e.name));
-    for (const p of Object.keys(this.state.entries)) {
-      if (p !== rel && p.startsWith(prefix) && !p.slice(prefix.length).includes("/") && !names.has(p)) {
+    for (const [p] of this.entries.children(rel)) {
+      if (!names.has(p)) {
         await this.removeLocal(p);
         counts.removed += 1;
       }
@@ -694,7 +755,7 @@ export class StoreMirror extends EventEmitter {
       if (this.signal.aborted) return;
       if (e.deleted) continue;
       const p = prefix + e.name;
-      const known = this.state.entries[p];
+      const known = this.entries.get(p);
       if (e.directory) {
         if (known?.directory && known.tag === e.tag) {
           counts.skipped += 1;
@@ -711,7 +772,7 @@ export class StoreMirror extends EventEmitter {
       if (await this.download(p, e)) counts.written += 1;
     }
     // Only now is everything below in sync with this tag.
-    this.state.entries[rel] = { tag: listing.tag, directory: true };
+    this.entries.set(rel, { tag: listing.tag, directory: true });
   }
 }
 

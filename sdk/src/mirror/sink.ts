@@ -1,6 +1,8 @@
 // Where a mirror puts what it copies: a local directory (DirectorySink) or
 // anything that implements MirrorSink.
 
+import type { MirrorDatabase } from "./state-database.js";
+
 /**
  * What a mirror remembers between runs: its cursor and the tag of everything it holds. For a
  * directory it is also the marker that makes the directory this mirror's own.
@@ -18,11 +20,22 @@ export interface MirrorState {
   entries: Record<string, { tag: string; directory: boolean }>;
 }
 
+/**
+ * A sink keeps the mirror's state either as one record (`loadState` and `saveState`: the whole
+ * state, every entry's tag, read at the start and written after each batch) or in a database
+ * (`openStateDatabase`: one entry read or written at a time, so that memory does not grow with
+ * the tree). DirectorySink does the latter.
+ */
 export interface MirrorSink {
   /** Prepares the sink (e.g. creates the directory, drops temporary leftovers). */
   open?(): Promise<void>;
-  loadState(): Promise<MirrorState | undefined>;
-  saveState(state: MirrorState): Promise<void>;
+  loadState?(): Promise<MirrorState | undefined>;
+  saveState?(state: MirrorState): Promise<void>;
+  /**
+   * The state as a database, instead of loadState/saveState. With `dryRun`, nothing the mirror
+   * writes to it may last (nor may it be created): a copy, or one in memory.
+   */
+  openStateDatabase?(options: { dryRun: boolean }): Promise<MirrorDatabase>;
   /** Replaces the file at `path` (relative, "/"-separated) with `body`, atomically. Parents may be missing. */
   writeFile(path: string, body: ReadableStream<Uint8Array>, info: { tag: string; type: string }): Promise<void>;
   /**
@@ -40,6 +53,8 @@ export interface MirrorSink {
    * `open`: a sink that does not exist yet holds nothing.
    */
   listPaths?(): Promise<Map<string, boolean>>;
+  /** As `listPaths` (and preferred to it), one entry at a time, in any order: nothing held for the tree. */
+  eachPath?(): AsyncIterable<[path: string, directory: boolean]>;
   /** Called once the mirror stops (after `open`; not in a dry run): e.g. drops temporary files. */
   close?(): Promise<void>;
   /** Where the state is kept, for messages. */
