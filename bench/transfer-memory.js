@@ -1,8 +1,9 @@
-// Client peak memory of `trove push` and `trove pull` (issue 31: under 100 MB whatever the tree's
+// Client peak memory of `trove push`, `trove pull` and `trove mirror --once` (issue 31: under 100 MB whatever the tree's
 // size) against `trove serve` on the embedded store: the bench tree of bench/transfers.js (10,020
 // files of 2-8 KiB and 1 MiB) and a tree of many small files (100,000 of 0.5-1.5 KiB by default).
 // Each run's wall time, client CPU and peak RSS come from GNU time, also of a second pull and
-// push with nothing changed (the local state read beside the listing); `node -e 0` and `trove
+// push with nothing changed (the local state read beside the listing), and of a first and a second
+// `mirror --once` (its state in an SQLite database beside the copy); `node -e 0` and `trove
 // --version` are measured in the same run as the floor (the node binary's own pages). Every
 // download is compared with `diff -r`.
 //
@@ -68,10 +69,24 @@ async function main() {
       // Nothing changed on either side: the listing, the walk and the local state read side by side.
       rows.push(row(`pull again, nothing changed (${tree.name})`, cli("pull", `home/tree${i}`, target), floor));
       rows.push(row(`push again, nothing changed (${tree.name})`, cli("push", source, `home/tree${i}`), floor));
-      const diff = spawnSync("diff", ["-r", "-q", source, target], { encoding: "utf8" });
-      if (diff.status !== 0) throw new Error(`diff -r ${source} ${target}: ${diff.stdout}${diff.stderr}`);
+      // The mirror: its first copy (the listing and the walk compared in its state database), then
+      // a run with nothing to do (resumed from its cursor).
+      const mirrored = join(work, `mirrored${i}`);
+      const mirror = (label) =>
+        row(
+          `${label} (${tree.name})`,
+          cli("mirror", `home/tree${i}`, mirrored, "--once", "--transfers", values.transfers),
+          floor,
+        );
+      rows.push(mirror("first `mirror --once`"));
+      rows.push(mirror("`mirror --once` again, nothing changed"));
+      for (const copy of [target, mirrored]) {
+        const diff = spawnSync("diff", ["-r", "-q", source, copy], { encoding: "utf8" });
+        if (diff.status !== 0) throw new Error(`diff -r ${source} ${copy}: ${diff.stdout}${diff.stderr}`);
+      }
       rmSync(source, { recursive: true, force: true });
       rmSync(target, { recursive: true, force: true });
+      rmSync(mirrored, { recursive: true, force: true });
     }
   } finally {
     await server.stop();

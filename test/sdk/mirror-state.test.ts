@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, type MirrorEvent, mirror, type TroveRestClient } from "../../sdk/src/index.js";
 import { startServer, type TestServer } from "../support/server.js";
-import { readMirrorMarker } from "./support.js";
+import { ensureSdkBuilt } from "./build.js";
+import { readMirrorMarker, runTrove } from "./support.js";
 
 let server: TestServer;
 let rest: TroveRestClient;
@@ -131,7 +132,20 @@ describe("issue 31: the mirror's state, an SQLite database beside DIR", () => {
     );
     expect(await readdir(target)).toEqual(["keep.txt"]);
     expect((await readdir(parent)).sort()).toEqual([".out.trove-mirror.db", "out"]);
-  });
+
+    // The CLI: exit 1 with the same reason on stderr, nothing changed.
+    await ensureSdkBuilt();
+    const cli = await runTrove(["mirror", "state-garbage", "out", "--once"], {
+      cwd: parent,
+      env: { PATH: process.env.PATH, HOME: work, TROVE_URL: server.url },
+    });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain(
+      `the mirror's marker ${join(parent, ".out.trove-mirror.db")} is not a mirror's database (file is not a database): move it away to start the mirror over`,
+    );
+    expect(await readdir(target)).toEqual(["keep.txt"]);
+    expect((await readdir(parent)).sort()).toEqual([".out.trove-mirror.db", "out"]);
+  }, 120_000);
 
   it("a full resync of 3,000 entries after a reset: strays removed, a kind changed, same tags skipped, the rest copied", async () => {
     // sync-snapshot store: a reset relists the whole tree and compares it in the database's scratch tables.

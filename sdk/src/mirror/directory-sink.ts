@@ -107,7 +107,7 @@ export class DirectorySink implements MirrorSink {
       return MirrorDatabase.open(file, removeOnClose);
     } catch (err) {
       throw new Error(
-        `the mirror's marker ${this.stateFile} is not a mirror's database (${(err as Error).message}): move it away, and give --force to mirror into ${this.root} again`,
+        `the mirror's marker ${this.stateFile} is not a mirror's database (${(err as Error).message}): move it away to start the mirror over`,
       );
     }
   }

@@ -10,3 +10,4 @@ export {
   StoreMirror,
 } from "./mirror.js";
 export type { MirrorSink, MirrorState } from "./sink.js";
+export { type MirrorEntry, type MirrorIdentity, MirrorDatabase } from "./state-database.js";
