@@ -10,4 +10,4 @@ export {
   StoreMirror,
 } from "./mirror.js";
 export type { MirrorSink, MirrorState } from "./sink.js";
-export { type MirrorEntry, type MirrorIdentity, MirrorDatabase } from "./state-database.js";
+export { MirrorDatabase, type MirrorEntry, type MirrorIdentity } from "./state-database.js";

@@ -19,7 +19,7 @@ import type { FeedChange, FeedEvent } from "../rest/poll.js";
 import { ConnectionError, isNotFoundError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink } from "./sink.js";
-import { MirrorDatabase, type MirrorIdentity } from "./state-database.js";
+import { MirrorDatabase, type MirrorIdentity, PAGE } from "./state-database.js";
 
 export interface MirrorOptions {
   /** A REST client to use; or give baseUrl (and auth). */
@@ -658,15 +658,18 @@ export class StoreMirror extends EventEmitter {
     db.run("CREATE TEMP TABLE IF NOT EXISTS local (path TEXT PRIMARY KEY, directory INTEGER NOT NULL) WITHOUT ROWID");
     db.run("DELETE FROM temp.remote");
     db.run("DELETE FROM temp.local");
-    const addRemote = "INSERT INTO temp.remote (path, tag, directory, size) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING";
+    // A batch of the listing in one statement: its entries as one JSON array.
+    const addRemote =
+      "INSERT INTO temp.remote (path, tag, directory, size) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?) WHERE true ON CONFLICT DO NOTHING";
     this.stats.listings += 1;
     let listed = false;
     try {
       await this.requests.run(async (signal) => {
         const listing = await this.rest.listStream(this.store, this.storePath(""), { recursive: true, signal });
-        db.run(addRemote, "", listing.tag, 1, null);
+        db.run(addRemote, JSON.stringify([["", listing.tag, 1, null]]));
         for await (const batch of listing.batches) {
-          for (const e of batch) if (!e.deleted) db.run(addRemote, e.name, e.tag, e.directory ? 1 : 0, e.size ?? null);
+          const rows = batch.filter((e) => !e.deleted).map((e) => [e.name, e.tag, e.directory ? 1 : 0, e.size ?? null]);
+          db.run(addRemote, JSON.stringify(rows));
         }
       });
       listed = true;
@@ -695,12 +698,13 @@ export class StoreMirror extends EventEmitter {
     }
     db.run("DELETE FROM entries WHERE path NOT IN (SELECT path FROM temp.remote)");
     // Directories first (a listing names a parent before its children), then the files, several at once.
-    for (const d of db.rows<{ path: string; tag: string }>(
-      "SELECT path, tag FROM temp.remote WHERE directory = 1 ORDER BY path",
+    const root = db.row<{ tag: string }>("SELECT tag FROM temp.remote WHERE path = ''");
+    if (root !== undefined) db.set("", { tag: root.tag, directory: true });
+    for (const d of db.pages<{ path: string; tag: string }>(
+      `SELECT path, tag FROM temp.remote WHERE directory = 1 AND path > ? ORDER BY path LIMIT ${PAGE}`,
     )) {
       if (this.signal.aborted) return;
-      if (d.path === "") db.set("", { tag: d.tag, directory: true });
-      else await this.makeDirectory(d.path, d.tag);
+      await this.makeDirectory(d.path, d.tag);
     }
     // What differs: missing from the sink (when it can tell), or of another tag than the one held.
     db.run(
@@ -715,8 +719,8 @@ export class StoreMirror extends EventEmitter {
     const todo = db.row<{ n: number }>("SELECT count(*) AS n FROM temp.todo")?.n ?? 0;
     counts.skipped += files - todo;
     await eachLimited(
-      db.rows<{ path: string; tag: string; size: number | null }>(
-        "SELECT path, tag, size FROM temp.todo ORDER BY path",
+      db.pages<{ path: string; tag: string; size: number | null }>(
+        `SELECT path, tag, size FROM temp.todo WHERE path > ? ORDER BY path LIMIT ${PAGE}`,
       ),
       this.transfers,
       async (r) => {

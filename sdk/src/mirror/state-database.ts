@@ -59,6 +59,9 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS entries_by_parent ON entries (parent, path);
 `;
 
+/** Rows read at once by `pages`. */
+export const PAGE = 512;
+
 /** The format of the database: a database of another one is not resumed. */
 const FORMAT = "2";
 
@@ -252,9 +255,18 @@ export class MirrorDatabase {
     this.write(sql, ...params);
   }
 
-  /** Rows of a query of the mirror's own, read as they are iterated. */
-  rows<T>(sql: string, ...params: (string | number | null)[]): Iterable<T> {
-    return this.db.prepare(sql).iterate(...params) as Iterable<T>;
+  /**
+   * The rows of a query of the mirror's own in pages of `PAGE` (its last parameter is where the
+   * page starts: `path > ?`, `ORDER BY path LIMIT ${PAGE}`): a page read at once, and what the
+   * caller writes between pages is free to touch the tables read.
+   */
+  *pages<T extends { path: string }>(sql: string): Generator<T> {
+    for (let after = ""; ; ) {
+      const page = this.statement(sql).all(after) as unknown as T[];
+      yield* page;
+      if (page.length < PAGE) return;
+      after = (page[page.length - 1] as T).path;
+    }
   }
 
   /** One row of a query of the mirror's own. */
