@@ -731,6 +731,8 @@ export class StoreMirror extends EventEmitter {
       fileBudget((r) => r.size ?? 0),
     );
     if (!listed) db.delete("");
+    // The scratch tables' temporary files are emptied: a following mirror keeps nothing of the tree.
+    for (const table of ["remote", "local", "todo"]) db.run(`DELETE FROM temp.${table}`);
   }
 
   /** sync-recursive stores: walk down only into directories whose tag changed. */
