@@ -4,6 +4,7 @@
 
 import type * as http from "node:http";
 import { Code, ConnectError, type ConnectRouter, createContextValues, type ServiceImpl } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { BackupService } from "@trove/sdk/gen/trove/admin/v1/backup_pb.js";
 import { ProjectService } from "@trove/sdk/gen/trove/insights/v1/projects_pb.js";
@@ -16,8 +17,9 @@ import { type RestRequest, type RestResponse, sendText, splitUrl } from "../rest
 import type { Cores } from "../server/cores.js";
 import { rpcReadMaxBytes } from "../server/limits.js";
 import { claimOf, longLivedClaimKey } from "../services/long-lived.js";
+import type { ResourceCore } from "../services/resource-service.js";
 import { giveBack } from "../storage/chunk-pool.js";
-import { withConnectErrors, withRequestDecodeErrors } from "./connect-errors.js";
+import { toConnectError, withConnectErrors, withRequestDecodeErrors } from "./connect-errors.js";
 import { dropUnreadBody, rpcProtocol, sendRpcError, unimplementedReason } from "./refusals.js";
 
 /** Standard RPC services open to every caller (gRPC health, reflection), registered beside Trove's. */
@@ -44,13 +46,43 @@ export interface ConnectFaceOptions {
  * resuming gives nothing back: the chunk is then freed as any buffer. Chunks the storage did not
  * lend (inline contents, MongoDB's) are left alone.
  */
-function rpcResources(core: ServiceImpl<typeof ResourceService>): ServiceImpl<typeof ResourceService> {
+function rpcResources(
+  core: Omit<ServiceImpl<typeof ResourceService>, "readMany"> & Pick<ResourceCore, "readEach">,
+): ServiceImpl<typeof ResourceService> {
   return {
     ...core,
     async *read(request, context) {
       for await (const message of core.read(request, context)) {
         yield message;
         if (message.chunk) giveBack(message.chunk);
+      }
+    },
+    // A path's error is its message (the code Read would end with), and the call goes on.
+    async *readMany(request, context) {
+      for await (const item of core.readEach(request, context)) {
+        if ("read" in item) {
+          yield {
+            $typeName: "trove.resources.v2.ReadManyResponse",
+            index: item.index,
+            read: item.read,
+            errorCode: "",
+            errorMessage: "",
+          };
+          if (item.read.chunk) giveBack(item.read.chunk);
+        } else {
+          const err = toConnectError(item.error, {
+            method: context.method,
+            store: request.store,
+            path: request.paths[item.index],
+          });
+          yield {
+            $typeName: "trove.resources.v2.ReadManyResponse",
+            index: item.index,
+            read: undefined,
+            errorCode: codeToString(err.code),
+            errorMessage: err.rawMessage,
+          };
+        }
       }
     },
   };

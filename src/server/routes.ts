@@ -92,6 +92,7 @@ const LONG_LIVED_METHODS: ReadonlyMap<string, LongLivedKind> = new Map([
   ["grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "always"],
   // Long-lived when the resource is large, which the core learns when it reads the node.
   ["trove.resources.v2.ResourceService/Read", "download"],
+  ["trove.resources.v2.ResourceService/ReadMany", "download"],
 ]);
 
 const methodsOf = (service: DescService) => service.methods.map((method) => `${service.typeName}/${method.name}`);

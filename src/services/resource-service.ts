@@ -14,6 +14,7 @@ import {
   type MakeDirectoryRequest,
   type MakeDirectoryResponse,
   MakeDirectoryResponseSchema,
+  type ReadManyRequest,
   type ReadRequest,
   type ReadResponse,
   type Resource,
@@ -142,7 +143,17 @@ export interface DeleteInput {
   requireEmpty: boolean;
 }
 
-export class ResourceCore implements ServiceImpl<typeof ResourceService> {
+/** At most this many paths in one ReadMany (the request is refused beyond, before any is read). */
+export const READ_MANY_MAX_PATHS = 1000;
+
+/** One path's part of a ReadMany: a Read message of it, or the error that ends its answer. */
+export type ReadManyItem = { index: number; read: ReadResponse } | { index: number; error: unknown };
+
+/**
+ * Every method of ResourceService but ReadMany, whose per-path errors the RPC face translates
+ * (src/rpc/connect-routes.ts) from `readEach`.
+ */
+export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "readMany"> {
   private readonly storage: StoragePort;
   private readonly maxResourceSize: number;
   private readonly now: () => number;
@@ -208,6 +219,32 @@ export class ResourceCore implements ServiceImpl<typeof ResourceService> {
     const resource = toResource(node);
     if (node.directory) return directoryMessage(resource);
     return messageNow(node, resource, ifNoneMatch) ?? this.readFile(store, path, contents, ifNoneMatch, ctx, found);
+  }
+
+  /**
+   * ReadMany's answers (issue 31): each path read by `readNow` in turn, with its decision, as a
+   * Read of it would be; a path's failure is its item (the others go on), a call cancelled or out
+   * of time stops between messages. Refused as a whole, before any read, beyond
+   * READ_MANY_MAX_PATHS or without a store.
+   */
+  async *readEach(req: ReadManyRequest, ctx: HandlerContext): AsyncIterable<ReadManyItem> {
+    const { store, paths } = req;
+    if (paths.length > READ_MANY_MAX_PATHS) {
+      throw new BadRequestError(`a ReadMany names at most ${READ_MANY_MAX_PATHS} paths, not ${paths.length}`);
+    }
+    validateStoreName(store);
+    for (let index = 0; index < paths.length; index++) {
+      throwIfCallAborted(ctx);
+      const input: ReadInput = { store, path: paths[index] as string, ifNoneMatch: [], version: "", asOf: "" };
+      try {
+        const answer = this.readNow(input, ctx);
+        if (isMessage(answer)) yield { index, read: answer };
+        else for await (const read of answer) yield { index, read };
+      } catch (error) {
+        throwIfCallAborted(ctx);
+        yield { index, error };
+      }
+    }
   }
 
   /** The messages of a read from `first`, the node's first read (a blob replaced meanwhile: the node is read again). */

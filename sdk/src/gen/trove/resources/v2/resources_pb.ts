@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trove/resources/v2/resources.proto.
  */
 export const file_trove_resources_v2_resources: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJhCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkSDwoHdmVyc2lvbhgEIAEoCRINCgVhc19vZhgFIAEoCSJjCgxSZWFkUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEg0KBWNodW5rGAMgASgMIq4BCgtXcml0ZUhlYWRlchINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJEhQKDGNvbnRlbnRfdHlwZRgEIAEoCRITCgtjb250ZW50X21kNRgFIAEoCRIbCg5jb250ZW50X2xlbmd0aBgGIAEoA0gAiAEBEhUKDWlmX25vbmVfbWF0Y2gYByADKAlCEQoPX2NvbnRlbnRfbGVuZ3RoIloKDFdyaXRlUmVxdWVzdBIxCgZoZWFkZXIYASABKAsyHy50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVIZWFkZXJIABIPCgVjaHVuaxgCIAEoDEgAQgYKBHBhcnQiUAoNV3JpdGVSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIPCgdjcmVhdGVkGAIgASgIIlwKFE1ha2VEaXJlY3RvcnlSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEAoIaWZfbWF0Y2gYAyADKAkSFQoNaWZfbm9uZV9tYXRjaBgEIAMoCSJYChVNYWtlRGlyZWN0b3J5UmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJVCg1EZWxldGVSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEAoIaWZfbWF0Y2gYAyADKAkSFQoNcmVxdWlyZV9lbXB0eRgEIAEoCCJXCg5EZWxldGVSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIVCg1kZWxldGVkX2NvdW50GAIgASgDIpQBCgtMaXN0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhEKCXJlY3Vyc2l2ZRgDIAEoCBIXCg9pbmNsdWRlX2RlbGV0ZWQYBCABKAgSFgoOaW5jbHVkZV9hY2Nlc3MYBSABKAgSFQoNaWZfbm9uZV9tYXRjaBgGIAMoCRINCgVhc19vZhgHIAEoCSKEAQoMTGlzdFJlc3BvbnNlEi8KCWRpcmVjdG9yeRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIUCgxub3RfbW9kaWZpZWQYAiABKAgSLQoHZW50cmllcxgDIAMoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSKZAQoHVmVyc2lvbhIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIMCgR1c2VyGAIgASgJEhEKCW9wZXJhdGlvbhgDIAEoCRIPCgdjdXJyZW50GAQgASgIEhYKDmVuZGVkX2V2ZW50X2lkGAUgASgDEhQKDGVuZGVkX21pbGxpcxgGIAEoAyIyChNMaXN0VmVyc2lvbnNSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkiRQoUTGlzdFZlcnNpb25zUmVzcG9uc2USLQoIdmVyc2lvbnMYASADKAsyGy50cm92ZS5yZXNvdXJjZXMudjIuVmVyc2lvbiJwCg5SZXN0b3JlUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSDQoFYXNfb2YYBCABKAkSEAoIaWZfbWF0Y2gYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCJDCg1SZXN0b3JlQ2hhbmdlEgwKBHBhdGgYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJEhEKCWRpcmVjdG9yeRgDIAEoCCKeAQoPUmVzdG9yZVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEg8KB2NyZWF0ZWQYAiABKAgSMgoHY2hhbmdlcxgDIAMoCzIhLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlQ2hhbmdlEhYKDmFzX29mX2V2ZW50X2lkGAQgASgDMsoFCg9SZXNvdXJjZVNlcnZpY2USTgoEU3RhdBIfLnRyb3ZlLnJlc291cmNlcy52Mi5TdGF0UmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5TdGF0UmVzcG9uc2UiA5ACARJQCgRSZWFkEh8udHJvdmUucmVzb3VyY2VzLnYyLlJlYWRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlJlYWRSZXNwb25zZSIDkAIBMAESTgoFV3JpdGUSIC50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVSZXF1ZXN0GiEudHJvdmUucmVzb3VyY2VzLnYyLldyaXRlUmVzcG9uc2UoARJkCg1NYWtlRGlyZWN0b3J5EigudHJvdmUucmVzb3VyY2VzLnYyLk1ha2VEaXJlY3RvcnlSZXF1ZXN0GikudHJvdmUucmVzb3VyY2VzLnYyLk1ha2VEaXJlY3RvcnlSZXNwb25zZRJPCgZEZWxldGUSIS50cm92ZS5yZXNvdXJjZXMudjIuRGVsZXRlUmVxdWVzdBoiLnRyb3ZlLnJlc291cmNlcy52Mi5EZWxldGVSZXNwb25zZRJQCgRMaXN0Eh8udHJvdmUucmVzb3VyY2VzLnYyLkxpc3RSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLkxpc3RSZXNwb25zZSIDkAIBMAESaAoMTGlzdFZlcnNpb25zEicudHJvdmUucmVzb3VyY2VzLnYyLkxpc3RWZXJzaW9uc1JlcXVlc3QaKC50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFZlcnNpb25zUmVzcG9uc2UiA5ACATABElIKB1Jlc3RvcmUSIi50cm92ZS5yZXNvdXJjZXMudjIuUmVzdG9yZVJlcXVlc3QaIy50cm92ZS5yZXNvdXJjZXMudjIuUmVzdG9yZVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJhCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkSDwoHdmVyc2lvbhgEIAEoCRINCgVhc19vZhgFIAEoCSJjCgxSZWFkUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEg0KBWNodW5rGAMgASgMIi8KD1JlYWRNYW55UmVxdWVzdBINCgVzdG9yZRgBIAEoCRINCgVwYXRocxgCIAMoCSJ8ChBSZWFkTWFueVJlc3BvbnNlEg0KBWluZGV4GAEgASgNEi4KBHJlYWQYAiABKAsyIC50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlc3BvbnNlEhIKCmVycm9yX2NvZGUYAyABKAkSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSKuAQoLV3JpdGVIZWFkZXISDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSEwoLY29udGVudF9tZDUYBSABKAkSGwoOY29udGVudF9sZW5ndGgYBiABKANIAIgBARIVCg1pZl9ub25lX21hdGNoGAcgAygJQhEKD19jb250ZW50X2xlbmd0aCJaCgxXcml0ZVJlcXVlc3QSMQoGaGVhZGVyGAEgASgLMh8udHJvdmUucmVzb3VyY2VzLnYyLldyaXRlSGVhZGVySAASDwoFY2h1bmsYAiABKAxIAEIGCgRwYXJ0IlAKDVdyaXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJcChRNYWtlRGlyZWN0b3J5UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJEhUKDWlmX25vbmVfbWF0Y2gYBCADKAkiWAoVTWFrZURpcmVjdG9yeVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEg8KB2NyZWF0ZWQYAiABKAgiVQoNRGVsZXRlUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJEhUKDXJlcXVpcmVfZW1wdHkYBCABKAgiVwoORGVsZXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFQoNZGVsZXRlZF9jb3VudBgCIAEoAyKUAQoLTGlzdFJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIRCglyZWN1cnNpdmUYAyABKAgSFwoPaW5jbHVkZV9kZWxldGVkGAQgASgIEhYKDmluY2x1ZGVfYWNjZXNzGAUgASgIEhUKDWlmX25vbmVfbWF0Y2gYBiADKAkSDQoFYXNfb2YYByABKAkihAEKDExpc3RSZXNwb25zZRIvCglkaXJlY3RvcnkYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEi0KB2VudHJpZXMYAyADKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2UimQEKB1ZlcnNpb24SLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDAoEdXNlchgCIAEoCRIRCglvcGVyYXRpb24YAyABKAkSDwoHY3VycmVudBgEIAEoCBIWCg5lbmRlZF9ldmVudF9pZBgFIAEoAxIUCgxlbmRlZF9taWxsaXMYBiABKAMiMgoTTGlzdFZlcnNpb25zUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIkUKFExpc3RWZXJzaW9uc1Jlc3BvbnNlEi0KCHZlcnNpb25zGAEgAygLMhsudHJvdmUucmVzb3VyY2VzLnYyLlZlcnNpb24icAoOUmVzdG9yZVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEg0KBWFzX29mGAQgASgJEhAKCGlmX21hdGNoGAUgAygJEg8KB2RyeV9ydW4YBiABKAgiQwoNUmVzdG9yZUNoYW5nZRIMCgRwYXRoGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIRCglkaXJlY3RvcnkYAyABKAgingEKD1Jlc3RvcmVSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIPCgdjcmVhdGVkGAIgASgIEjIKB2NoYW5nZXMYAyADKAsyIS50cm92ZS5yZXNvdXJjZXMudjIuUmVzdG9yZUNoYW5nZRIWCg5hc19vZl9ldmVudF9pZBgEIAEoAzKoBgoPUmVzb3VyY2VTZXJ2aWNlEk4KBFN0YXQSHy50cm92ZS5yZXNvdXJjZXMudjIuU3RhdFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuU3RhdFJlc3BvbnNlIgOQAgESUAoEUmVhZBIfLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkUmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkUmVzcG9uc2UiA5ACATABElwKCFJlYWRNYW55EiMudHJvdmUucmVzb3VyY2VzLnYyLlJlYWRNYW55UmVxdWVzdBokLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkTWFueVJlc3BvbnNlIgOQAgEwARJOCgVXcml0ZRIgLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZVJlcXVlc3QaIS50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVSZXNwb25zZSgBEmQKDU1ha2VEaXJlY3RvcnkSKC50cm92ZS5yZXNvdXJjZXMudjIuTWFrZURpcmVjdG9yeVJlcXVlc3QaKS50cm92ZS5yZXNvdXJjZXMudjIuTWFrZURpcmVjdG9yeVJlc3BvbnNlEk8KBkRlbGV0ZRIhLnRyb3ZlLnJlc291cmNlcy52Mi5EZWxldGVSZXF1ZXN0GiIudHJvdmUucmVzb3VyY2VzLnYyLkRlbGV0ZVJlc3BvbnNlElAKBExpc3QSHy50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFJlc3BvbnNlIgOQAgEwARJoCgxMaXN0VmVyc2lvbnMSJy50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFZlcnNpb25zUmVxdWVzdBooLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0VmVyc2lvbnNSZXNwb25zZSIDkAIBMAESUgoHUmVzdG9yZRIiLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlUmVxdWVzdBojLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * A resource (file) or directory of a store, or its tombstone.
@@ -248,6 +248,76 @@ export const ReadResponseSchema: GenMessage<ReadResponse> = /*@__PURE__*/
   messageDesc(file_trove_resources_v2_resources, 4);
 
 /**
+ * Many resources of one store read in one call (docs/resources.md, "Reading many
+ * resources at once"): each path is read as Read reads it, with the same
+ * decision, and answered in the order of the request. What a mirror or a pull
+ * of thousands of small files sends instead of a Read per file.
+ *
+ * @generated from message trove.resources.v2.ReadManyRequest
+ */
+export type ReadManyRequest = Message<"trove.resources.v2.ReadManyRequest"> & {
+  /**
+   * @generated from field: string store = 1;
+   */
+  store: string;
+
+  /**
+   * At most 1,000 paths (INVALID_ARGUMENT beyond). No condition and no
+   * history: the current state of each.
+   *
+   * @generated from field: repeated string paths = 2;
+   */
+  paths: string[];
+};
+
+/**
+ * Describes the message trove.resources.v2.ReadManyRequest.
+ * Use `create(ReadManyRequestSchema)` to create a new message.
+ */
+export const ReadManyRequestSchema: GenMessage<ReadManyRequest> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 5);
+
+/**
+ * One message of a path's answer: `index` is the path's position in the
+ * request. A path's answer is its Read messages (read: the resource on the
+ * first, its chunks in order) or, instead or after some of them, one message
+ * with its error (error_code, a Connect code name such as "not_found" or
+ * "permission_denied", and error_message); what came before the error for
+ * that path is to be discarded. A path's error does not end the call: the next
+ * path follows.
+ *
+ * @generated from message trove.resources.v2.ReadManyResponse
+ */
+export type ReadManyResponse = Message<"trove.resources.v2.ReadManyResponse"> & {
+  /**
+   * @generated from field: uint32 index = 1;
+   */
+  index: number;
+
+  /**
+   * @generated from field: trove.resources.v2.ReadResponse read = 2;
+   */
+  read?: ReadResponse | undefined;
+
+  /**
+   * @generated from field: string error_code = 3;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string error_message = 4;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message trove.resources.v2.ReadManyResponse.
+ * Use `create(ReadManyResponseSchema)` to create a new message.
+ */
+export const ReadManyResponseSchema: GenMessage<ReadManyResponse> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 6);
+
+/**
  * What the first message of a Write stream says about the resource to write.
  *
  * @generated from message trove.resources.v2.WriteHeader
@@ -305,7 +375,7 @@ export type WriteHeader = Message<"trove.resources.v2.WriteHeader"> & {
  * Use `create(WriteHeaderSchema)` to create a new message.
  */
 export const WriteHeaderSchema: GenMessage<WriteHeader> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 5);
+  messageDesc(file_trove_resources_v2_resources, 7);
 
 /**
  * @generated from message trove.resources.v2.WriteRequest
@@ -334,7 +404,7 @@ export type WriteRequest = Message<"trove.resources.v2.WriteRequest"> & {
  * Use `create(WriteRequestSchema)` to create a new message.
  */
 export const WriteRequestSchema: GenMessage<WriteRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 6);
+  messageDesc(file_trove_resources_v2_resources, 8);
 
 /**
  * @generated from message trove.resources.v2.WriteResponse
@@ -356,7 +426,7 @@ export type WriteResponse = Message<"trove.resources.v2.WriteResponse"> & {
  * Use `create(WriteResponseSchema)` to create a new message.
  */
 export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 7);
+  messageDesc(file_trove_resources_v2_resources, 9);
 
 /**
  * @generated from message trove.resources.v2.MakeDirectoryRequest
@@ -390,7 +460,7 @@ export type MakeDirectoryRequest = Message<"trove.resources.v2.MakeDirectoryRequ
  * Use `create(MakeDirectoryRequestSchema)` to create a new message.
  */
 export const MakeDirectoryRequestSchema: GenMessage<MakeDirectoryRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 8);
+  messageDesc(file_trove_resources_v2_resources, 10);
 
 /**
  * @generated from message trove.resources.v2.MakeDirectoryResponse
@@ -412,7 +482,7 @@ export type MakeDirectoryResponse = Message<"trove.resources.v2.MakeDirectoryRes
  * Use `create(MakeDirectoryResponseSchema)` to create a new message.
  */
 export const MakeDirectoryResponseSchema: GenMessage<MakeDirectoryResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 9);
+  messageDesc(file_trove_resources_v2_resources, 11);
 
 /**
  * @generated from message trove.resources.v2.DeleteRequest
@@ -450,7 +520,7 @@ export type DeleteRequest = Message<"trove.resources.v2.DeleteRequest"> & {
  * Use `create(DeleteRequestSchema)` to create a new message.
  */
 export const DeleteRequestSchema: GenMessage<DeleteRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 10);
+  messageDesc(file_trove_resources_v2_resources, 12);
 
 /**
  * @generated from message trove.resources.v2.DeleteResponse
@@ -476,7 +546,7 @@ export type DeleteResponse = Message<"trove.resources.v2.DeleteResponse"> & {
  * Use `create(DeleteResponseSchema)` to create a new message.
  */
 export const DeleteResponseSchema: GenMessage<DeleteResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 11);
+  messageDesc(file_trove_resources_v2_resources, 13);
 
 /**
  * @generated from message trove.resources.v2.ListRequest
@@ -528,7 +598,7 @@ export type ListRequest = Message<"trove.resources.v2.ListRequest"> & {
  * Use `create(ListRequestSchema)` to create a new message.
  */
 export const ListRequestSchema: GenMessage<ListRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 12);
+  messageDesc(file_trove_resources_v2_resources, 14);
 
 /**
  * The first message carries the listed directory itself (and not_modified
@@ -558,7 +628,7 @@ export type ListResponse = Message<"trove.resources.v2.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 13);
+  messageDesc(file_trove_resources_v2_resources, 15);
 
 /**
  * One state of a resource (docs/history.md): the current one or a kept
@@ -615,7 +685,7 @@ export type Version = Message<"trove.resources.v2.Version"> & {
  * Use `create(VersionSchema)` to create a new message.
  */
 export const VersionSchema: GenMessage<Version> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 14);
+  messageDesc(file_trove_resources_v2_resources, 16);
 
 /**
  * @generated from message trove.resources.v2.ListVersionsRequest
@@ -637,7 +707,7 @@ export type ListVersionsRequest = Message<"trove.resources.v2.ListVersionsReques
  * Use `create(ListVersionsRequestSchema)` to create a new message.
  */
 export const ListVersionsRequestSchema: GenMessage<ListVersionsRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 15);
+  messageDesc(file_trove_resources_v2_resources, 17);
 
 /**
  * Newest first, across messages.
@@ -656,7 +726,7 @@ export type ListVersionsResponse = Message<"trove.resources.v2.ListVersionsRespo
  * Use `create(ListVersionsResponseSchema)` to create a new message.
  */
 export const ListVersionsResponseSchema: GenMessage<ListVersionsResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 16);
+  messageDesc(file_trove_resources_v2_resources, 18);
 
 /**
  * @generated from message trove.resources.v2.RestoreRequest
@@ -709,7 +779,7 @@ export type RestoreRequest = Message<"trove.resources.v2.RestoreRequest"> & {
  * Use `create(RestoreRequestSchema)` to create a new message.
  */
 export const RestoreRequestSchema: GenMessage<RestoreRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 17);
+  messageDesc(file_trove_resources_v2_resources, 19);
 
 /**
  * A change a subtree restore made, or would make with dry_run.
@@ -740,7 +810,7 @@ export type RestoreChange = Message<"trove.resources.v2.RestoreChange"> & {
  * Use `create(RestoreChangeSchema)` to create a new message.
  */
 export const RestoreChangeSchema: GenMessage<RestoreChange> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 18);
+  messageDesc(file_trove_resources_v2_resources, 20);
 
 /**
  * @generated from message trove.resources.v2.RestoreResponse
@@ -778,7 +848,7 @@ export type RestoreResponse = Message<"trove.resources.v2.RestoreResponse"> & {
  * Use `create(RestoreResponseSchema)` to create a new message.
  */
 export const RestoreResponseSchema: GenMessage<RestoreResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 19);
+  messageDesc(file_trove_resources_v2_resources, 21);
 
 /**
  * @generated from service trove.resources.v2.ResourceService
@@ -799,6 +869,14 @@ export const ResourceService: GenService<{
     methodKind: "server_streaming";
     input: typeof ReadRequestSchema;
     output: typeof ReadResponseSchema;
+  },
+  /**
+   * @generated from rpc trove.resources.v2.ResourceService.ReadMany
+   */
+  readMany: {
+    methodKind: "server_streaming";
+    input: typeof ReadManyRequestSchema;
+    output: typeof ReadManyResponseSchema;
   },
   /**
    * @generated from rpc trove.resources.v2.ResourceService.Write
