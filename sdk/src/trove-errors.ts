@@ -159,6 +159,11 @@ export class ServerError extends TroveError {
   override name = "ServerError";
 }
 
+/** The server has no ReadMany (an earlier Trove, or a proxy that passes only REST): read one file at a time. */
+export class ReadManyUnsupportedError extends ServerError {
+  override name = "ReadManyUnsupportedError";
+}
+
 export const isTroveError = (e: unknown): e is TroveError => e instanceof TroveError;
 export const isBadRequestError = (e: unknown): e is BadRequestError => e instanceof BadRequestError;
 export const isUnauthorizedError = (e: unknown): e is UnauthorizedError => e instanceof UnauthorizedError;

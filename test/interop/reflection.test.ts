@@ -67,7 +67,7 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
   it("list of one service: its methods", async () => {
     const r = await run([], ["list", "trove.resources.v2.ResourceService"]);
     expect(r.stdout.trim().split("\n")).toEqual(
-      ["Delete", "List", "ListVersions", "MakeDirectory", "Read", "Restore", "Stat", "Write"].map(
+      ["Delete", "List", "ListVersions", "MakeDirectory", "Read", "ReadMany", "Restore", "Stat", "Write"].map(
         (m) => `trove.resources.v2.ResourceService.${m}`,
       ),
     );
@@ -89,6 +89,9 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
         "  }",
         "  rpc MakeDirectory ( .trove.resources.v2.MakeDirectoryRequest ) returns ( .trove.resources.v2.MakeDirectoryResponse );",
         "  rpc Read ( .trove.resources.v2.ReadRequest ) returns ( stream .trove.resources.v2.ReadResponse ) {",
+        "    option idempotency_level = NO_SIDE_EFFECTS;",
+        "  }",
+        "  rpc ReadMany ( .trove.resources.v2.ReadManyRequest ) returns ( stream .trove.resources.v2.ReadManyResponse ) {",
         "    option idempotency_level = NO_SIDE_EFFECTS;",
         "  }",
         "  rpc Restore ( .trove.resources.v2.RestoreRequest ) returns ( .trove.resources.v2.RestoreResponse );",

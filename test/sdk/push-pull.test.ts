@@ -439,7 +439,11 @@ describe("trove pull", () => {
     let change: string | undefined = "replaced meanwhile";
     const url = await startProxy({
       async before(method, path) {
-        if (method === "GET" && path.endsWith("/www/img/logo.bin") && change !== undefined) {
+        // Before its download: a GET of it, or the batch (ReadMany) that holds it.
+        const download =
+          (method === "GET" && path.endsWith("/www/img/logo.bin")) ||
+          (method === "POST" && path.endsWith("/trove.resources.v2.ResourceService/ReadMany"));
+        if (download && change !== undefined) {
           const content = change;
           change = undefined;
           await rest.put(store, "www/img/logo.bin", content);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, pull, push, type TroveRestClient } from "../../sdk/src/index.js";
 import { createH2cFetch, type H2cFetch } from "../../sdk/src/rest/h2c-fetch.js";
 import { ListingReader, parseListing } from "../../sdk/src/rest/xml.js";
-import { stateFileOf } from "../../sdk/src/transfer/local-state.js";
+import { FINE_RACY_MS, RACY_MS, racyMarginOf, stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { comparePaths, walkLocal } from "../../sdk/src/transfer/path-order.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { startRewritingProxy } from "./support.js";
@@ -189,23 +189,40 @@ describe("issue 31: push and pull read both sides in the listing's path order", 
 });
 
 describe("issue 31: what the local state trusts of the files a pull downloaded", () => {
-  it("a pull right after one hashes what it downloaded (written within 2 s of the state); once the state is 2 s older than the files, nothing", async () => {
+  it("a file modified within 100 ms of the state's writing is hashed again; 500 ms before it, trusted (a file system of nanoseconds)", async () => {
     const states = join(work, "racy-states");
-    const soon = join(work, "racy-soon");
-    expect((await pull({ client: rest, store: "ordered", directory: soon, stateDirectory: states })).transferred).toBe(
+    const copy = join(work, "racy");
+    expect((await pull({ client: rest, store: "ordered", directory: copy, stateDirectory: states })).transferred).toBe(
       FILES.length,
     );
-    const right = await pull({ client: rest, store: "ordered", directory: soon, stateDirectory: states });
-    expect(right).toMatchObject({ transferred: 0, hashed: FILES.length });
-
     // The downloads are recorded as of the moment the state file was written (its modification
-    // time, as git's index): three seconds on, as a later run sees it, they are trusted.
+    // time, as git's index). Put that moment 50 ms after the newest download: it is racy.
+    const mtimes = await Promise.all(FILES.map(async (f) => (await stat(join(copy, f))).mtimeMs));
+    expect(mtimes.every((m) => m % 1000 !== 0)).toBe(true); // this file system keeps fractions
+    const newest = Math.max(...mtimes);
+    // As local-state.ts compares: whole milliseconds of the file against the state's time.
+    const at = Math.floor(newest + 50);
+    const racy = mtimes.filter((m) => Math.floor(m) > at - FINE_RACY_MS).length;
+    await utimes(stateFileOf(copy, states), new Date(at), new Date(at));
+    const right = await pull({ client: rest, store: "ordered", directory: copy, stateDirectory: states });
+    expect(right).toMatchObject({ transferred: 0, hashed: racy });
+    expect(racy).toBeGreaterThanOrEqual(1);
+    // That run recorded the files it hashed as of its start; the others keep their record. Half
+    // a second after the newest file, as a later run sees it, nothing is hashed.
     const later = join(work, "racy-later");
     await pull({ client: rest, store: "ordered", directory: later, stateDirectory: states });
-    const when = new Date(Date.now() + 3_000);
-    await utimes(stateFileOf(later, states), when, when);
+    const newestLater = Math.max(...(await Promise.all(FILES.map(async (f) => (await stat(join(later, f))).mtimeMs))));
+    await utimes(stateFileOf(later, states), new Date(newestLater + 500), new Date(newestLater + 500));
     const idle = await pull({ client: rest, store: "ordered", directory: later, stateDirectory: states });
     expect(idle).toMatchObject({ transferred: 0, skipped: FILES.length, hashed: 0 });
+  });
+
+  it("the racy margin: 2 s for a modification time of whole seconds (FAT, HFS+, ext3), 100 ms for one with a fraction", () => {
+    expect(racyMarginOf("1764400000000000000:1764400000000000000:12")).toBe(RACY_MS);
+    expect(racyMarginOf("1764400000000000001:1764400000000000000:12")).toBe(FINE_RACY_MS);
+    expect(racyMarginOf("1764400000123456789:1764400000123456789:12")).toBe(FINE_RACY_MS);
+    expect(racyMarginOf("0:0:0")).toBe(RACY_MS);
+    expect([RACY_MS, FINE_RACY_MS]).toEqual([2_000, 100]);
   });
 });
 
@@ -251,6 +268,8 @@ describe("issue 31: the plan carried out in path order, copies finishing in any 
       store: "many",
       directory: copy,
       transfers: 16,
+      // One GET per file, to hold one (the batches of ReadMany: test/sdk/pull-batch.test.ts).
+      batch: false,
       stateDirectory: states,
       onProgress: (p) => {
         finished = p.files;
@@ -277,6 +296,13 @@ describe("issue 31: the plan carried out in path order, copies finishing in any 
     expect(paths).toHaveLength(8_301);
     expect(paths[0]).toBe("0-slow.txt");
     expect(paths).toEqual([...paths].sort(byUtf8));
+
+    // By batches now: the first file changed (same size) before 8,300 unchanged ones. Its batch
+    // is gathered while their records wait behind it, and goes once 8,192 wait: the pull ends.
+    await rest.put("many", "0-slow.txt", "SLOW\n");
+    const again = await pull({ client: rest, store: "many", directory: copy, transfers: 16, stateDirectory: states });
+    expect(again).toMatchObject({ transferred: 1, skipped: 8_300 });
+    expect(await readFile(join(copy, "0-slow.txt"), "utf8")).toBe("SLOW\n");
   }, 180_000);
 
   it("a pull aborted midway rejects with the reason, leaves no partial file and no plan, and the next pull fetches only what is missing", async () => {
@@ -297,9 +323,9 @@ describe("issue 31: the plan carried out in path order, copies finishing in any 
         return h2c(input, init);
       },
     });
-    await expect(pull({ client: counting, store: "few", directory: copy, signal: controller.signal })).rejects.toThrow(
-      /stopped by the test/,
-    );
+    await expect(
+      pull({ client: counting, store: "few", directory: copy, batch: false, signal: controller.signal }),
+    ).rejects.toThrow(/stopped by the test/);
     expect(await readdir(join(work, "tmp"))).toEqual([]);
     const files = (await readdir(copy, { recursive: true })).filter((name) => name !== "d");
     expect(files.filter((name) => name.split("/").pop()?.startsWith("."))).toEqual([]);

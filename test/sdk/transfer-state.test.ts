@@ -90,7 +90,11 @@ describe("issue 31 item 3: incremental pull and push with a local state", () => 
     requests.length = 0;
     const edited = await pull({ client: counted, store: "pulled", directory: dir });
     expect({ transferred: edited.transferred, hashed: edited.hashed }).toEqual({ transferred: 1, hashed: 0 });
-    expect(requests).toEqual(["GET /resources/v2/data/pulled/?recursive=true", "GET /resources/v2/data/pulled/f7.txt"]);
+    // The listing, and the file in a batch of one (docs/cli.md, "Small files by batches").
+    expect(requests).toEqual([
+      "GET /resources/v2/data/pulled/?recursive=true",
+      "POST /trove.resources.v2.ResourceService/ReadMany",
+    ]);
     expect(await readFile(join(dir, "f7.txt"), "utf8")).toBe("FILE 007");
   });
 

@@ -52,6 +52,8 @@ Options:
       --force              mirror into a non-empty DIR that is not this mirror's own
   -v, --verbose            report every file written and every deletion on stderr
       --transfers N        files downloaded at once by a full copy, 1 to 64 (default 4)
+      --no-batch           a full copy makes one GET per file, not files of up to 256 KiB by
+                           batches of up to 100 in one request each (ReadMany)
       --cursor-file FILE   keep the marker here instead
       --follow MODE        auto (default), watch or poll
       --json               print every mirror event as a JSON line on stdout
@@ -64,6 +66,7 @@ Options:
     force: { type: "boolean" },
     verbose: { type: "boolean", short: "v" },
     transfers: { type: "string" },
+    "no-batch": { type: "boolean" },
     "cursor-file": { type: "string" },
     follow: { type: "string" },
     json: { type: "boolean" },
@@ -154,6 +157,7 @@ Options:
       cursorFile,
       follow: follow as "auto" | "watch" | "poll",
       ...(transfers === undefined ? {} : { transfers }),
+      ...(ctx.values["no-batch"] === true ? { batch: false } : {}),
       once: ctx.values.once === true,
       dryRun,
       force: ctx.values.force === true,

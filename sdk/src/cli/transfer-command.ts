@@ -21,6 +21,7 @@ const OPTIONS = {
   delete: { type: "boolean" },
   "dry-run": { type: "boolean" },
   force: { type: "boolean" },
+  "no-batch": { type: "boolean" },
   verbose: { type: "boolean", short: "v" },
 } as const;
 
@@ -29,6 +30,8 @@ const OPTIONS_HELP = `Options:
       --delete        also delete what DESTINATION has and the source has not (rclone's sync)
       --dry-run       print every action on stdout and change nothing
       --force         PUSH_FORCE
+      --no-batch      pull: one GET per file, not files of up to 256 KiB by batches of up to
+                      100 in one request each (ReadMany; docs/cli.md)
   -v, --verbose       print every action on stderr as it is carried out
 `;
 
@@ -148,6 +151,7 @@ function common(ctx: Context) {
     delete: ctx.values.delete === true,
     dryRun: ctx.values["dry-run"] === true,
     force: ctx.values.force === true,
+    ...(ctx.values["no-batch"] === true ? { batch: false } : {}),
   };
 }
 

@@ -14,9 +14,17 @@ import type { TroveClient } from "../client.js";
 import { fromConnectError, isTransientConnectError } from "../connect-errors.js";
 import type { WatchChangesResponse } from "../gen/trove/resources/v2/changes_pb.js";
 import { createRestClient, type GetResult, type TroveRestClient } from "../rest/client.js";
-import { createCancellation, eachLimited, fileBudget, readWhole, WHOLE_FILE_BYTES } from "../rest/in-flight.js";
+import {
+  BATCH_BYTES,
+  BATCH_FILES,
+  createCancellation,
+  eachLimited,
+  fileBudget,
+  readWhole,
+  WHOLE_FILE_BYTES,
+} from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
-import { ConnectionError, isNotFoundError } from "../trove-errors.js";
+import { ConnectionError, isNotFoundError, ReadManyUnsupportedError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink } from "./sink.js";
 import { MirrorDatabase, type MirrorIdentity, PAGE } from "./state-database.js";
@@ -62,6 +70,11 @@ export interface MirrorOptions {
   maxRetryDelay?: number;
   /** Files downloaded at once by a full copy (the first run, a reset): 1 to 64, default 4, as `pull`. */
   transfers?: number;
+  /**
+   * A full copy reads files of up to 256 KiB by batches of up to 100 (512 KiB), one
+   * ResourceService.ReadMany request each (default true; a server without it is read by GETs).
+   */
+  batch?: boolean;
   /**
    * false: no retry; a failure that would be retried (the server unreachable or unavailable, a
    * store that does not exist) ends the mirror, `done` rejecting with it (a TroveError).
@@ -164,6 +177,8 @@ export class StoreMirror extends EventEmitter {
   /** Each request's own signal, all aborted when the mirror stops: none piles listeners on `signal`. */
   private readonly requests = createCancellation(this.controller.signal);
   private readonly transfers: number;
+  /** Small files go by ReadMany batches until the server says it has none (then by GET). */
+  private batching: boolean;
   private grpc: TroveClient | undefined;
   private readonly dryRun: boolean;
   private readonly stopWhenUpToDate: boolean;
@@ -175,6 +190,7 @@ export class StoreMirror extends EventEmitter {
     this.dryRun = options.dryRun === true;
     this.stopWhenUpToDate = options.once === true || this.dryRun;
     this.transfers = options.transfers ?? 4;
+    this.batching = options.batch !== false;
     if (!Number.isInteger(this.transfers) || this.transfers < 1 || this.transfers > 64) {
       throw new RangeError(`transfers must be an integer from 1 to 64, not ${options.transfers}`);
     }
@@ -557,35 +573,76 @@ export class StoreMirror extends EventEmitter {
     }
   }
 
+  /**
+   * Small files (`batchesOf`) by one ReadMany request (issue 31), each as `download` would: a
+   * file gone by now is left to its delete event, as is one that became a directory. A server
+   * without ReadMany: these and every later file by GET. Resolves with the files written.
+   */
+  private async downloadMany(rows: readonly TodoRow[]): Promise<number> {
+    let written = 0;
+    let answered = 0;
+    try {
+      await this.requests.run(async (signal) => {
+        const paths = rows.map((r) => this.storePath(r.path));
+        for await (const got of this.rest.readMany(this.store, paths, { signal })) {
+          answered += 1;
+          const rel = (rows[got.index] as TodoRow).path;
+          if (got.error !== undefined) {
+            if (isNotFoundError(got.error)) continue;
+            throw got.error;
+          }
+          if (got.directory) continue;
+          await this.writeBody(rel, got.body, { tag: got.tag, type: got.type });
+          written += 1;
+        }
+      });
+    } catch (err) {
+      if (!(err instanceof ReadManyUnsupportedError) || answered > 0) throw err;
+      this.batching = false;
+      const each = await Promise.all(rows.map((r) => this.download(r.path, { tag: r.tag, size: r.size ?? undefined })));
+      written = each.filter(Boolean).length;
+    }
+    return written;
+  }
+
+  /** A small file's whole contents written (a directory in its place removed first), and noted. */
+  private async writeBody(rel: string, body: Buffer, info: { tag: string; type: string }): Promise<void> {
+    if (this.entries.get(rel)?.directory) await this.removeLocal(rel);
+    await (this.sink.writeBytes as NonNullable<MirrorSink["writeBytes"]>)(rel, body, info);
+    this.noteWritten(rel, info.tag, body.byteLength);
+  }
+
+  private noteWritten(rel: string, tag: string, size: number): void {
+    this.entries.set(rel, { tag, directory: false });
+    this.stats.downloads += 1;
+    this.stats.bytes += size;
+    this.note({ type: "write", path: rel, tag, size });
+  }
+
   private async writeDownload(
     rel: string,
     got: GetResult<ReadableStream<Uint8Array>> & { notModified: false },
     signal: AbortSignal,
   ): Promise<void> {
-    const known = this.entries.get(rel);
-    if (known?.directory) await this.removeLocal(rel);
-    let size = 0;
     const info = { tag: got.tag, type: got.type };
     if (this.sink.writeBytes && got.size !== undefined && got.size <= WHOLE_FILE_BYTES) {
       // A file of a few KiB, the common case: one buffer, one write, as pull() does.
-      const body = await readWhole(got.body, got.size, signal);
-      size = body.byteLength;
-      await this.sink.writeBytes(rel, body, info);
-    } else {
-      const counted = (got.body as ReadableStream<Uint8Array>).pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({
-          transform(chunk, controller) {
-            size += chunk.byteLength;
-            controller.enqueue(chunk);
-          },
-        }),
-      );
-      await this.sink.writeFile(rel, counted, info);
+      await this.writeBody(rel, await readWhole(got.body, got.size, signal), info);
+      return;
     }
-    this.entries.set(rel, { tag: got.tag, directory: false });
-    this.stats.downloads += 1;
-    this.stats.bytes += size;
-    this.note({ type: "write", path: rel, tag: got.tag, size });
+    const known = this.entries.get(rel);
+    if (known?.directory) await this.removeLocal(rel);
+    let size = 0;
+    const counted = (got.body as ReadableStream<Uint8Array>).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          size += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      }),
+    );
+    await this.sink.writeFile(rel, counted, info);
+    this.noteWritten(rel, got.tag, size);
   }
 
   private async noteDownload(rel: string, listed?: { tag: string; size?: number | undefined }): Promise<boolean> {
@@ -601,11 +658,7 @@ export class StoreMirror extends EventEmitter {
       }
     }
     if (this.entries.get(rel)?.directory) await this.removeLocal(rel, true);
-    const size = info.size ?? 0;
-    this.entries.set(rel, { tag: info.tag, directory: false });
-    this.stats.downloads += 1;
-    this.stats.bytes += size;
-    this.note({ type: "write", path: rel, tag: info.tag, size });
+    this.noteWritten(rel, info.tag, info.size ?? 0);
     return true;
   }
 
@@ -718,17 +771,29 @@ export class StoreMirror extends EventEmitter {
     const files = db.row<{ n: number }>("SELECT count(*) AS n FROM temp.remote WHERE directory = 0")?.n ?? 0;
     const todo = db.row<{ n: number }>("SELECT count(*) AS n FROM temp.todo")?.n ?? 0;
     counts.skipped += files - todo;
+    // Small files by batches of one ReadMany each (as pull does), the others one GET each.
+    const batchable = (r: TodoRow) =>
+      this.batching && !this.dryRun && this.sink.writeBytes !== undefined && (r.size ?? 0) <= WHOLE_FILE_BYTES;
     await eachLimited(
-      db.pages<{ path: string; tag: string; size: number | null }>(
-        `SELECT path, tag, size FROM temp.todo WHERE path > ? ORDER BY path LIMIT ${PAGE}`,
+      batchesOf(
+        db.pages<TodoRow>(`SELECT path, tag, size FROM temp.todo WHERE path > ? ORDER BY path LIMIT ${PAGE}`),
+        batchable,
       ),
       this.transfers,
-      async (r) => {
+      async (group) => {
         if (this.signal.aborted) return;
-        if (await this.download(r.path, { tag: r.tag, size: r.size ?? undefined })) counts.written += 1;
+        const [only] = group;
+        if (group.length === 1 && only !== undefined && !batchable(only)) {
+          if (await this.download(only.path, { tag: only.tag, size: only.size ?? undefined })) counts.written += 1;
+        } else {
+          // Not `counts.written += await …`: that reads the count before the await, and loses
+          // what the batches in flight meanwhile add.
+          const written = await this.downloadMany(group);
+          counts.written += written;
+        }
       },
       undefined,
-      fileBudget((r) => r.size ?? 0),
+      fileBudget((group) => group.reduce((n, r) => n + (r.size ?? 0), 0)),
     );
     if (!listed) db.delete("");
     // The scratch tables' temporary files are emptied: a following mirror keeps nothing of the tree.
@@ -784,4 +849,34 @@ export class StoreMirror extends EventEmitter {
 
 export function mirror(options: MirrorOptions): StoreMirror {
   return new StoreMirror(options);
+}
+
+/** A row of the files to copy in a full resync. */
+interface TodoRow {
+  path: string;
+  tag: string;
+  size: number | null;
+}
+
+/**
+ * The rows in order, as groups to copy: consecutive `batchable` rows by up to BATCH_FILES and
+ * BATCH_BYTES (one ReadMany each), any other row alone.
+ */
+function* batchesOf(rows: Iterable<TodoRow>, batchable: (row: TodoRow) => boolean): Generator<TodoRow[]> {
+  let group: TodoRow[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (!batchable(row)) {
+      yield [row];
+      continue;
+    }
+    group.push(row);
+    bytes += row.size ?? 0;
+    if (group.length >= BATCH_FILES || bytes >= BATCH_BYTES) {
+      yield group;
+      group = [];
+      bytes = 0;
+    }
+  }
+  if (group.length > 0) yield group;
 }

@@ -6,6 +6,7 @@ import { Readable } from "node:stream";
 import { type Auth, type TokenProvider, toTokenProvider } from "../auth.js";
 import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "../trove-errors.js";
 import { type FeedEvent, parseFeed } from "./poll.js";
+import type { ReadManyOptions, ReadManyResult } from "./read-many.js";
 import {
   type ListingEntry,
   ListingReader,
@@ -590,6 +591,27 @@ export class TroveRestClient {
     if (res.status === 204) return [];
     return parseFeed(await res.text());
   }
+
+  /**
+   * Reads many resources of one store in one call (ResourceService.ReadMany over this client's
+   * connection and token; docs/resources.md): each path's answer in the order of `paths`, its
+   * contents whole, or its own error (NotFoundError, UnauthorizedError...) while the others go on.
+   * At most 1,000 paths; meant for small files (a file is held whole). A server without it rejects
+   * with ReadManyUnsupportedError before any answer.
+   */
+  async *readMany(
+    store: string,
+    paths: readonly string[],
+    options: ReadManyOptions = {},
+  ): AsyncGenerator<ReadManyResult> {
+    // Loaded on first use: the CLI's start does not pay for the Connect client.
+    this.readManyCall ??= import("./read-many.js").then(({ createReadMany }) =>
+      createReadMany(this.baseUrl, this.doFetch, this.tokenProvider),
+    );
+    yield* (await this.readManyCall)(store, paths, options);
+  }
+
+  private readManyCall: Promise<ReturnType<typeof import("./read-many.js").createReadMany>> | undefined;
 
   /** @internal A request with auth and typed errors; used by the store API and the mirror. */
   async call(call: Call): Promise<Response> {

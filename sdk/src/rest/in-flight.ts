@@ -34,6 +34,14 @@ export function fileWeight(size: number): number {
 export const WHOLE_FILE_BYTES = 256 * 1024;
 
 /**
+ * A batch of small files (ReadMany: pull, a mirror's full copy) holds at most this many files and
+ * this many bytes, one request each: a request's own cost spread over a hundred files, and a
+ * batch still a small part of what may be in flight (BYTES_IN_FLIGHT).
+ */
+export const BATCH_FILES = 100;
+export const BATCH_BYTES = 512 * 1024;
+
+/**
  * A body announced as `size` bytes (Content-Length), read into one buffer; more bytes than
  * announced fail the download, so the buffer is bounded by what was announced.
  */

@@ -17,9 +17,25 @@ import { LineWriter, readLines } from "./spool.js";
 /**
  * A file whose modification time is this close to (or after) the moment its MD5 was recorded is
  * hashed again: an edit in the same clock tick as the record would leave every stamp unchanged
- * (git's "racily clean" files).
+ * (git's "racily clean" files). 2 s is FAT's resolution, the coarsest a disk may have; it applies
+ * to a file whose modification time is a whole second (a file system that keeps no fraction).
  */
 export const RACY_MS = 2_000;
+
+/**
+ * The margin for a file whose modification time has a fraction of a second, kept by a file system
+ * to the nanosecond: the clock that stamps files then ticks every few milliseconds at most (Linux's
+ * coarse clock: 1/HZ, 10 ms at HZ=100; NTFS 100 ns, APFS 1 ns). Without it, the files a pull
+ * downloaded in its last 2 s were hashed again by the next run (most of a fast pull's: session 19).
+ */
+export const FINE_RACY_MS = 100;
+
+/** The racy margin of a file by its stamp (`{mtimeNs}:...`): RACY_MS for a whole second, else FINE_RACY_MS. */
+export function racyMarginOf(stamp: string): number {
+  const colon = stamp.indexOf(":");
+  // The nanoseconds within the second: none on a file system of whole seconds.
+  return Number(stamp.slice(0, colon < 0 ? stamp.length : colon).slice(-9)) === 0 ? RACY_MS : FINE_RACY_MS;
+}
 
 /**
  * Version 2 (issue 31, session 17): JSON lines in path order, so that a run reads the state side
@@ -105,7 +121,8 @@ export class RecordedState {
 
   /**
    * The MD5 recorded for the file at `path` when nothing about it changed since: same size, same
-   * modification and change times and inode, and modified at least RACY_MS before the record.
+   * modification and change times and inode, and modified at least its racy margin before the
+   * record (racyMarginOf: 2 s on a file system of whole seconds, 100 ms on one of nanoseconds).
    */
   md5Of(path: string, entry: TreeEntry): string | undefined {
     while (this.next !== undefined && comparePaths(this.next[0], path) < 0) this.advance();
@@ -114,7 +131,7 @@ export class RecordedState {
     this.advance();
     if (entry.kind !== "file" || known[1] !== entry.size || known[2] !== entry.stamp) return undefined;
     const at = known[4] === 0 ? this.written : known[4];
-    if ((entry.mtimeMs ?? Number.POSITIVE_INFINITY) > at - RACY_MS) return undefined;
+    if ((entry.mtimeMs ?? Number.POSITIVE_INFINITY) > at - racyMarginOf(entry.stamp)) return undefined;
     return known[3];
   }
 

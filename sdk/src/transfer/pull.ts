@@ -11,10 +11,19 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { under } from "../mirror/directory-sink.js";
 import { readWhole, WHOLE_FILE_BYTES } from "../rest/in-flight.js";
-import { PreconditionFailedError } from "../trove-errors.js";
+import { PreconditionFailedError, ReadManyUnsupportedError } from "../trove-errors.js";
 import { entryOf, fileEntry } from "./local-tree.js";
+import type { PlannedCopy, TreeEntry } from "./plan.js";
 import { replaceFileSync } from "./replace-file.js";
-import { remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
+import { type Destination, remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
+
+/** A download that is no longer the listed version: reported, not written (unless `force`). */
+function changedSince(listed: string, now: string): PreconditionFailedError {
+  return new PreconditionFailedError(
+    412,
+    `changed on the server since it was listed (listed tag ${listed}, now ${now})`,
+  );
+}
 
 /**
  * Downloads `store`/`path` into `directory` (created when missing): missing directories are
@@ -47,7 +56,22 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
       }
       return check;
     };
-    return {
+    // Temporary names: one random part per run and a counter (a UUID per file was 1 % of a pull).
+    const runId = randomUUID().slice(0, 8);
+    let made = 0;
+    const temporaryOf = (dest: string) =>
+      join(dirname(dest), `.${basename(dest)}.trove-pull-${runId}-${(made++).toString(36)}`);
+    /** A small download, whole in `body`: its MD5 checked against the announced one, then written and renamed in place. */
+    const writeWhole = (item: PlannedCopy, dest: string, body: Buffer, announced: string): TreeEntry => {
+      const md5 = createHash("md5").update(body).digest("base64");
+      if (announced !== "" && md5 !== announced) {
+        throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${announced}`);
+      }
+      return { ...entryOf(replaceFileSync(temporaryOf(dest), dest, body)), md5 };
+    };
+    // Small files go by batches of one ReadMany each, unless the server has none (then by GETs).
+    let batching = options.batch !== false;
+    const destination: Destination = {
       async makeDirectory(path) {
         if (path === "") {
           await mkdir(root, { recursive: true });
@@ -67,26 +91,21 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
         if (got.notModified) throw new Error(`GET ${item.path} answered 304 without a condition`);
         if (!options.force && item.tag !== undefined && got.tag !== item.tag) {
           await got.body.cancel();
-          throw new PreconditionFailedError(
-            412,
-            `changed on the server since it was listed (listed tag ${item.tag}, now ${got.tag})`,
-          );
+          throw changedSince(item.tag, got.tag);
         }
         await checkInside(dirname(dest));
-        const tmp = join(dirname(dest), `.${basename(dest)}.trove-pull-${randomUUID()}`);
+        const tmp = temporaryOf(dest);
+        if (got.size !== undefined && got.size <= WHOLE_FILE_BYTES) {
+          // The common case, a few KiB: one buffer, one synchronous write (replace-file.ts).
+          const body = await readWhole(got.body, got.size, signal);
+          sent(body.byteLength);
+          return writeWhole(item, dest, body, got.md5);
+        }
         const checkMd5 = (md5: string) => {
           if (got.md5 !== "" && md5 !== got.md5) {
             throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
           }
         };
-        if (got.size !== undefined && got.size <= WHOLE_FILE_BYTES) {
-          // The common case, a few KiB: one buffer, one synchronous write (replace-file.ts).
-          const body = await readWhole(got.body, got.size, signal);
-          sent(body.byteLength);
-          const md5 = createHash("md5").update(body).digest("base64");
-          checkMd5(md5);
-          return { ...entryOf(replaceFileSync(tmp, dest, body)), md5 };
-        }
         const hash = createHash("md5");
         const counter = new Transform({
           transform(chunk: Buffer, _encoding, callback) {
@@ -110,6 +129,45 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
       async remove(item) {
         await rm(under(root, item.path), { recursive: true, force: true });
       },
+      batch: {
+        accepts: (item) => batching && item.size <= WHOLE_FILE_BYTES,
+        async copy(items, sent, done, signal) {
+          const one = async (index: number) => {
+            try {
+              done(index, { entry: await destination.copy(items[index] as PlannedCopy, sent, signal) });
+            } catch (error) {
+              done(index, { error });
+            }
+          };
+          let answered = 0;
+          try {
+            const paths = items.map((item) => remotePath(base, item.path));
+            for await (const got of client.readMany(store, paths, { signal })) {
+              answered += 1;
+              const item = items[got.index] as PlannedCopy;
+              if (got.error !== undefined) {
+                done(got.index, { error: got.error });
+                continue;
+              }
+              if (!options.force && item.tag !== undefined && got.tag !== item.tag) {
+                done(got.index, { error: changedSince(item.tag, got.tag) });
+                continue;
+              }
+              if (got.directory) throw new Error(`${item.path} is a directory on the server now, no longer a file`);
+              const dest = under(root, item.path);
+              await checkInside(dirname(dest));
+              sent(got.body.byteLength);
+              done(got.index, { entry: writeWhole(item, dest, got.body, got.md5) });
+            }
+          } catch (err) {
+            if (!(err instanceof ReadManyUnsupportedError) || answered > 0) throw err;
+            // An earlier server: this batch and the rest of the run one GET per file.
+            batching = false;
+            await Promise.all(items.map((_, index) => one(index)));
+          }
+        },
+      },
     };
+    return destination;
   });
 }

@@ -10,6 +10,8 @@ import { join, resolve } from "node:path";
 import { isSafeRelativePath } from "../mirror/directory-sink.js";
 import type { TroveRestClient } from "../rest/client.js";
 import {
+  BATCH_BYTES,
+  BATCH_FILES,
   BYTES_IN_FLIGHT,
   type Cancellation,
   createCancellation,
@@ -43,6 +45,12 @@ export interface TransferOptions {
    * with 1 MiB at most, and one larger than the whole budget goes alone.
    */
   bytesInFlight?: number;
+  /**
+   * Pull: download files of up to 256 KiB by batches of up to 100 (512 KiB), one
+   * ResourceService.ReadMany request each, instead of a GET per file (default true; a server
+   * without ReadMany is read one GET per file; docs/cli.md).
+   */
+  batch?: boolean;
   /** rclone's `sync`: also delete what the destination has and the source has not. */
   delete?: boolean;
   /** Report every action (onAction) and the summary, and change nothing. */
@@ -149,7 +157,25 @@ export interface Destination {
    */
   copy(item: PlannedCopy, sent: (n: number) => void, signal: AbortSignal): Promise<TreeEntry | undefined>;
   remove(item: PlannedRemoval, signal: AbortSignal): Promise<void>;
+  /**
+   * Copies of several small files in one request, where the destination can (a pull: ReadMany).
+   * `accepts` says which copies may go in a batch; `copy` calls `done` once for each file it
+   * finishes, with its entry or the error of that file alone, and rejects for a failure of the
+   * whole batch (files it did not finish are then not copied).
+   */
+  batch?: {
+    accepts(item: PlannedCopy): boolean;
+    copy(
+      items: PlannedCopy[],
+      sent: (n: number) => void,
+      done: (index: number, result: BatchResult) => void,
+      signal: AbortSignal,
+    ): Promise<void>;
+  };
 }
+
+/** One file of a batch: what the destination now holds, or why that file was not copied. */
+export type BatchResult = { entry: TreeEntry | undefined } | { error: unknown };
 
 export function transfersOf(options: TransferOptions): number {
   const n = options.transfers ?? 4;
@@ -520,6 +546,65 @@ export async function carryOut(
     }
     return true;
   };
+  /** The copy of one file ended: its record, the summary and the progress. */
+  const copied = (copy: PlannedCopy) => {
+    summary.transferred += 1;
+    summary.bytes += copy.size;
+    progress.files += 1;
+    options.onProgress?.({ ...progress });
+  };
+  const sent = (n: number) => {
+    progress.bytes += n;
+    options.onProgress?.({ ...progress });
+  };
+  /** A copy that failed: reported when the file changed on the source meanwhile, else the run's failure. */
+  const notCopied = (copy: PlannedCopy, err: unknown) => {
+    if (!changedMeanwhile(err)) throw err;
+    summary.failures.push({ path: copy.path, error: err, created: copy.replaces === undefined });
+  };
+  // The copies waiting to go as one batch (Destination.batch), in plan order.
+  let group: { copy: PlannedCopy; line: PlanLine; record: Pick<Slot, "settle"> }[] = [];
+  let groupBytes = 0;
+  const flush = async () => {
+    const items = group;
+    if (items.length === 0) return;
+    group = [];
+    groupBytes = 0;
+    const batch = destination.batch as NonNullable<Destination["batch"]>;
+    const settled = new Array<boolean>(items.length).fill(false);
+    const unsettled = () => {
+      for (const [i, item] of items.entries()) if (!settled[i]) item.record.settle(item.line.local, item.line.at);
+    };
+    const weight = items.reduce((sum, item) => sum + fileWeight(item.copy.size), 0);
+    const admitted = await limiter.start(weight, async () => {
+      try {
+        await Promise.all(new Set(items.map((item) => creating.get(parentOf(item.copy.path)))));
+        await run((own) =>
+          batch.copy(
+            items.map((item) => item.copy),
+            sent,
+            (index, result) => {
+              const item = items[index];
+              if (item === undefined || settled[index]) return;
+              settled[index] = true;
+              if ("error" in result) {
+                item.record.settle(item.line.local, item.line.at);
+                notCopied(item.copy, result.error);
+                return;
+              }
+              // As a single download: stamped after its rename, recorded as of the state's writing.
+              item.record.settle(result.entry, 0);
+              copied(item.copy);
+            },
+            own,
+          ),
+        );
+      } finally {
+        unsettled();
+      }
+    });
+    if (admitted === undefined) unsettled();
+  };
   const replacingAction = (path: string, entry: TreeEntry): TransferAction => ({
     type: "delete",
     path,
@@ -542,7 +627,11 @@ export async function carryOut(
           records.add(line.path, line.local, line.at);
           continue;
         }
-        while (records.waiting > MAX_WAITING_RECORDS) await records.oldest();
+        if (records.waiting > MAX_WAITING_RECORDS) {
+          // The oldest record may be a file of the batch being gathered: it goes now.
+          await flush();
+          while (records.waiting > MAX_WAITING_RECORDS) await records.oldest();
+        }
         try {
           if (step.type === "skip" || step.type === "unchanged") {
             await act({ type: "skip", path: step.path, reason: step.type === "skip" ? "not-regular" : "unchanged" });
@@ -585,6 +674,12 @@ export async function carryOut(
               continue;
             }
             const record = records.pending(line.path);
+            if (replacing === undefined && destination.batch?.accepts(copy)) {
+              group.push({ copy, line, record });
+              groupBytes += copy.size;
+              if (group.length >= BATCH_FILES || groupBytes >= BATCH_BYTES) await flush();
+              continue;
+            }
             const parent = creating.get(parentOf(copy.path));
             const admitted = await limiter.start(fileWeight(copy.size), async () => {
               try {
@@ -593,16 +688,7 @@ export async function carryOut(
                   record.settle(line.local, line.at);
                   return;
                 }
-                const now = await run((own) =>
-                  destination.copy(
-                    copy,
-                    (n) => {
-                      progress.bytes += n;
-                      options.onProgress?.({ ...progress });
-                    },
-                    own,
-                  ),
-                );
+                const now = await run((own) => destination.copy(copy, sent, own));
                 // A push's upload keeps the stamp read before it (an edit meanwhile changes it); a
                 // pull's download is stamped after its rename, and recorded as of the moment the
                 // state is written (at 0), as before session 17: trusted by a run 2 s later.
@@ -610,14 +696,10 @@ export async function carryOut(
                 else record.settle(now, 0);
               } catch (err) {
                 record.settle(line.local, line.at);
-                if (!changedMeanwhile(err)) throw err;
-                summary.failures.push({ path: copy.path, error: err, created: copy.replaces === undefined });
+                notCopied(copy, err);
                 return;
               }
-              summary.transferred += 1;
-              summary.bytes += copy.size;
-              progress.files += 1;
-              options.onProgress?.({ ...progress });
+              copied(copy);
             });
             if (admitted === undefined) record.settle(line.local, line.at);
           }
@@ -627,6 +709,10 @@ export async function carryOut(
         }
       }
     }
+    // The last batch; after a failure its files are not copied, and keep what the plan read.
+    if (failed === undefined) await flush().catch(fail);
+    for (const item of group) item.record.settle(item.line.local, item.line.at);
+    group = [];
     await limiter.idle();
     if (failed === undefined) {
       await eachLimited(
