@@ -565,6 +565,12 @@ export async function carryOut(
   // The copies waiting to go as one batch (Destination.batch), in plan order.
   let group: { copy: PlannedCopy; line: PlanLine; record: Pick<Slot, "settle"> }[] = [];
   let groupBytes = 0;
+  /** After a failure: the batch being gathered is not copied, its files keep what the plan read. */
+  const dropGroup = () => {
+    for (const item of group) item.record.settle(item.line.local, item.line.at);
+    group = [];
+    groupBytes = 0;
+  };
   const flush = async () => {
     const items = group;
     if (items.length === 0) return;
@@ -624,6 +630,7 @@ export async function carryOut(
         if ((phase === "directories") !== (step?.type === "mkdir")) continue;
         // After a failure, only the local files as they are still go to the next state.
         if (failed !== undefined || step === undefined) {
+          if (failed !== undefined) dropGroup();
           records.add(line.path, line.local, line.at);
           continue;
         }
@@ -711,8 +718,7 @@ export async function carryOut(
     }
     // The last batch; after a failure its files are not copied, and keep what the plan read.
     if (failed === undefined) await flush().catch(fail);
-    for (const item of group) item.record.settle(item.line.local, item.line.at);
-    group = [];
+    dropGroup();
     await limiter.idle();
     if (failed === undefined) {
       await eachLimited(
