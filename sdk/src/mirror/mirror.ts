@@ -27,7 +27,7 @@ import type { FeedChange, FeedEvent } from "../rest/poll.js";
 import { ConnectionError, isNotFoundError, ReadManyUnsupportedError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink } from "./sink.js";
-import { MirrorDatabase, type MirrorIdentity, PAGE } from "./state-database.js";
+import { MirrorDatabase, type MirrorIdentity } from "./state-database.js";
 
 export interface MirrorOptions {
   /** A REST client to use; or give baseUrl (and auth). */
@@ -753,9 +753,7 @@ export class StoreMirror extends EventEmitter {
     // Directories first (a listing names a parent before its children), then the files, several at once.
     const root = db.row<{ tag: string }>("SELECT tag FROM temp.remote WHERE path = ''");
     if (root !== undefined) db.set("", { tag: root.tag, directory: true });
-    for (const d of db.pages<{ path: string; tag: string }>(
-      `SELECT path, tag FROM temp.remote WHERE directory = 1 AND path > ? ORDER BY path LIMIT ${PAGE}`,
-    )) {
+    for (const d of db.pages<{ path: string; tag: string }>("path, tag", "temp.remote", "directory = 1")) {
       if (this.signal.aborted) return;
       await this.makeDirectory(d.path, d.tag);
     }
@@ -775,10 +773,7 @@ export class StoreMirror extends EventEmitter {
     const batchable = (r: TodoRow) =>
       this.batching && !this.dryRun && this.sink.writeBytes !== undefined && (r.size ?? 0) <= WHOLE_FILE_BYTES;
     await eachLimited(
-      batchesOf(
-        db.pages<TodoRow>(`SELECT path, tag, size FROM temp.todo WHERE path > ? ORDER BY path LIMIT ${PAGE}`),
-        batchable,
-      ),
+      batchesOf(db.pages<TodoRow>("path, tag, size", "temp.todo"), batchable),
       this.transfers,
       async (group) => {
         if (this.signal.aborted) return;

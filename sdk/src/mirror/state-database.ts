@@ -256,11 +256,12 @@ export class MirrorDatabase {
   }
 
   /**
-   * The rows of a query of the mirror's own in pages of `PAGE` (its last parameter is where the
-   * page starts: `path > ?`, `ORDER BY path LIMIT ${PAGE}`): a page read at once, and what the
-   * caller writes between pages is free to touch the tables read.
+   * The rows `SELECT columns FROM from WHERE where` of the mirror's own tables, in path order, in
+   * pages of `PAGE` (the paging clause is added here): a page read at once, and what the caller
+   * writes between pages is free to touch the tables read.
    */
-  *pages<T extends { path: string }>(sql: string): Generator<T> {
+  *pages<T extends { path: string }>(columns: string, from: string, where = "true"): Generator<T> {
+    const sql = `SELECT ${columns} FROM ${from} WHERE (${where}) AND path > ? ORDER BY path LIMIT ${PAGE}`;
     for (let after = ""; ; ) {
       const page = this.statement(sql).all(after) as unknown as T[];
       yield* page;
