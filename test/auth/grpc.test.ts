@@ -2,12 +2,12 @@
 // tokens and grants as REST, answered with the protocol's own codes
 // (Unauthenticated, PermissionDenied).
 
-import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { StoreService } from "@trove/sdk/gen/trove/resources/v2/stores_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN, type AuthServer, type Issuer, startAuthServer, startIssuer } from "./support.js";
+import { ADMIN, type AuthServer, bearer, codeOf, type Issuer, startAuthServer, startIssuer } from "./support.js";
 
 let issuer: Issuer;
 let t: AuthServer;
@@ -23,29 +23,11 @@ afterAll(async () => {
   await issuer?.stop();
 });
 
-const bearer =
-  (token: string | undefined): Interceptor =>
-  (next) =>
-  (req) => {
-    if (token !== undefined) req.header.set("Authorization", `Bearer ${token}`);
-    return next(req);
-  };
-
 const TRANSPORTS: Record<string, (token: string | undefined) => Transport> = {
   gRPC: (token) => createGrpcTransport({ baseUrl: t.url, interceptors: [bearer(token)] }),
   Connect: (token) => createConnectTransport({ baseUrl: t.url, httpVersion: "1.1", interceptors: [bearer(token)] }),
   "gRPC-Web": (token) => createGrpcWebTransport({ baseUrl: t.url, httpVersion: "2", interceptors: [bearer(token)] }),
 };
-
-async function codeOf(call: () => Promise<unknown>): Promise<[Code, string]> {
-  try {
-    await call();
-  } catch (err) {
-    const ce = ConnectError.from(err);
-    return [ce.code, ce.rawMessage];
-  }
-  throw new Error("the call succeeded");
-}
 
 async function drain(stream: AsyncIterable<unknown>): Promise<number> {
   let n = 0;

@@ -3,11 +3,11 @@
 // as its own message while the others go on, and the limits refused before anything is read.
 // On Connect and gRPC, against a server that checks tokens and grants.
 
-import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN, type AuthServer, type Issuer, startAuthServer, startIssuer } from "./support.js";
+import { ADMIN, type AuthServer, bearer, codeOf, type Issuer, startAuthServer, startIssuer } from "./support.js";
 
 let issuer: Issuer;
 let t: AuthServer;
@@ -37,14 +37,6 @@ afterAll(async () => {
   await t?.stop();
   await issuer?.stop();
 });
-
-const bearer =
-  (token: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("Authorization", `Bearer ${token}`);
-    return next(req);
-  };
 
 const TRANSPORTS: Record<string, (token: string) => Transport> = {
   Connect: (token) => createConnectTransport({ baseUrl: t.url, httpVersion: "2", interceptors: [bearer(token)] }),
@@ -84,16 +76,6 @@ async function readMany(transport: Transport, store: string, paths: string[]) {
     answer.bytes = Buffer.concat([answer.bytes ?? Buffer.alloc(0), read?.chunk ?? Buffer.alloc(0)]);
   }
   return { answers, order };
-}
-
-async function codeOf(call: () => Promise<unknown>): Promise<[Code, string]> {
-  try {
-    await call();
-  } catch (err) {
-    const ce = ConnectError.from(err);
-    return [ce.code, ce.rawMessage];
-  }
-  throw new Error("the call succeeded");
 }
 
 describe.each(Object.keys(TRANSPORTS))("ReadMany over %s", (name) => {

@@ -1,6 +1,7 @@
 // An external authorization server (oauth2-mock-server on 127.0.0.1) and a
 // Trove server that verifies its tokens, for the authentication suites.
 
+import { type Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { OAuth2Server } from "oauth2-mock-server";
 import { createJwtAuthenticator, type JwtAuthenticatorOptions } from "../../src/auth/verifier.js";
 import { startServer, type TestServer } from "../support/server.js";
@@ -70,3 +71,23 @@ export async function startAuthServer(
 }
 
 export const DATA = "/resources/v2/data";
+
+/** A Connect interceptor that sends `Authorization: Bearer {token}` (none for undefined). */
+export const bearer =
+  (token: string | undefined): Interceptor =>
+  (next) =>
+  (req) => {
+    if (token !== undefined) req.header.set("Authorization", `Bearer ${token}`);
+    return next(req);
+  };
+
+/** The code and message a call failed with (it must fail). */
+export async function codeOf(call: () => Promise<unknown>): Promise<[Code, string]> {
+  try {
+    await call();
+  } catch (err) {
+    const ce = ConnectError.from(err);
+    return [ce.code, ce.rawMessage];
+  }
+  throw new Error("the call succeeded");
+}

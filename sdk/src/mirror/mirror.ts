@@ -598,9 +598,9 @@ export class StoreMirror extends EventEmitter {
       });
     } catch (err) {
       if (!(err instanceof ReadManyUnsupportedError) || answered > 0) throw err;
+      // One GET at a time: the batch holds one of the `transfers` places, not a hundred.
       this.batching = false;
-      const each = await Promise.all(rows.map((r) => this.download(r.path, { tag: r.tag, size: r.size ?? undefined })));
-      written = each.filter(Boolean).length;
+      for (const r of rows) if (await this.download(r.path, { tag: r.tag, size: r.size ?? undefined })) written += 1;
     }
     return written;
   }

@@ -15,7 +15,22 @@ import { PreconditionFailedError, ReadManyUnsupportedError } from "../trove-erro
 import { entryOf, fileEntry } from "./local-tree.js";
 import type { PlannedCopy, TreeEntry } from "./plan.js";
 import { replaceFileSync } from "./replace-file.js";
-import { type Destination, remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
+import {
+  type BatchResult,
+  type Destination,
+  remotePath,
+  type TransferOptions,
+  type TransferSummary,
+  transfer,
+} from "./transfer.js";
+
+/** `md5` (a download's) when it is the one the server announced (or none was), else the download fails. */
+function checkMd5(item: PlannedCopy, md5: string, announced: string): string {
+  if (announced !== "" && md5 !== announced) {
+    throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${announced}`);
+  }
+  return md5;
+}
 
 /** A download that is no longer the listed version: reported, not written (unless `force`). */
 function changedSince(listed: string, now: string): PreconditionFailedError {
@@ -63,10 +78,7 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
       join(dirname(dest), `.${basename(dest)}.trove-pull-${runId}-${(made++).toString(36)}`);
     /** A small download, whole in `body`: its MD5 checked against the announced one, then written and renamed in place. */
     const writeWhole = (item: PlannedCopy, dest: string, body: Buffer, announced: string): TreeEntry => {
-      const md5 = createHash("md5").update(body).digest("base64");
-      if (announced !== "" && md5 !== announced) {
-        throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${announced}`);
-      }
+      const md5 = checkMd5(item, createHash("md5").update(body).digest("base64"), announced);
       return { ...entryOf(replaceFileSync(temporaryOf(dest), dest, body)), md5 };
     };
     // Small files go by batches of one ReadMany each, unless the server has none (then by GETs).
@@ -101,11 +113,6 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
           sent(body.byteLength);
           return writeWhole(item, dest, body, got.md5);
         }
-        const checkMd5 = (md5: string) => {
-          if (got.md5 !== "" && md5 !== got.md5) {
-            throw new Error(`the download of ${item.path} has MD5 ${md5}, the server announced ${got.md5}`);
-          }
-        };
         const hash = createHash("md5");
         const counter = new Transform({
           transform(chunk: Buffer, _encoding, callback) {
@@ -117,8 +124,7 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
         try {
           const body = Readable.fromWeb(got.body as import("node:stream/web").ReadableStream);
           await pipeline(body, counter, createWriteStream(tmp, { flags: "wx" }), { signal });
-          const md5 = hash.digest("base64");
-          checkMd5(md5);
+          const md5 = checkMd5(item, hash.digest("base64"), got.md5);
           await rename(tmp, dest);
           return { ...(await fileEntry(dest)), md5 };
         } catch (err) {
@@ -132,13 +138,6 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
       batch: {
         accepts: (item) => batching && item.size <= WHOLE_FILE_BYTES,
         async copy(items, sent, done, signal) {
-          const one = async (index: number) => {
-            try {
-              done(index, { entry: await destination.copy(items[index] as PlannedCopy, sent, signal) });
-            } catch (error) {
-              done(index, { error });
-            }
-          };
           let answered = 0;
           try {
             const paths = items.map((item) => remotePath(base, item.path));
@@ -161,9 +160,18 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
             }
           } catch (err) {
             if (!(err instanceof ReadManyUnsupportedError) || answered > 0) throw err;
-            // An earlier server: this batch and the rest of the run one GET per file.
+            // An earlier server: this batch and the rest of the run one GET per file. One at a
+            // time: the batch holds one of the `transfers` places, not a hundred.
             batching = false;
-            await Promise.all(items.map((_, index) => one(index)));
+            for (const [index, item] of items.entries()) {
+              let result: BatchResult;
+              try {
+                result = { entry: await destination.copy(item, sent, signal) };
+              } catch (error) {
+                result = { error };
+              }
+              done(index, result);
+            }
           }
         },
       },
