@@ -159,9 +159,9 @@ export class ServerError extends TroveError {
   override name = "ServerError";
 }
 
-/** The server has no ReadMany (an earlier Trove, or a proxy that passes only REST): read one file at a time. */
-export class ReadManyUnsupportedError extends ServerError {
-  override name = "ReadManyUnsupportedError";
+/** The server has no ReadMany or WriteMany (an earlier Trove, or a proxy that passes only REST): one file at a time. */
+export class BatchUnsupportedError extends ServerError {
+  override name = "BatchUnsupportedError";
 }
 
 export const isTroveError = (e: unknown): e is TroveError => e instanceof TroveError;

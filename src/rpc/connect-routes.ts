@@ -47,7 +47,8 @@ export interface ConnectFaceOptions {
  * lend (inline contents, MongoDB's) are left alone.
  */
 function rpcResources(
-  core: Omit<ServiceImpl<typeof ResourceService>, "readMany"> & Pick<ResourceCore, "readEach">,
+  core: Omit<ServiceImpl<typeof ResourceService>, "readMany" | "writeMany"> &
+    Pick<ResourceCore, "readEach" | "writeEach">,
 ): ServiceImpl<typeof ResourceService> {
   return {
     ...core,
@@ -84,6 +85,34 @@ function rpcResources(
           };
         }
       }
+    },
+    // An item's refusal is its result (the code Write would end with); the others are written.
+    async writeMany(request, context) {
+      const outcomes = await core.writeEach(request, context);
+      return {
+        $typeName: "trove.resources.v2.WriteManyResponse",
+        results: outcomes.map((outcome, index) => {
+          if ("write" in outcome) {
+            return {
+              $typeName: "trove.resources.v2.WriteManyResult",
+              write: outcome.write,
+              errorCode: "",
+              errorMessage: "",
+            };
+          }
+          const err = toConnectError(outcome.error, {
+            method: context.method,
+            store: request.store,
+            path: request.items[index]?.path,
+          });
+          return {
+            $typeName: "trove.resources.v2.WriteManyResult",
+            write: undefined,
+            errorCode: codeToString(err.code),
+            errorMessage: err.rawMessage,
+          };
+        }),
+      };
     },
   };
 }

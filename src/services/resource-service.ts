@@ -24,6 +24,7 @@ import {
   type StatRequest,
   type StatResponse,
   type WriteHeader,
+  type WriteManyRequest,
   type WriteRequest,
   type WriteResponse,
   WriteResponseSchema,
@@ -149,11 +150,17 @@ export const READ_MANY_MAX_PATHS = 1000;
 /** One path's part of a ReadMany: a Read message of it, or the error that ends its answer. */
 export type ReadManyItem = { index: number; read: ReadResponse } | { index: number; error: unknown };
 
+/** At most this many items in one WriteMany (the request is refused beyond, before any is written). */
+export const WRITE_MANY_MAX_ITEMS = 1000;
+
+/** One item's answer of a WriteMany: what Write would answer, or why it was not written. */
+export type WriteManyOutcome = { write: WriteResponse } | { error: unknown };
+
 /**
- * Every method of ResourceService but ReadMany, whose per-path errors the RPC face translates
- * (src/rpc/connect-routes.ts) from `readEach`.
+ * Every method of ResourceService but ReadMany and WriteMany, whose per-item errors the RPC face
+ * translates (src/rpc/connect-routes.ts) from `readEach` and `writeEach`.
  */
-export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "readMany"> {
+export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "readMany" | "writeMany"> {
   private readonly storage: StoragePort;
   private readonly maxResourceSize: number;
   private readonly now: () => number;
@@ -245,6 +252,41 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
         yield { index, error };
       }
     }
+  }
+
+  /**
+   * WriteMany's items, each written as `put` writes a Write of its whole contents (the same
+   * decision, checks and preconditions), one after the other in the request's order; an item's
+   * refusal is its outcome and the next item follows. Refused whole, before any write, with more
+   * than WRITE_MANY_MAX_ITEMS items or without a store. Each item is its own atomic write.
+   */
+  async writeEach(req: WriteManyRequest, ctx: HandlerContext): Promise<WriteManyOutcome[]> {
+    const { store, items } = req;
+    if (items.length > WRITE_MANY_MAX_ITEMS) {
+      throw new BadRequestError(`a WriteMany holds at most ${WRITE_MANY_MAX_ITEMS} items, not ${items.length}`);
+    }
+    validateStoreName(store);
+    const outcomes: WriteManyOutcome[] = [];
+    for (const item of items) {
+      throwIfCallAborted(ctx);
+      try {
+        const input: WriteInput = {
+          store,
+          path: item.path,
+          ifMatch: tags(item.ifMatch),
+          ifNoneMatch: tags(item.ifNoneMatch),
+          contentType: item.contentType,
+          contentMd5: item.contentMd5,
+          contentLength: BigInt(item.contents.byteLength),
+          contents: only(item.contents),
+        };
+        outcomes.push({ write: await this.put(input, ctx) });
+      } catch (error) {
+        throwIfCallAborted(ctx);
+        outcomes.push({ error });
+      }
+    }
+    return outcomes;
   }
 
   /** The messages of a read from `first`, the node's first read (a blob replaced meanwhile: the node is read again). */
@@ -622,4 +664,9 @@ async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<U
       throw new BadRequestError("only the first message of a write may be a header");
     yield next.value.part.value;
   }
+}
+
+/** Contents given whole, as the one chunk of a write. */
+async function* only(contents: Uint8Array): AsyncIterable<Uint8Array> {
+  yield contents;
 }

@@ -67,9 +67,18 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
   it("list of one service: its methods", async () => {
     const r = await run([], ["list", "trove.resources.v2.ResourceService"]);
     expect(r.stdout.trim().split("\n")).toEqual(
-      ["Delete", "List", "ListVersions", "MakeDirectory", "Read", "ReadMany", "Restore", "Stat", "Write"].map(
-        (m) => `trove.resources.v2.ResourceService.${m}`,
-      ),
+      [
+        "Delete",
+        "List",
+        "ListVersions",
+        "MakeDirectory",
+        "Read",
+        "ReadMany",
+        "Restore",
+        "Stat",
+        "Write",
+        "WriteMany",
+      ].map((m) => `trove.resources.v2.ResourceService.${m}`),
     );
   });
 
@@ -99,6 +108,7 @@ describeWithTool(GRPCURL, "grpcurl against the reflection service", (grpcurl) =>
         "    option idempotency_level = NO_SIDE_EFFECTS;",
         "  }",
         "  rpc Write ( stream .trove.resources.v2.WriteRequest ) returns ( .trove.resources.v2.WriteResponse );",
+        "  rpc WriteMany ( .trove.resources.v2.WriteManyRequest ) returns ( .trove.resources.v2.WriteManyResponse );",
         "}",
         "",
       ].join("\n"),

@@ -9,12 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  BatchUnsupportedError,
   createRestClient,
   isTransferChangedError,
   NotFoundError,
   pull,
   push,
-  ReadManyUnsupportedError,
   type TroveRestClient,
 } from "../../sdk/src/index.js";
 import type { ReadManyResult } from "../../sdk/src/rest/read-many.js";
@@ -144,7 +144,7 @@ describe("pull by batches of ReadMany", () => {
         // nothing
       }
     })().catch((err) => err);
-    expect(failure).toBeInstanceOf(ReadManyUnsupportedError);
+    expect(failure).toBeInstanceOf(BatchUnsupportedError);
   });
 
   it("cancelled during a batch: rejects with the reason, leaves no partial or temporary file, and the next pull copies only what is missing", async () => {

@@ -24,7 +24,7 @@ import {
   WHOLE_FILE_BYTES,
 } from "../rest/in-flight.js";
 import type { FeedChange, FeedEvent } from "../rest/poll.js";
-import { ConnectionError, isNotFoundError, ReadManyUnsupportedError } from "../trove-errors.js";
+import { BatchUnsupportedError, ConnectionError, isNotFoundError } from "../trove-errors.js";
 import { DirectorySink } from "./directory-sink.js";
 import type { MirrorSink } from "./sink.js";
 import { MirrorDatabase, type MirrorIdentity } from "./state-database.js";
@@ -597,7 +597,7 @@ export class StoreMirror extends EventEmitter {
         }
       });
     } catch (err) {
-      if (!(err instanceof ReadManyUnsupportedError) || answered > 0) throw err;
+      if (!(err instanceof BatchUnsupportedError) || answered > 0) throw err;
       // One GET at a time: the batch holds one of the `transfers` places, not a hundred.
       this.batching = false;
       for (const r of rows) if (await this.download(r.path, { tag: r.tag, size: r.size ?? undefined })) written += 1;

@@ -7,6 +7,7 @@ import { type Auth, type TokenProvider, toTokenProvider } from "../auth.js";
 import { ConnectionError, DeletedError, errorForStatus, type TroveError } from "../trove-errors.js";
 import { type FeedEvent, parseFeed } from "./poll.js";
 import type { ReadManyOptions, ReadManyResult } from "./read-many.js";
+import type { WriteManyAnswer, WriteManyFile, WriteManyOptions } from "./write-many.js";
 import {
   type ListingEntry,
   ListingReader,
@@ -597,7 +598,7 @@ export class TroveRestClient {
    * connection and token; docs/resources.md): each path's answer in the order of `paths`, its
    * contents whole, or its own error (NotFoundError, UnauthorizedError...) while the others go on.
    * At most 1,000 paths; meant for small files (a file is held whole). A server without it rejects
-   * with ReadManyUnsupportedError before any answer.
+   * with BatchUnsupportedError before any answer.
    */
   async *readMany(
     store: string,
@@ -612,6 +613,27 @@ export class TroveRestClient {
   }
 
   private readManyCall: Promise<ReturnType<typeof import("./read-many.js").createReadMany>> | undefined;
+
+  /**
+   * Writes many small resources of one store in one call (ResourceService.WriteMany over this
+   * client's connection and token; docs/resources.md): each item as a PUT of its whole contents
+   * with its conditions, in order, and each item's answer (the resource as written) or its own
+   * error (PreconditionFailedError, ForbiddenError...) while the others are written. At most 1,000
+   * items and 3 MiB of contents. A server without it rejects with BatchUnsupportedError, having
+   * written nothing.
+   */
+  async writeMany(
+    store: string,
+    items: readonly WriteManyFile[],
+    options: WriteManyOptions = {},
+  ): Promise<WriteManyAnswer[]> {
+    this.writeManyCall ??= import("./write-many.js").then(({ createWriteMany }) =>
+      createWriteMany(this.baseUrl, this.doFetch, this.tokenProvider),
+    );
+    return (await this.writeManyCall)(store, items, options);
+  }
+
+  private writeManyCall: Promise<ReturnType<typeof import("./write-many.js").createWriteMany>> | undefined;
 
   /** @internal A request with auth and typed errors; used by the store API and the mirror. */
   async call(call: Call): Promise<Response> {

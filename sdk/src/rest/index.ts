@@ -32,6 +32,7 @@ export {
 export { createH2cFetch, type H2cFetch, type H2cFetchOptions } from "./h2c-fetch.js";
 export { type FeedChange, type FeedEvent, type FeedReset, parseFeed, parseFeedLine, parseIdrUri } from "./poll.js";
 export type { ReadManyOptions, ReadManyResult } from "./read-many.js";
+export type { WriteManyAnswer, WriteManyFile, WriteManyOptions } from "./write-many.js";
 export {
   type ListingEntry,
   ListingReader,

@@ -12,7 +12,8 @@
 
 import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import type { TokenProvider } from "../auth.js";
-import { ConnectionError, errorForStatus, ReadManyUnsupportedError, type TroveError } from "../trove-errors.js";
+import { BatchUnsupportedError, errorForStatus, type TroveError } from "../trove-errors.js";
+import { errorOf, parseJson, postConnect } from "./connect-call.js";
 
 /** At most this many paths in one call (the server refuses more). */
 export const READ_MANY_MAX_PATHS = 1000;
@@ -41,24 +42,6 @@ export type ReadManyResult =
 
 export interface ReadManyOptions {
   signal?: AbortSignal;
-}
-
-/** A Connect error code as the HTTP status a REST answer of the same refusal has (errorForStatus). */
-const STATUS_OF_CODE: Record<string, number> = {
-  invalid_argument: 400,
-  out_of_range: 400,
-  unauthenticated: 401,
-  permission_denied: 403,
-  not_found: 404,
-  already_exists: 409,
-  failed_precondition: 412,
-  resource_exhausted: 429,
-  unimplemented: 501,
-  unavailable: 503,
-};
-
-function errorOf(code: string, message: string): TroveError {
-  return errorForStatus(STATUS_OF_CODE[code] ?? 500, message || code);
 }
 
 /** The request message: store = 1, paths = 2. */
@@ -162,33 +145,14 @@ export function createReadMany(baseUrl: string, doFetch: typeof fetch, tokenProv
     if (paths.length > READ_MANY_MAX_PATHS) {
       throw new RangeError(`readMany takes at most ${READ_MANY_MAX_PATHS} paths, not ${paths.length}`);
     }
-    const headers: Record<string, string> = {
-      "content-type": "application/connect+proto",
-      "connect-protocol-version": "1",
-    };
-    if (tokenProvider) headers.authorization = `Bearer ${await tokenProvider.getToken(options.signal)}`;
-    let res: Response;
-    try {
-      res = await doFetch(url, { method: "POST", headers, body: encodeRequest(store, paths), signal: options.signal });
-    } catch (err) {
-      if (options.signal?.aborted) throw options.signal.reason ?? err;
-      const cause = ((err as Error).cause ?? err) as Error;
-      throw new ConnectionError(0, `cannot reach ${baseUrl}: ${cause.message ?? String(cause)}`, undefined, { cause });
-    }
-    if (res.status !== 200 || res.body === null) {
-      const text = await res.text().catch(() => "");
-      // An earlier server (no such method: 404 from its fallback) or a proxy that passes only REST.
-      if (res.status === 404 || res.status === 501 || res.status === 415) {
-        throw new ReadManyUnsupportedError(
-          res.status,
-          `the server does not read many resources at once (${res.status})`,
-        );
-      }
-      const json = parseJson(text) as { code?: string; message?: string } | undefined;
-      throw json?.code
-        ? errorOf(json.code, json.message ?? "")
-        : errorForStatus(res.status, text.trim() || res.statusText);
-    }
+    const res = await postConnect(url, encodeRequest(store, paths), {
+      streaming: true,
+      what: "read many resources at once",
+      doFetch,
+      tokenProvider,
+      signal: options.signal,
+    });
+    if (res.body === null) throw errorForStatus(res.status, "a ReadMany answer without a body");
     let current: Extract<ReadManyResult, { body: Buffer }> | undefined;
     let parts: Uint8Array[] = [];
     let received = 0;
@@ -215,7 +179,7 @@ export function createReadMany(baseUrl: string, doFetch: typeof fetch, tokenProv
           const end = parseJson(Buffer.from(bytes).toString("utf8")) as { error?: { code?: string; message?: string } };
           if (end?.error) {
             if (end.error.code === "unimplemented") {
-              throw new ReadManyUnsupportedError(
+              throw new BatchUnsupportedError(
                 501,
                 `the server does not read many resources at once: ${end.error.message}`,
               );
@@ -257,11 +221,3 @@ export function createReadMany(baseUrl: string, doFetch: typeof fetch, tokenProv
 }
 
 const EMPTY = Buffer.alloc(0);
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -11,18 +11,11 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { under } from "../mirror/directory-sink.js";
 import { readWhole, WHOLE_FILE_BYTES } from "../rest/in-flight.js";
-import { PreconditionFailedError, ReadManyUnsupportedError } from "../trove-errors.js";
+import { PreconditionFailedError } from "../trove-errors.js";
 import { entryOf, fileEntry } from "./local-tree.js";
 import type { PlannedCopy, TreeEntry } from "./plan.js";
 import { replaceFileSync } from "./replace-file.js";
-import {
-  type BatchResult,
-  type Destination,
-  remotePath,
-  type TransferOptions,
-  type TransferSummary,
-  transfer,
-} from "./transfer.js";
+import { type Destination, remotePath, type TransferOptions, type TransferSummary, transfer } from "./transfer.js";
 
 /** `md5` (a download's) when it is the one the server announced (or none was), else the download fails. */
 function checkMd5(item: PlannedCopy, md5: string, announced: string): string {
@@ -81,8 +74,6 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
       const md5 = checkMd5(item, createHash("md5").update(body).digest("base64"), announced);
       return { ...entryOf(replaceFileSync(temporaryOf(dest), dest, body)), md5 };
     };
-    // Small files go by batches of one ReadMany each, unless the server has none (then by GETs).
-    let batching = options.batch !== false;
     const destination: Destination = {
       async makeDirectory(path) {
         if (path === "") {
@@ -136,42 +127,25 @@ export async function pull(options: TransferOptions): Promise<TransferSummary> {
         await rm(under(root, item.path), { recursive: true, force: true });
       },
       batch: {
-        accepts: (item) => batching && item.size <= WHOLE_FILE_BYTES,
+        // Small files go by batches of one ReadMany each (a server without it: by GETs, transfer.ts).
+        accepts: (item) => item.size <= WHOLE_FILE_BYTES,
         async copy(items, sent, done, signal) {
-          let answered = 0;
-          try {
-            const paths = items.map((item) => remotePath(base, item.path));
-            for await (const got of client.readMany(store, paths, { signal })) {
-              answered += 1;
-              const item = items[got.index] as PlannedCopy;
-              if (got.error !== undefined) {
-                done(got.index, { error: got.error });
-                continue;
-              }
-              if (!options.force && item.tag !== undefined && got.tag !== item.tag) {
-                done(got.index, { error: changedSince(item.tag, got.tag) });
-                continue;
-              }
-              if (got.directory) throw new Error(`${item.path} is a directory on the server now, no longer a file`);
-              const dest = under(root, item.path);
-              await checkInside(dirname(dest));
-              sent(got.body.byteLength);
-              done(got.index, { entry: writeWhole(item, dest, got.body, got.md5) });
+          const paths = items.map((item) => remotePath(base, item.path));
+          for await (const got of client.readMany(store, paths, { signal })) {
+            const item = items[got.index] as PlannedCopy;
+            if (got.error !== undefined) {
+              done(got.index, { error: got.error });
+              continue;
             }
-          } catch (err) {
-            if (!(err instanceof ReadManyUnsupportedError) || answered > 0) throw err;
-            // An earlier server: this batch and the rest of the run one GET per file. One at a
-            // time: the batch holds one of the `transfers` places, not a hundred.
-            batching = false;
-            for (const [index, item] of items.entries()) {
-              let result: BatchResult;
-              try {
-                result = { entry: await destination.copy(item, sent, signal) };
-              } catch (error) {
-                result = { error };
-              }
-              done(index, result);
+            if (!options.force && item.tag !== undefined && got.tag !== item.tag) {
+              done(got.index, { error: changedSince(item.tag, got.tag) });
+              continue;
             }
+            if (got.directory) throw new Error(`${item.path} is a directory on the server now, no longer a file`);
+            const dest = under(root, item.path);
+            await checkInside(dirname(dest));
+            sent(got.body.byteLength);
+            done(got.index, { entry: writeWhole(item, dest, got.body, got.md5) });
           }
         },
       },

@@ -20,7 +20,7 @@ import {
   fileWeight,
 } from "../rest/in-flight.js";
 import type { ListingEntry } from "../rest/xml.js";
-import { NotFoundError, PreconditionFailedError, type TroveError } from "../trove-errors.js";
+import { BatchUnsupportedError, NotFoundError, PreconditionFailedError, type TroveError } from "../trove-errors.js";
 import { RecordedState, StateWriter, stateFileOf } from "./local-state.js";
 import { md5File } from "./local-tree.js";
 import { comparePaths, type LocalEntry, walkLocal } from "./path-order.js";
@@ -46,9 +46,10 @@ export interface TransferOptions {
    */
   bytesInFlight?: number;
   /**
-   * Pull: download files of up to 256 KiB by batches of up to 100 (512 KiB), one
-   * ResourceService.ReadMany request each, instead of a GET per file (default true; a server
-   * without ReadMany is read one GET per file; docs/cli.md).
+   * Files of up to 256 KiB go by batches of up to 100 (512 KiB), one request each instead of a
+   * request per file (default true; docs/cli.md): a pull's downloads by ResourceService.ReadMany,
+   * a push's uploads by ResourceService.WriteMany. A server without them is sent one request per
+   * file (GET, PUT).
    */
   batch?: boolean;
   /** rclone's `sync`: also delete what the destination has and the source has not. */
@@ -158,10 +159,12 @@ export interface Destination {
   copy(item: PlannedCopy, sent: (n: number) => void, signal: AbortSignal): Promise<TreeEntry | undefined>;
   remove(item: PlannedRemoval, signal: AbortSignal): Promise<void>;
   /**
-   * Copies of several small files in one request, where the destination can (a pull: ReadMany).
+   * Copies of several small files in one request, where the destination can (a pull: ReadMany;
+   * a push: WriteMany).
    * `accepts` says which copies may go in a batch; `copy` calls `done` once for each file it
    * finishes, with its entry or the error of that file alone, and rejects for a failure of the
-   * whole batch (files it did not finish are then not copied).
+   * whole batch (files it did not finish are then not copied). A BatchUnsupportedError before any
+   * file is done: the batch's files and every later one are copied one at a time by `copy`.
    */
   batch?: {
     accepts(item: PlannedCopy): boolean;
@@ -562,7 +565,18 @@ export async function carryOut(
     if (!changedMeanwhile(err)) throw err;
     summary.failures.push({ path: copy.path, error: err, created: copy.replaces === undefined });
   };
-  // The copies waiting to go as one batch (Destination.batch), in plan order.
+  /**
+   * A copied file's record. A push's upload keeps the stamp read before it (an edit meanwhile
+   * changes it); a pull's download is stamped after its rename, and recorded as of the moment the
+   * state is written (at 0), as before session 17: trusted by a run 2 s later.
+   */
+  const settleCopied = (record: Pick<Slot, "settle">, line: PlanLine, now: TreeEntry | undefined) => {
+    if (isPush) record.settle(line.local && { ...line.local, md5: line.local.md5 || now?.md5 }, line.at);
+    else record.settle(now, 0);
+  };
+  // Small files go by batches (Destination.batch) until the server says it has no batch method.
+  let batching = options.batch !== false;
+  // The copies waiting to go as one batch, in plan order.
   let group: { copy: PlannedCopy; line: PlanLine; record: Pick<Slot, "settle"> }[] = [];
   let groupBytes = 0;
   /** After a failure: the batch being gathered is not copied, its files keep what the plan read. */
@@ -581,30 +595,46 @@ export async function carryOut(
     const unsettled = () => {
       for (const [i, item] of items.entries()) if (!settled[i]) item.record.settle(item.line.local, item.line.at);
     };
+    const done = (index: number, result: BatchResult) => {
+      const item = items[index];
+      if (item === undefined || settled[index]) return;
+      settled[index] = true;
+      if ("error" in result) {
+        item.record.settle(item.line.local, item.line.at);
+        notCopied(item.copy, result.error);
+        return;
+      }
+      settleCopied(item.record, item.line, result.entry);
+      copied(item.copy);
+    };
     const weight = items.reduce((sum, item) => sum + fileWeight(item.copy.size), 0);
     const admitted = await limiter.start(weight, async () => {
       try {
         await Promise.all(new Set(items.map((item) => creating.get(parentOf(item.copy.path)))));
-        await run((own) =>
-          batch.copy(
-            items.map((item) => item.copy),
-            sent,
-            (index, result) => {
-              const item = items[index];
-              if (item === undefined || settled[index]) return;
-              settled[index] = true;
-              if ("error" in result) {
-                item.record.settle(item.line.local, item.line.at);
-                notCopied(item.copy, result.error);
-                return;
-              }
-              // As a single download: stamped after its rename, recorded as of the state's writing.
-              item.record.settle(result.entry, 0);
-              copied(item.copy);
-            },
-            own,
-          ),
-        );
+        try {
+          await run((own) =>
+            batch.copy(
+              items.map((item) => item.copy),
+              sent,
+              done,
+              own,
+            ),
+          );
+        } catch (err) {
+          if (!(err instanceof BatchUnsupportedError) || settled.includes(true)) throw err;
+          // An earlier server (nothing copied): this batch and the rest of the run one request
+          // per file, one at a time: the batch holds one of the `transfers` places, not a hundred.
+          batching = false;
+          for (const [index, item] of items.entries()) {
+            let result: BatchResult;
+            try {
+              result = { entry: await run((own) => destination.copy(item.copy, sent, own)) };
+            } catch (error) {
+              result = { error };
+            }
+            done(index, result);
+          }
+        }
       } finally {
         unsettled();
       }
@@ -681,7 +711,7 @@ export async function carryOut(
               continue;
             }
             const record = records.pending(line.path);
-            if (replacing === undefined && destination.batch?.accepts(copy)) {
+            if (replacing === undefined && batching && destination.batch?.accepts(copy)) {
               group.push({ copy, line, record });
               groupBytes += copy.size;
               if (group.length >= BATCH_FILES || groupBytes >= BATCH_BYTES) await flush();
@@ -695,12 +725,7 @@ export async function carryOut(
                   record.settle(line.local, line.at);
                   return;
                 }
-                const now = await run((own) => destination.copy(copy, sent, own));
-                // A push's upload keeps the stamp read before it (an edit meanwhile changes it); a
-                // pull's download is stamped after its rename, and recorded as of the moment the
-                // state is written (at 0), as before session 17: trusted by a run 2 s later.
-                if (isPush) record.settle(line.local && { ...line.local, md5: line.local.md5 || now?.md5 }, line.at);
-                else record.settle(now, 0);
+                settleCopied(record, line, await run((own) => destination.copy(copy, sent, own)));
               } catch (err) {
                 record.settle(line.local, line.at);
                 notCopied(copy, err);

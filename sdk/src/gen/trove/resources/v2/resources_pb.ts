@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trove/resources/v2/resources.proto.
  */
 export const file_trove_resources_v2_resources: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJhCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkSDwoHdmVyc2lvbhgEIAEoCRINCgVhc19vZhgFIAEoCSJjCgxSZWFkUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEg0KBWNodW5rGAMgASgMIi8KD1JlYWRNYW55UmVxdWVzdBINCgVzdG9yZRgBIAEoCRINCgVwYXRocxgCIAMoCSJ8ChBSZWFkTWFueVJlc3BvbnNlEg0KBWluZGV4GAEgASgNEi4KBHJlYWQYAiABKAsyIC50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlc3BvbnNlEhIKCmVycm9yX2NvZGUYAyABKAkSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSKuAQoLV3JpdGVIZWFkZXISDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSEwoLY29udGVudF9tZDUYBSABKAkSGwoOY29udGVudF9sZW5ndGgYBiABKANIAIgBARIVCg1pZl9ub25lX21hdGNoGAcgAygJQhEKD19jb250ZW50X2xlbmd0aCJaCgxXcml0ZVJlcXVlc3QSMQoGaGVhZGVyGAEgASgLMh8udHJvdmUucmVzb3VyY2VzLnYyLldyaXRlSGVhZGVySAASDwoFY2h1bmsYAiABKAxIAEIGCgRwYXJ0IlAKDVdyaXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJcChRNYWtlRGlyZWN0b3J5UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJEhUKDWlmX25vbmVfbWF0Y2gYBCADKAkiWAoVTWFrZURpcmVjdG9yeVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEg8KB2NyZWF0ZWQYAiABKAgiVQoNRGVsZXRlUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhAKCGlmX21hdGNoGAMgAygJEhUKDXJlcXVpcmVfZW1wdHkYBCABKAgiVwoORGVsZXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFQoNZGVsZXRlZF9jb3VudBgCIAEoAyKUAQoLTGlzdFJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIRCglyZWN1cnNpdmUYAyABKAgSFwoPaW5jbHVkZV9kZWxldGVkGAQgASgIEhYKDmluY2x1ZGVfYWNjZXNzGAUgASgIEhUKDWlmX25vbmVfbWF0Y2gYBiADKAkSDQoFYXNfb2YYByABKAkihAEKDExpc3RSZXNwb25zZRIvCglkaXJlY3RvcnkYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEi0KB2VudHJpZXMYAyADKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2UimQEKB1ZlcnNpb24SLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDAoEdXNlchgCIAEoCRIRCglvcGVyYXRpb24YAyABKAkSDwoHY3VycmVudBgEIAEoCBIWCg5lbmRlZF9ldmVudF9pZBgFIAEoAxIUCgxlbmRlZF9taWxsaXMYBiABKAMiMgoTTGlzdFZlcnNpb25zUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIkUKFExpc3RWZXJzaW9uc1Jlc3BvbnNlEi0KCHZlcnNpb25zGAEgAygLMhsudHJvdmUucmVzb3VyY2VzLnYyLlZlcnNpb24icAoOUmVzdG9yZVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEg0KBWFzX29mGAQgASgJEhAKCGlmX21hdGNoGAUgAygJEg8KB2RyeV9ydW4YBiABKAgiQwoNUmVzdG9yZUNoYW5nZRIMCgRwYXRoGAEgASgJEhEKCW9wZXJhdGlvbhgCIAEoCRIRCglkaXJlY3RvcnkYAyABKAgingEKD1Jlc3RvcmVSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIPCgdjcmVhdGVkGAIgASgIEjIKB2NoYW5nZXMYAyADKAsyIS50cm92ZS5yZXNvdXJjZXMudjIuUmVzdG9yZUNoYW5nZRIWCg5hc19vZl9ldmVudF9pZBgEIAEoAzKoBgoPUmVzb3VyY2VTZXJ2aWNlEk4KBFN0YXQSHy50cm92ZS5yZXNvdXJjZXMudjIuU3RhdFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuU3RhdFJlc3BvbnNlIgOQAgESUAoEUmVhZBIfLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkUmVxdWVzdBogLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkUmVzcG9uc2UiA5ACATABElwKCFJlYWRNYW55EiMudHJvdmUucmVzb3VyY2VzLnYyLlJlYWRNYW55UmVxdWVzdBokLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkTWFueVJlc3BvbnNlIgOQAgEwARJOCgVXcml0ZRIgLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZVJlcXVlc3QaIS50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVSZXNwb25zZSgBEmQKDU1ha2VEaXJlY3RvcnkSKC50cm92ZS5yZXNvdXJjZXMudjIuTWFrZURpcmVjdG9yeVJlcXVlc3QaKS50cm92ZS5yZXNvdXJjZXMudjIuTWFrZURpcmVjdG9yeVJlc3BvbnNlEk8KBkRlbGV0ZRIhLnRyb3ZlLnJlc291cmNlcy52Mi5EZWxldGVSZXF1ZXN0GiIudHJvdmUucmVzb3VyY2VzLnYyLkRlbGV0ZVJlc3BvbnNlElAKBExpc3QSHy50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFJlc3BvbnNlIgOQAgEwARJoCgxMaXN0VmVyc2lvbnMSJy50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFZlcnNpb25zUmVxdWVzdBooLnRyb3ZlLnJlc291cmNlcy52Mi5MaXN0VmVyc2lvbnNSZXNwb25zZSIDkAIBMAESUgoHUmVzdG9yZRIiLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlUmVxdWVzdBojLnRyb3ZlLnJlc291cmNlcy52Mi5SZXN0b3JlUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiJ0cm92ZS9yZXNvdXJjZXMvdjIvcmVzb3VyY2VzLnByb3RvEhJ0cm92ZS5yZXNvdXJjZXMudjIi9QEKCFJlc291cmNlEg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAgSDwoHZGVsZXRlZBgFIAEoCBILCgN0YWcYBiABKAkSDAoEdHlwZRgHIAEoCRIMCgRzaXplGAggASgDEgsKA21kNRgJIAEoCRIMCgRibG9iGAogASgJEhYKDmNyZWF0ZWRfbWlsbGlzGAsgASgDEhwKFGxhc3RfbW9kaWZpZWRfbWlsbGlzGAwgASgDEhAKCGV2ZW50X2lkGA0gASgDEg4KBmFjY2VzcxgOIAMoCSIqCgtTdGF0UmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJIj4KDFN0YXRSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZSJhCgtSZWFkUmVxdWVzdBINCgVzdG9yZRgBIAEoCRIMCgRwYXRoGAIgASgJEhUKDWlmX25vbmVfbWF0Y2gYAyADKAkSDwoHdmVyc2lvbhgEIAEoCRINCgVhc19vZhgFIAEoCSJjCgxSZWFkUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USFAoMbm90X21vZGlmaWVkGAIgASgIEg0KBWNodW5rGAMgASgMIi8KD1JlYWRNYW55UmVxdWVzdBINCgVzdG9yZRgBIAEoCRINCgVwYXRocxgCIAMoCSJ8ChBSZWFkTWFueVJlc3BvbnNlEg0KBWluZGV4GAEgASgNEi4KBHJlYWQYAiABKAsyIC50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlc3BvbnNlEhIKCmVycm9yX2NvZGUYAyABKAkSFQoNZXJyb3JfbWVzc2FnZRgEIAEoCSKuAQoLV3JpdGVIZWFkZXISDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSEwoLY29udGVudF9tZDUYBSABKAkSGwoOY29udGVudF9sZW5ndGgYBiABKANIAIgBARIVCg1pZl9ub25lX21hdGNoGAcgAygJQhEKD19jb250ZW50X2xlbmd0aCJaCgxXcml0ZVJlcXVlc3QSMQoGaGVhZGVyGAEgASgLMh8udHJvdmUucmVzb3VyY2VzLnYyLldyaXRlSGVhZGVySAASDwoFY2h1bmsYAiABKAxIAEIGCgRwYXJ0IlAKDVdyaXRlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCCJTChBXcml0ZU1hbnlSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEjAKBWl0ZW1zGAIgAygLMiEudHJvdmUucmVzb3VyY2VzLnYyLldyaXRlTWFueUl0ZW0igwEKDVdyaXRlTWFueUl0ZW0SDAoEcGF0aBgBIAEoCRIQCghjb250ZW50cxgCIAEoDBIQCghpZl9tYXRjaBgDIAMoCRIVCg1pZl9ub25lX21hdGNoGAQgAygJEhQKDGNvbnRlbnRfdHlwZRgFIAEoCRITCgtjb250ZW50X21kNRgGIAEoCSJuCg9Xcml0ZU1hbnlSZXN1bHQSMAoFd3JpdGUYASABKAsyIS50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVSZXNwb25zZRISCgplcnJvcl9jb2RlGAIgASgJEhUKDWVycm9yX21lc3NhZ2UYAyABKAkiSQoRV3JpdGVNYW55UmVzcG9uc2USNAoHcmVzdWx0cxgBIAMoCzIjLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZU1hbnlSZXN1bHQiXAoUTWFrZURpcmVjdG9yeVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIVCg1pZl9ub25lX21hdGNoGAQgAygJIlgKFU1ha2VEaXJlY3RvcnlSZXNwb25zZRIuCghyZXNvdXJjZRgBIAEoCzIcLnRyb3ZlLnJlc291cmNlcy52Mi5SZXNvdXJjZRIPCgdjcmVhdGVkGAIgASgIIlUKDURlbGV0ZVJlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCRIQCghpZl9tYXRjaBgDIAMoCRIVCg1yZXF1aXJlX2VtcHR5GAQgASgIIlcKDkRlbGV0ZVJlc3BvbnNlEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEhUKDWRlbGV0ZWRfY291bnQYAiABKAMilAEKC0xpc3RSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSEQoJcmVjdXJzaXZlGAMgASgIEhcKD2luY2x1ZGVfZGVsZXRlZBgEIAEoCBIWCg5pbmNsdWRlX2FjY2VzcxgFIAEoCBIVCg1pZl9ub25lX21hdGNoGAYgAygJEg0KBWFzX29mGAcgASgJIoQBCgxMaXN0UmVzcG9uc2USLwoJZGlyZWN0b3J5GAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEhQKDG5vdF9tb2RpZmllZBgCIAEoCBItCgdlbnRyaWVzGAMgAygLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlIpkBCgdWZXJzaW9uEi4KCHJlc291cmNlGAEgASgLMhwudHJvdmUucmVzb3VyY2VzLnYyLlJlc291cmNlEgwKBHVzZXIYAiABKAkSEQoJb3BlcmF0aW9uGAMgASgJEg8KB2N1cnJlbnQYBCABKAgSFgoOZW5kZWRfZXZlbnRfaWQYBSABKAMSFAoMZW5kZWRfbWlsbGlzGAYgASgDIjIKE0xpc3RWZXJzaW9uc1JlcXVlc3QSDQoFc3RvcmUYASABKAkSDAoEcGF0aBgCIAEoCSJFChRMaXN0VmVyc2lvbnNSZXNwb25zZRItCgh2ZXJzaW9ucxgBIAMoCzIbLnRyb3ZlLnJlc291cmNlcy52Mi5WZXJzaW9uInAKDlJlc3RvcmVSZXF1ZXN0Eg0KBXN0b3JlGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHdmVyc2lvbhgDIAEoCRINCgVhc19vZhgEIAEoCRIQCghpZl9tYXRjaBgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIkMKDVJlc3RvcmVDaGFuZ2USDAoEcGF0aBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSEQoJZGlyZWN0b3J5GAMgASgIIp4BCg9SZXN0b3JlUmVzcG9uc2USLgoIcmVzb3VyY2UYASABKAsyHC50cm92ZS5yZXNvdXJjZXMudjIuUmVzb3VyY2USDwoHY3JlYXRlZBgCIAEoCBIyCgdjaGFuZ2VzGAMgAygLMiEudHJvdmUucmVzb3VyY2VzLnYyLlJlc3RvcmVDaGFuZ2USFgoOYXNfb2ZfZXZlbnRfaWQYBCABKAMyggcKD1Jlc291cmNlU2VydmljZRJOCgRTdGF0Eh8udHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLlN0YXRSZXNwb25zZSIDkAIBElAKBFJlYWQSHy50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlcXVlc3QaIC50cm92ZS5yZXNvdXJjZXMudjIuUmVhZFJlc3BvbnNlIgOQAgEwARJcCghSZWFkTWFueRIjLnRyb3ZlLnJlc291cmNlcy52Mi5SZWFkTWFueVJlcXVlc3QaJC50cm92ZS5yZXNvdXJjZXMudjIuUmVhZE1hbnlSZXNwb25zZSIDkAIBMAESTgoFV3JpdGUSIC50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVSZXF1ZXN0GiEudHJvdmUucmVzb3VyY2VzLnYyLldyaXRlUmVzcG9uc2UoARJYCglXcml0ZU1hbnkSJC50cm92ZS5yZXNvdXJjZXMudjIuV3JpdGVNYW55UmVxdWVzdBolLnRyb3ZlLnJlc291cmNlcy52Mi5Xcml0ZU1hbnlSZXNwb25zZRJkCg1NYWtlRGlyZWN0b3J5EigudHJvdmUucmVzb3VyY2VzLnYyLk1ha2VEaXJlY3RvcnlSZXF1ZXN0GikudHJvdmUucmVzb3VyY2VzLnYyLk1ha2VEaXJlY3RvcnlSZXNwb25zZRJPCgZEZWxldGUSIS50cm92ZS5yZXNvdXJjZXMudjIuRGVsZXRlUmVxdWVzdBoiLnRyb3ZlLnJlc291cmNlcy52Mi5EZWxldGVSZXNwb25zZRJQCgRMaXN0Eh8udHJvdmUucmVzb3VyY2VzLnYyLkxpc3RSZXF1ZXN0GiAudHJvdmUucmVzb3VyY2VzLnYyLkxpc3RSZXNwb25zZSIDkAIBMAESaAoMTGlzdFZlcnNpb25zEicudHJvdmUucmVzb3VyY2VzLnYyLkxpc3RWZXJzaW9uc1JlcXVlc3QaKC50cm92ZS5yZXNvdXJjZXMudjIuTGlzdFZlcnNpb25zUmVzcG9uc2UiA5ACATABElIKB1Jlc3RvcmUSIi50cm92ZS5yZXNvdXJjZXMudjIuUmVzdG9yZVJlcXVlc3QaIy50cm92ZS5yZXNvdXJjZXMudjIuUmVzdG9yZVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * A resource (file) or directory of a store, or its tombstone.
@@ -429,6 +429,133 @@ export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
   messageDesc(file_trove_resources_v2_resources, 9);
 
 /**
+ * Many small resources of one store written in one call (docs/resources.md,
+ * "Writing many resources at once"): each item is written as a Write of its
+ * whole contents would be, with the same decision, checks and preconditions,
+ * in the order of the request; each is its own atomic write (not one
+ * transaction for all: an item's refusal leaves the others written). What a
+ * push of thousands of small files sends instead of a Write per file. At most
+ * 1,000 items (INVALID_ARGUMENT beyond); the request is one message, so its
+ * size is bounded as any request message's (4 MiB and 64 KiB: RESOURCE_EXHAUSTED
+ * beyond): larger files go by Write.
+ *
+ * @generated from message trove.resources.v2.WriteManyRequest
+ */
+export type WriteManyRequest = Message<"trove.resources.v2.WriteManyRequest"> & {
+  /**
+   * @generated from field: string store = 1;
+   */
+  store: string;
+
+  /**
+   * @generated from field: repeated trove.resources.v2.WriteManyItem items = 2;
+   */
+  items: WriteManyItem[];
+};
+
+/**
+ * Describes the message trove.resources.v2.WriteManyRequest.
+ * Use `create(WriteManyRequestSchema)` to create a new message.
+ */
+export const WriteManyRequestSchema: GenMessage<WriteManyRequest> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 10);
+
+/**
+ * One resource to write: WriteHeader's fields with the contents whole (their
+ * length is the declared length).
+ *
+ * @generated from message trove.resources.v2.WriteManyItem
+ */
+export type WriteManyItem = Message<"trove.resources.v2.WriteManyItem"> & {
+  /**
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * @generated from field: bytes contents = 2;
+   */
+  contents: Uint8Array;
+
+  /**
+   * @generated from field: repeated string if_match = 3;
+   */
+  ifMatch: string[];
+
+  /**
+   * @generated from field: repeated string if_none_match = 4;
+   */
+  ifNoneMatch: string[];
+
+  /**
+   * @generated from field: string content_type = 5;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: string content_md5 = 6;
+   */
+  contentMd5: string;
+};
+
+/**
+ * Describes the message trove.resources.v2.WriteManyItem.
+ * Use `create(WriteManyItemSchema)` to create a new message.
+ */
+export const WriteManyItemSchema: GenMessage<WriteManyItem> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 11);
+
+/**
+ * One item's answer: what Write would have answered (write), or why the item
+ * was not written (error_code, a Connect code name such as
+ * "failed_precondition" or "permission_denied", and error_message).
+ *
+ * @generated from message trove.resources.v2.WriteManyResult
+ */
+export type WriteManyResult = Message<"trove.resources.v2.WriteManyResult"> & {
+  /**
+   * @generated from field: trove.resources.v2.WriteResponse write = 1;
+   */
+  write?: WriteResponse | undefined;
+
+  /**
+   * @generated from field: string error_code = 2;
+   */
+  errorCode: string;
+
+  /**
+   * @generated from field: string error_message = 3;
+   */
+  errorMessage: string;
+};
+
+/**
+ * Describes the message trove.resources.v2.WriteManyResult.
+ * Use `create(WriteManyResultSchema)` to create a new message.
+ */
+export const WriteManyResultSchema: GenMessage<WriteManyResult> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 12);
+
+/**
+ * @generated from message trove.resources.v2.WriteManyResponse
+ */
+export type WriteManyResponse = Message<"trove.resources.v2.WriteManyResponse"> & {
+  /**
+   * One per item, in the order of the request.
+   *
+   * @generated from field: repeated trove.resources.v2.WriteManyResult results = 1;
+   */
+  results: WriteManyResult[];
+};
+
+/**
+ * Describes the message trove.resources.v2.WriteManyResponse.
+ * Use `create(WriteManyResponseSchema)` to create a new message.
+ */
+export const WriteManyResponseSchema: GenMessage<WriteManyResponse> = /*@__PURE__*/
+  messageDesc(file_trove_resources_v2_resources, 13);
+
+/**
  * @generated from message trove.resources.v2.MakeDirectoryRequest
  */
 export type MakeDirectoryRequest = Message<"trove.resources.v2.MakeDirectoryRequest"> & {
@@ -460,7 +587,7 @@ export type MakeDirectoryRequest = Message<"trove.resources.v2.MakeDirectoryRequ
  * Use `create(MakeDirectoryRequestSchema)` to create a new message.
  */
 export const MakeDirectoryRequestSchema: GenMessage<MakeDirectoryRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 10);
+  messageDesc(file_trove_resources_v2_resources, 14);
 
 /**
  * @generated from message trove.resources.v2.MakeDirectoryResponse
@@ -482,7 +609,7 @@ export type MakeDirectoryResponse = Message<"trove.resources.v2.MakeDirectoryRes
  * Use `create(MakeDirectoryResponseSchema)` to create a new message.
  */
 export const MakeDirectoryResponseSchema: GenMessage<MakeDirectoryResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 11);
+  messageDesc(file_trove_resources_v2_resources, 15);
 
 /**
  * @generated from message trove.resources.v2.DeleteRequest
@@ -520,7 +647,7 @@ export type DeleteRequest = Message<"trove.resources.v2.DeleteRequest"> & {
  * Use `create(DeleteRequestSchema)` to create a new message.
  */
 export const DeleteRequestSchema: GenMessage<DeleteRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 12);
+  messageDesc(file_trove_resources_v2_resources, 16);
 
 /**
  * @generated from message trove.resources.v2.DeleteResponse
@@ -546,7 +673,7 @@ export type DeleteResponse = Message<"trove.resources.v2.DeleteResponse"> & {
  * Use `create(DeleteResponseSchema)` to create a new message.
  */
 export const DeleteResponseSchema: GenMessage<DeleteResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 13);
+  messageDesc(file_trove_resources_v2_resources, 17);
 
 /**
  * @generated from message trove.resources.v2.ListRequest
@@ -598,7 +725,7 @@ export type ListRequest = Message<"trove.resources.v2.ListRequest"> & {
  * Use `create(ListRequestSchema)` to create a new message.
  */
 export const ListRequestSchema: GenMessage<ListRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 14);
+  messageDesc(file_trove_resources_v2_resources, 18);
 
 /**
  * The first message carries the listed directory itself (and not_modified
@@ -628,7 +755,7 @@ export type ListResponse = Message<"trove.resources.v2.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 15);
+  messageDesc(file_trove_resources_v2_resources, 19);
 
 /**
  * One state of a resource (docs/history.md): the current one or a kept
@@ -685,7 +812,7 @@ export type Version = Message<"trove.resources.v2.Version"> & {
  * Use `create(VersionSchema)` to create a new message.
  */
 export const VersionSchema: GenMessage<Version> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 16);
+  messageDesc(file_trove_resources_v2_resources, 20);
 
 /**
  * @generated from message trove.resources.v2.ListVersionsRequest
@@ -707,7 +834,7 @@ export type ListVersionsRequest = Message<"trove.resources.v2.ListVersionsReques
  * Use `create(ListVersionsRequestSchema)` to create a new message.
  */
 export const ListVersionsRequestSchema: GenMessage<ListVersionsRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 17);
+  messageDesc(file_trove_resources_v2_resources, 21);
 
 /**
  * Newest first, across messages.
@@ -726,7 +853,7 @@ export type ListVersionsResponse = Message<"trove.resources.v2.ListVersionsRespo
  * Use `create(ListVersionsResponseSchema)` to create a new message.
  */
 export const ListVersionsResponseSchema: GenMessage<ListVersionsResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 18);
+  messageDesc(file_trove_resources_v2_resources, 22);
 
 /**
  * @generated from message trove.resources.v2.RestoreRequest
@@ -779,7 +906,7 @@ export type RestoreRequest = Message<"trove.resources.v2.RestoreRequest"> & {
  * Use `create(RestoreRequestSchema)` to create a new message.
  */
 export const RestoreRequestSchema: GenMessage<RestoreRequest> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 19);
+  messageDesc(file_trove_resources_v2_resources, 23);
 
 /**
  * A change a subtree restore made, or would make with dry_run.
@@ -810,7 +937,7 @@ export type RestoreChange = Message<"trove.resources.v2.RestoreChange"> & {
  * Use `create(RestoreChangeSchema)` to create a new message.
  */
 export const RestoreChangeSchema: GenMessage<RestoreChange> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 20);
+  messageDesc(file_trove_resources_v2_resources, 24);
 
 /**
  * @generated from message trove.resources.v2.RestoreResponse
@@ -848,7 +975,7 @@ export type RestoreResponse = Message<"trove.resources.v2.RestoreResponse"> & {
  * Use `create(RestoreResponseSchema)` to create a new message.
  */
 export const RestoreResponseSchema: GenMessage<RestoreResponse> = /*@__PURE__*/
-  messageDesc(file_trove_resources_v2_resources, 21);
+  messageDesc(file_trove_resources_v2_resources, 25);
 
 /**
  * @generated from service trove.resources.v2.ResourceService
@@ -885,6 +1012,14 @@ export const ResourceService: GenService<{
     methodKind: "client_streaming";
     input: typeof WriteRequestSchema;
     output: typeof WriteResponseSchema;
+  },
+  /**
+   * @generated from rpc trove.resources.v2.ResourceService.WriteMany
+   */
+  writeMany: {
+    methodKind: "unary";
+    input: typeof WriteManyRequestSchema;
+    output: typeof WriteManyResponseSchema;
   },
   /**
    * @generated from rpc trove.resources.v2.ResourceService.MakeDirectory
