@@ -33,10 +33,12 @@ import { accessOf, callerKey, type Operation } from "../auth/caller.js";
 import {
   BadRequestError,
   DeletedError,
+  InsufficientStorageError,
   NotEmptyError,
   NotFoundError,
   PreconditionFailedError,
   TooLargeError,
+  UnavailableError,
 } from "../domain/errors.js";
 import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
@@ -258,7 +260,8 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
    * WriteMany's items, each written as `put` writes a Write of its whole contents (the same
    * decision, checks and preconditions), one after the other in the request's order; an item's
    * refusal is its outcome and the next item follows. Refused whole, before any write, with more
-   * than WRITE_MANY_MAX_ITEMS items or without a store. Each item is its own atomic write.
+   * than WRITE_MANY_MAX_ITEMS items or without a store; ended by a refusal of the server's state
+   * (read-only, unavailable, out of space). Each item is its own atomic write.
    */
   async writeEach(req: WriteManyRequest, ctx: HandlerContext): Promise<WriteManyOutcome[]> {
     const { store, items } = req;
@@ -283,6 +286,9 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
         outcomes.push({ write: await this.put(input, ctx) });
       } catch (error) {
         throwIfCallAborted(ctx);
+        // The server's state, not the item's (read-only, a database away, a full disk): the
+        // call ends, since the next items would be refused alike; those before stay written.
+        if (error instanceof UnavailableError || error instanceof InsufficientStorageError) throw error;
         outcomes.push({ error });
       }
     }

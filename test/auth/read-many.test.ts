@@ -1,4 +1,4 @@
-// ResourceService.ReadMany (docs/resources.md, "Reading many resources at once"; issue 31): each
+// ResourceService.ReadMany (docs/rest.md, "Reading many resources at once"; issue 31): each
 // path answered in the request's order with Read's messages and Read's decision, a path's error
 // as its own message while the others go on, and the limits refused before anything is read.
 // On Connect and gRPC, against a server that checks tokens and grants.

@@ -1,4 +1,4 @@
-// ResourceService.WriteMany (docs/resources.md, "Writing many resources at once"; issue 31): each
+// ResourceService.WriteMany (docs/rest.md, "Writing many resources at once"; issue 31): each
 // item written as a Write of its whole contents is, with Write's decision, checks and
 // preconditions, in the request's order; an item's refusal is its own result while the others
 // are written; the limits refused before anything is written. On Connect and gRPC, against a
@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { BackupService } from "@trove/sdk/gen/trove/admin/v1/backup_pb.js";
 import { ResourceService, type WriteManyItem } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, type AuthServer, bearer, codeOf, DATA, type Issuer, startAuthServer, startIssuer } from "./support.js";
@@ -153,6 +154,27 @@ describe.each(Object.keys(TRANSPORTS))("WriteMany over %s", (name) => {
     const refused = await reader.writeMany({ store: "home", items: [item(`${dir}/granted.txt`, "no")] });
     expect(refused.results[0]?.errorCode).toBe("permission_denied");
     expect(await stored(`${dir}/granted.txt`)).toMatchObject({ body: "granted" });
+  });
+
+  it("a read-only server refuses the call as a whole (Unavailable), as it refuses a Write, and nothing is written", async () => {
+    const token = await issuer.token(ADMIN);
+    const admin = await client(token);
+    const backup = createClient(BackupService, (TRANSPORTS[name] as (t: string | undefined) => Transport)(token));
+    await backup.setReadOnly({ readOnly: true, retryAfterSeconds: 7 });
+    try {
+      const [code, message] = await codeOf(() =>
+        admin.writeMany({ store: "home", items: [item(`${dir}/ro-1.txt`, "one"), item(`${dir}/ro-2.txt`, "two")] }),
+      );
+      expect(code).toBe(Code.Unavailable);
+      expect(message).toMatch(/read-only/);
+    } finally {
+      await backup.setReadOnly({ readOnly: false });
+    }
+    expect((await stored(`${dir}/ro-1.txt`)).status).toBe(404);
+    expect((await stored(`${dir}/ro-2.txt`)).status).toBe(404);
+    expect(
+      (await admin.writeMany({ store: "home", items: [item(`${dir}/ro-1.txt`, "one")] })).results[0]?.errorCode,
+    ).toBe("");
   });
 
   it("no token: Unauthenticated, and nothing is written", async () => {

@@ -30,8 +30,8 @@ const OPTIONS_HELP = `Options:
       --delete        also delete what DESTINATION has and the source has not (rclone's sync)
       --dry-run       print every action on stdout and change nothing
       --force         PUSH_FORCE
-      --no-batch      pull: one GET per file, not files of up to 256 KiB by batches of up to
-                      100 in one request each (ReadMany; docs/cli.md)
+      --no-batch      one request per file (PUT, GET), not files of up to 256 KiB by batches
+                      of up to 100 in one request each (WriteMany, ReadMany; docs/cli.md)
   -v, --verbose       print every action on stderr as it is carried out
 `;
 

@@ -595,7 +595,7 @@ export class TroveRestClient {
 
   /**
    * Reads many resources of one store in one call (ResourceService.ReadMany over this client's
-   * connection and token; docs/resources.md): each path's answer in the order of `paths`, its
+   * connection and token; docs/rest.md): each path's answer in the order of `paths`, its
    * contents whole, or its own error (NotFoundError, UnauthorizedError...) while the others go on.
    * At most 1,000 paths; meant for small files (a file is held whole). A server without it rejects
    * with BatchUnsupportedError before any answer.
@@ -616,7 +616,7 @@ export class TroveRestClient {
 
   /**
    * Writes many small resources of one store in one call (ResourceService.WriteMany over this
-   * client's connection and token; docs/resources.md): each item as a PUT of its whole contents
+   * client's connection and token; docs/rest.md): each item as a PUT of its whole contents
    * with its conditions, in order, and each item's answer (the resource as written) or its own
    * error (PreconditionFailedError, ForbiddenError...) while the others are written. At most 1,000
    * items and 3 MiB of contents. A server without it rejects with BatchUnsupportedError, having

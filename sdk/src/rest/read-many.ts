@@ -1,4 +1,4 @@
-// Many small resources of one store in one call: ResourceService.ReadMany (docs/resources.md,
+// Many small resources of one store in one call: ResourceService.ReadMany (docs/rest.md,
 // "Reading many resources at once") in the Connect protocol's server stream, over the REST client's
 // own fetch (the h2c connection of push, pull and mirror) with its token. What a pull of thousands
 // of files of a few KiB sends instead of a GET per file: the per-request work of both sides, most

@@ -1,4 +1,4 @@
-// Many small resources of one store written in one call: ResourceService.WriteMany (docs/resources.md,
+// Many small resources of one store written in one call: ResourceService.WriteMany (docs/rest.md,
 // "Writing many resources at once"), a unary call of the Connect protocol over the REST client's
 // own fetch (the h2c connection of push) with its token. What a push of thousands of files of a few
 // KiB sends instead of a PUT per file: the request's own work on both sides is paid once per batch

@@ -248,7 +248,7 @@ export const ReadResponseSchema: GenMessage<ReadResponse> = /*@__PURE__*/
   messageDesc(file_trove_resources_v2_resources, 4);
 
 /**
- * Many resources of one store read in one call (docs/resources.md, "Reading many
+ * Many resources of one store read in one call (docs/rest.md, "Reading many
  * resources at once"): each path is read as Read reads it, with the same
  * decision, and answered in the order of the request. What a mirror or a pull
  * of thousands of small files sends instead of a Read per file.
@@ -429,7 +429,7 @@ export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
   messageDesc(file_trove_resources_v2_resources, 9);
 
 /**
- * Many small resources of one store written in one call (docs/resources.md,
+ * Many small resources of one store written in one call (docs/rest.md,
  * "Writing many resources at once"): each item is written as a Write of its
  * whole contents would be, with the same decision, checks and preconditions,
  * in the order of the request; each is its own atomic write (not one
