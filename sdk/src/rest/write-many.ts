@@ -51,21 +51,32 @@ export interface WriteManyOptions {
   signal?: AbortSignal;
 }
 
-/** The request message: store = 1, items = 2 (path 1, contents 2, if_match 3, if_none_match 4, content_type 5, content_md5 6). */
+/**
+ * The request message: store = 1, items = 2 (path 1, contents 2, if_match 3, if_none_match 4,
+ * content_type 5, content_md5 6). Each file's contents are copied once, into the message: a
+ * BinaryWriter would copy them twice (into its chunks, then into the message), a batch's bytes
+ * three times in memory at once.
+ */
 function encodeRequest(store: string, items: readonly WriteManyFile[]): Uint8Array {
-  const w = new BinaryWriter();
-  w.tag(1, WireType.LengthDelimited).string(store);
+  const parts: Uint8Array[] = [new BinaryWriter().tag(1, WireType.LengthDelimited).string(store).finish()];
   for (const item of items) {
-    w.tag(2, WireType.LengthDelimited).fork();
-    w.tag(1, WireType.LengthDelimited).string(item.path);
-    w.tag(2, WireType.LengthDelimited).bytes(item.body);
-    if (item.ifMatch !== undefined) w.tag(3, WireType.LengthDelimited).string(item.ifMatch);
-    if (item.ifNoneMatch !== undefined) w.tag(4, WireType.LengthDelimited).string(item.ifNoneMatch);
-    if (item.contentType) w.tag(5, WireType.LengthDelimited).string(item.contentType);
-    if (item.contentMd5) w.tag(6, WireType.LengthDelimited).string(item.contentMd5);
-    w.join();
+    // The fields before the contents, ending with the contents' tag and length; then the rest.
+    const before = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .string(item.path)
+      .tag(2, WireType.LengthDelimited)
+      .uint32(item.body.byteLength)
+      .finish();
+    const after = new BinaryWriter();
+    if (item.ifMatch !== undefined) after.tag(3, WireType.LengthDelimited).string(item.ifMatch);
+    if (item.ifNoneMatch !== undefined) after.tag(4, WireType.LengthDelimited).string(item.ifNoneMatch);
+    if (item.contentType) after.tag(5, WireType.LengthDelimited).string(item.contentType);
+    if (item.contentMd5) after.tag(6, WireType.LengthDelimited).string(item.contentMd5);
+    const rest = after.finish();
+    const length = before.byteLength + item.body.byteLength + rest.byteLength;
+    parts.push(new BinaryWriter().tag(2, WireType.LengthDelimited).uint32(length).finish(), before, item.body, rest);
   }
-  return w.finish();
+  return Buffer.concat(parts);
 }
 
 interface Written {
