@@ -93,6 +93,8 @@ const LONG_LIVED_METHODS: ReadonlyMap<string, LongLivedKind> = new Map([
   // Long-lived when the resource is large, which the core learns when it reads the node.
   ["trove.resources.v2.ResourceService/Read", "download"],
   ["trove.resources.v2.ResourceService/ReadMany", "download"],
+  // One message, long-lived as a REST upload of its length is (1 MiB or more, or of unknown length).
+  ["trove.resources.v2.ResourceService/WriteMany", "upload"],
 ]);
 
 const methodsOf = (service: DescService) => service.methods.map((method) => `${service.typeName}/${method.name}`);

@@ -5,11 +5,16 @@
 import { execFile } from "node:child_process";
 import * as net from "node:net";
 import { promisify } from "node:util";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Health as HealthService } from "@trove/sdk/gen/grpc/health/v1/health_pb.js";
 import { ChangeService } from "@trove/sdk/gen/trove/resources/v2/changes_pb.js";
-import { ResourceService } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
+import {
+  ResourceService,
+  WriteManyRequestSchema,
+  WriteManyResponseSchema,
+} from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRestClient, createTroveClient, fromConnectError, TooManyRequestsError } from "../../sdk/src/index.js";
 import { createJwtAuthenticator } from "../../src/auth/verifier.js";
@@ -213,6 +218,30 @@ describe("separate budgets: long-lived work never takes the connections short re
       // Nothing of the refused uploads was stored.
       expect((await fetch(`${t.url}/resources/v2/data/home/large.bin`)).status).toBe(404);
       expect((await fetch(`${t.url}/resources/v2/data/home/chunked.bin`)).status).toBe(404);
+      // WriteMany (issue 31) as a REST upload of its length: 1 MiB or more (or of unknown length) waits for a place.
+      const resources = createClient(ResourceService, createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }));
+      const failure = await resources
+        .writeMany({ store: "home", items: [{ path: "many-large.bin", contents: large }] })
+        .catch((e: unknown) => ConnectError.from(e));
+      expect(failure).toBeInstanceOf(ConnectError);
+      expect([(failure as ConnectError).code, (failure as ConnectError).rawMessage]).toEqual([
+        Code.Unavailable,
+        refusal.trimEnd(),
+      ]);
+      expect((await fetch(`${t.url}/resources/v2/data/home/many-large.bin`)).status).toBe(404);
+      // A small one of declared length (Connect unary, binary) answers at the budget.
+      const request = create(WriteManyRequestSchema, {
+        store: "home",
+        items: [{ path: "many-small.txt", contents: new TextEncoder().encode("small") }],
+      });
+      const few = await fetch(`${t.url}/trove.resources.v2.ResourceService/WriteMany`, {
+        method: "POST",
+        headers: { "content-type": "application/proto", "connect-protocol-version": "1" },
+        body: toBinary(WriteManyRequestSchema, request),
+      });
+      expect(few.status).toBe(200);
+      const answer = fromBinary(WriteManyResponseSchema, new Uint8Array(await few.arrayBuffer()));
+      expect(answer.results.map((r) => r.write?.created)).toEqual([true]);
       // The same routes when short: a status poll (no cursors), a report without wait (answered: 400, r1 is no report id), a small PUT.
       expect((await fetch(`${t.url}/resources/v2/poll`)).status).toBe(200);
       expect((await fetch(`${t.url}/insights/v1/reports/r1`)).status).toBe(400);

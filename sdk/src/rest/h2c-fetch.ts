@@ -101,6 +101,10 @@ export function createH2cFetch(origin: string, options: H2cFetchOptions = {}): H
     for (const [name, value] of headerPairs(init.headers)) if (!HOP_BY_HOP.has(name)) headers[name] = value;
     const body = init.body ?? null;
     const replayable = body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof Blob;
+    // A body of known length says so, as fetch's does: the server then knows a small upload from a large one.
+    if (headers["content-length"] === undefined && (typeof body === "string" || body instanceof Uint8Array)) {
+      headers["content-length"] = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
+    }
     active += 1;
     if (active === 1) s.ref();
     const done = () => {
