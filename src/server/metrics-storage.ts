@@ -22,6 +22,7 @@ const PROMISED = [
   "getNode",
   "getStoreNode",
   "putFile",
+  "putFiles",
   "makeDirectory",
   "deleteTree",
   "writeBlob",
@@ -72,6 +73,10 @@ export function measuredStorage(storage: StoragePort, observer: StorageObserver)
   const insights = measure(storage.insights, INSIGHTS_PROMISED, INSIGHTS_ITERATED, observer);
   const committed = (name: string, result: unknown) => {
     if (name === "putFile") observer.changed("put", 1);
+    else if (name === "putFiles") {
+      const written = (result as ({ result: unknown } | { error: unknown })[]).filter((r) => "result" in r).length;
+      if (written > 0) observer.changed("put", written);
+    }
     else if (name === "makeDirectory") {
       // An existing directory answers without a change.
       if ((result as { created: boolean }).created) observer.changed("mkdir", 1);
@@ -94,7 +99,9 @@ function measure<T extends object>(
 ): T {
   const own = new Map<string | symbol, unknown>(Object.entries(replaced));
   for (const name of promised) {
-    const method = (target as Record<string, AnyFunction>)[name] as AnyFunction;
+    const method = (target as Record<string, AnyFunction | undefined>)[name];
+    // An optional operation the adapter has not (putFiles) stays absent.
+    if (method === undefined) continue;
     own.set(name, (...args: unknown[]) => {
       const started = performance.now();
       let answer: unknown;

@@ -51,6 +51,7 @@ const WRITES = [
   "updateStore",
   "deleteStore",
   "putFile",
+  "putFiles",
   "makeDirectory",
   "deleteTree",
   "restoreVersion",

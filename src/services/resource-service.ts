@@ -45,7 +45,14 @@ import { isMediaType, typeFromName } from "../domain/mime.js";
 import { nameOf, parsePath, validateStoreName } from "../domain/path.js";
 import { isExpiredTombstone, planPutFile, type TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
-import type { DeleteResult, NodeRecord, StoragePort, StoreNode } from "../storage/port.js";
+import {
+  type BlobInfo,
+  type DeleteResult,
+  type NodeRecord,
+  putEach,
+  type StoragePort,
+  type StoreNode,
+} from "../storage/port.js";
 import { requireOperation } from "./access.js";
 import { throwIfCallAborted } from "./call-end.js";
 import { fieldName, inFaceNames } from "./field-names.js";
@@ -151,6 +158,18 @@ export const READ_MANY_MAX_PATHS = 1000;
 
 /** One path's part of a ReadMany: a Read message of it, or the error that ends its answer. */
 export type ReadManyItem = { index: number; read: ReadResponse } | { index: number; error: unknown };
+
+/** How storeContents writes a file's contents: its type, conditions, announced length and MD5, and who writes. */
+export interface ContentsOptions {
+  type: string;
+  ifMatch: readonly string[];
+  /** If-None-Match ("*": a conditional create); empty: none. */
+  ifNoneMatch?: readonly string[];
+  contentLength?: bigint | undefined;
+  contentMd5?: string;
+  /** Who writes (the caller's subject): recorded with the new state (docs/history.md). */
+  user?: string;
+}
 
 /** At most this many items in one WriteMany (the request is refused beyond, before any is written). */
 export const WRITE_MANY_MAX_ITEMS = 1000;
@@ -269,28 +288,54 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
       throw new BadRequestError(`a WriteMany holds at most ${WRITE_MANY_MAX_ITEMS} items, not ${items.length}`);
     }
     validateStoreName(store);
-    const outcomes: WriteManyOutcome[] = [];
-    for (const item of items) {
+    const outcomes = new Array<WriteManyOutcome>(items.length);
+    // Each item checked and received as `put` does; those ready are then committed together.
+    const ready: { at: number; file: { path: string; blob: BlobInfo; type: string; pre: TagConditions } }[] = [];
+    // Before the commit, a refusal of the whole call leaves the blobs received unreferenced: discarded.
+    const giveUp = async (error?: unknown) => {
+      for (const { file } of ready) await this.storage.discardBlob(file.blob);
       throwIfCallAborted(ctx);
+      throw inFaceNames(error, ctx);
+    };
+    for (const [at, item] of items.entries()) {
+      if (ctx.signal.aborted) await giveUp();
       try {
-        const input: WriteInput = {
-          store,
-          path: item.path,
-          ifMatch: tags(item.ifMatch),
-          ifNoneMatch: tags(item.ifNoneMatch),
-          contentType: item.contentType,
-          contentMd5: item.contentMd5,
-          contentLength: BigInt(item.contents.byteLength),
-          contents: only(item.contents),
-        };
-        outcomes.push({ write: await this.put(input, ctx) });
+        const { path, options } = this.writeOf(
+          {
+            store,
+            path: item.path,
+            ifMatch: tags(item.ifMatch),
+            ifNoneMatch: tags(item.ifNoneMatch),
+            contentType: item.contentType,
+            contentMd5: item.contentMd5,
+            contentLength: BigInt(item.contents.byteLength),
+            contents: only(item.contents),
+          },
+          ctx,
+        );
+        const { blob, pre } = await this.receive(store, path, only(item.contents), { ...options, received: true });
+        ready.push({ at, file: { path, blob, type: options.type, pre } });
       } catch (error) {
-        throwIfCallAborted(ctx);
-        // The server's state, not the item's (read-only, a database away, a full disk): the
-        // call ends, since the next items would be refused alike; those before stay written.
-        if (error instanceof UnavailableError || error instanceof InsufficientStorageError) throw error;
-        outcomes.push({ error });
+        if (isServerState(error)) await giveUp(error);
+        outcomes[at] = { error: inFaceNames(error, ctx) };
       }
+    }
+    if (ctx.signal.aborted) await giveUp();
+    const files = ready.map((r) => r.file);
+    const user = ctx.values.get(callerKey).subject;
+    const answers = this.storage.putFiles
+      ? await this.storage.putFiles(store, files, this.now(), user)
+      : await putEach(this.storage, store, files, this.now(), user);
+    for (const [i, answer] of answers.entries()) {
+      const { at } = ready[i] as (typeof ready)[number];
+      if ("error" in answer) {
+        // The server's state (putEach ends there, SQLite's one transaction commits nothing): the call's refusal.
+        if (isServerState(answer.error)) throw inFaceNames(answer.error, ctx);
+        outcomes[at] = { error: inFaceNames(answer.error, ctx) };
+        continue;
+      }
+      const { node, created } = answer.result;
+      outcomes[at] = { write: create(WriteResponseSchema, { resource: toResource(node), created }) };
     }
     return outcomes;
   }
@@ -363,6 +408,14 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
    * (`write`). Nothing is wrapped in a message per chunk, and the tags are parsed once, by the face.
    */
   async put(input: WriteInput, ctx: HandlerContext): Promise<WriteResponse> {
+    const { store, path, options } = this.writeOf(input, ctx);
+    return this.storeContents(store, path, input.contents, options).catch((err) => {
+      throw inFaceNames(err, ctx);
+    });
+  }
+
+  /** What a write's input asks for, checked before any of its contents is received: the caller's grant, the type, the MD5, the size. */
+  private writeOf(input: WriteInput, ctx: HandlerContext) {
     const { store, path } = this.target(input);
     if (path === "") throw new BadRequestError("a resource needs a name; the root is a directory");
     requireOperation(ctx.values.get(callerKey), "write", { store, path });
@@ -386,9 +439,7 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
       contentLength: input.contentLength,
       contentMd5: input.contentMd5,
     };
-    return this.storeContents(store, path, input.contents, options).catch((err) => {
-      throw inFaceNames(err, ctx);
-    });
+    return { store, path, options };
   }
 
   /**
@@ -403,21 +454,39 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
     store: string,
     path: string,
     contents: AsyncIterable<Uint8Array>,
-    options: {
-      type: string;
-      ifMatch: readonly string[];
-      /** If-None-Match ("*": a conditional create); empty: none. */
-      ifNoneMatch?: readonly string[];
-      contentLength?: bigint | undefined;
-      contentMd5?: string;
-      /** Who writes (the caller's subject): recorded with the new state (docs/history.md). */
-      user?: string;
-    },
+    options: ContentsOptions,
   ): Promise<WriteResponse> {
+    const { blob, pre } = await this.receive(store, path, contents, options);
+    // From here the blob is the storage's: it discards it when the write certainly did not happen,
+    // and never once a resource may refer to it (an acknowledged write is never undone).
+    const { node, created } = await this.storage.putFile(
+      store,
+      path,
+      blob,
+      options.type,
+      pre,
+      this.now(),
+      options.user,
+    );
+    return create(WriteResponseSchema, { resource: toResource(node), created });
+  }
+
+  /**
+   * Contents received into a blob and checked (announced length, MD5), ready for putFile, with the
+   * write's conditions; refused (the blob discarded) otherwise. `received`: the contents are in
+   * memory already (WriteMany), so nothing is checked before them.
+   */
+  private async receive(
+    store: string,
+    path: string,
+    contents: AsyncIterable<Uint8Array>,
+    options: ContentsOptions & { received?: boolean },
+  ): Promise<{ blob: BlobInfo; pre: TagConditions }> {
     const pre = writeConditions(options.ifMatch, options.ifNoneMatch ?? []);
     // (Never above the largest resource accepted: that one is refused as too large, checked.)
     const unchecked = BigInt(Math.min(UNCHECKED_UPLOAD_MAX, this.maxResourceSize));
-    const small = options.contentLength !== undefined && options.contentLength <= unchecked;
+    const small =
+      options.contentLength !== undefined && (options.received === true || options.contentLength <= unchecked);
     if (!small) await this.checkBeforeUpload(store, path, pre);
     // Unchecked, a body is received only up to its announced length: one that claims to be small
     // cannot make the server take in a large one bound to be refused.
@@ -442,18 +511,7 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
       await this.storage.discardBlob(blob);
       throw refusal;
     }
-    // From here the blob is the storage's: it discards it when the write certainly did not happen,
-    // and never once a resource may refer to it (an acknowledged write is never undone).
-    const { node, created } = await this.storage.putFile(
-      store,
-      path,
-      blob,
-      options.type,
-      pre,
-      this.now(),
-      options.user,
-    );
-    return create(WriteResponseSchema, { resource: toResource(node), created });
+    return { blob, pre };
   }
 
   /** MakeDirectory as the RPC faces call it: its tags parsed into the input every face gives `mkdir`. */
@@ -675,4 +733,9 @@ async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<U
 /** Contents given whole, as the one chunk of a write. */
 async function* only(contents: Uint8Array): AsyncIterable<Uint8Array> {
   yield contents;
+}
+
+/** A refusal of the server's state, not of one write (read-only, a database away, a full disk). */
+function isServerState(error: unknown): boolean {
+  return error instanceof UnavailableError || error instanceof InsufficientStorageError;
 }

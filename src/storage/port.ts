@@ -2,7 +2,7 @@
 // terms. Each write is atomic on its own; no operation needs a multi-document
 // transaction (see docs/storage.md).
 
-import { UnavailableError } from "../domain/errors.js";
+import { InsufficientStorageError, UnavailableError } from "../domain/errors.js";
 import type { TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
 
@@ -93,6 +93,31 @@ export function refuseOutsideFolder(config: StoreConfig, pre: Preconditions): vo
       `store ${config.name} is a filesystem store, and the contents were not received into its folder: send them again`,
     );
   }
+}
+
+/**
+ * putFiles as a series of putFile calls, in order: for an adapter that cannot commit several
+ * files together. Each file's refusal is its own; a refusal of the server's state ends the series.
+ */
+export async function putEach(
+  storage: Pick<StoragePort, "putFile">,
+  store: string,
+  files: readonly { path: string; blob: BlobInfo; type: string; pre: Preconditions }[],
+  now: number,
+  user?: string,
+): Promise<({ result: WriteResult } | { error: unknown })[]> {
+  const answers: ({ result: WriteResult } | { error: unknown })[] = [];
+  for (const file of files) {
+    try {
+      answers.push({ result: await storage.putFile(store, file.path, file.blob, file.type, file.pre, now, user) });
+    } catch (error) {
+      // The server's state, not the file's (read-only, a database away, a full disk): the next
+      // files would be refused alike, so the series ends; those before stay written.
+      if (error instanceof UnavailableError || error instanceof InsufficientStorageError) throw error;
+      answers.push({ error });
+    }
+  }
+  return answers;
 }
 
 export interface ListOptions {
@@ -290,6 +315,20 @@ export interface ResourceStorage {
     now: number,
     user?: string,
   ): Promise<WriteResult>;
+  /**
+   * Several files of one store written as putFile writes each, in order, where the adapter can
+   * commit them together (SQLite: one transaction, each file in a savepoint of its own). Each
+   * file's outcome is its own: a refused file (a precondition, a missing parent) leaves the others
+   * written, and its blob is discarded as putFile's would be. Rejects only when none was written
+   * (the commit failed: every blob then follows putFile's rule). Optional: without it, the core
+   * calls putFile for each file (ResourceCore.writeEach).
+   */
+  putFiles?(
+    store: string,
+    files: readonly { path: string; blob: BlobInfo; type: string; pre: Preconditions }[],
+    now: number,
+    user?: string,
+  ): Promise<({ result: WriteResult } | { error: unknown })[]>;
   makeDirectory(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<WriteResult>;
   /**
    * Deletes a file, or a directory with everything below it, leaving tombstones. Once they are

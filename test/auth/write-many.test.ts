@@ -10,6 +10,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { BackupService } from "@trove/sdk/gen/trove/admin/v1/backup_pb.js";
 import { ResourceService, type WriteManyItem } from "@trove/sdk/gen/trove/resources/v2/resources_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sample, scrape } from "../support/observe.js";
 import { ADMIN, type AuthServer, bearer, codeOf, DATA, type Issuer, startAuthServer, startIssuer } from "./support.js";
 
 let issuer: Issuer;
@@ -88,6 +89,29 @@ describe.each(Object.keys(TRANSPORTS))("WriteMany over %s", (name) => {
     expect(await stored(`${dir}/b.json`)).toMatchObject({ body: "{}", type: "application/json" });
     expect(await stored(`${dir}/c.bin`)).toMatchObject({ body: "gamma", type: "application/x-thing" });
     expect(await stored(`${dir}/empty.txt`)).toMatchObject({ status: 200, body: "" });
+  });
+
+  it("each written item is a change: an event in the feed and a put counted in the metrics", async () => {
+    const admin = await client(await issuer.token(ADMIN));
+    const token = await issuer.token(ADMIN);
+    const cursor = (await t.call("GET", "/resources/v2/poll", token).then((r) => r.text())).match(
+      /^RESET home (\d+)$/m,
+    )?.[1];
+    const puts = sample(await scrape(t.url), "trove_change_events_total", { kind: "put" });
+    const { results } = await admin.writeMany({
+      store: "home",
+      items: [
+        item(`${dir}/e1.txt`, "one"),
+        item(`${dir}/e2.txt`, "two", { ifMatch: ['"no-such-tag"'] }),
+        item(`${dir}/e3.txt`, "three"),
+      ],
+    });
+    expect(results.map((r) => r.errorCode)).toEqual(["", "failed_precondition", ""]);
+    expect(sample(await scrape(t.url), "trove_change_events_total", { kind: "put" })).toBe(puts + 2);
+    const feed = await t.call("GET", `/resources/v2/poll?store=home:${cursor}&wait=0`, token).then((r) => r.text());
+    expect(feed).toContain(`idr://home/${dir}/e1.txt|modify|`);
+    expect(feed).toContain(`idr://home/${dir}/e3.txt|modify|`);
+    expect(feed).not.toContain("e2.txt");
   });
 
   it("an item's refusal is its own result with Write's code, the stored data unchanged, and the rest written", async () => {

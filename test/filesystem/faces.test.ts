@@ -93,6 +93,29 @@ describe("a filesystem store through gRPC (issue 17)", () => {
     expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
     expect(await readFile(join(folder, "r.txt"), "utf8")).toBe("by another program");
   });
+
+  test("WriteMany (issue 31) lands each item as a plain file, one at a time; a stale if_match is that item's failed_precondition", async () => {
+    const resources = createClient(ResourceService, createGrpcTransport({ baseUrl: trove.url }));
+    const first = await resources.write(oneWrite("m.txt", "by rpc"));
+    await writeFile(join(folder, "m.txt"), "by another program");
+    const { results } = await resources.writeMany({
+      store: "team",
+      items: [
+        { path: "a.txt", contents: bytes("alpha") },
+        { path: "m.txt", contents: bytes("lost"), ifMatch: [first.resource?.tag ?? ""] },
+        { path: "b.json", contents: bytes("{}") },
+      ],
+    });
+    expect(results.map((r) => [r.errorCode, r.write?.created])).toEqual([
+      ["", true],
+      ["failed_precondition", undefined],
+      ["", true],
+    ]);
+    expect(await readFile(join(folder, "a.txt"), "utf8")).toBe("alpha");
+    expect(await readFile(join(folder, "b.json"), "utf8")).toBe("{}");
+    expect(await readFile(join(folder, "m.txt"), "utf8")).toBe("by another program");
+    expect(`"${results[0]?.write?.resource?.tag}"`).toBe((await getFile(trove.client, "team", "a.txt")).etag);
+  });
 });
 
 describe("a folder that went missing (issue 17)", () => {

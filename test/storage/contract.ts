@@ -12,17 +12,18 @@ import {
   TooLargeError,
 } from "../../src/domain/errors.js";
 import type { StoreConfig, StoreType } from "../../src/domain/store.js";
-import type {
-  BlobInfo,
-  EnvironmentRecord,
-  NodeRecord,
-  Preconditions,
-  ProjectRecord,
-  PromotionRecord,
-  ReportRecord,
-  StoragePort,
-  StoreRecord,
-  VersionRecord,
+import {
+  type BlobInfo,
+  type EnvironmentRecord,
+  type NodeRecord,
+  type Preconditions,
+  type ProjectRecord,
+  type PromotionRecord,
+  putEach,
+  type ReportRecord,
+  type StoragePort,
+  type StoreRecord,
+  type VersionRecord,
 } from "../../src/storage/port.js";
 
 export interface AdapterUnderTest {
@@ -568,6 +569,45 @@ export function storageContract(
         expect(new Set(ids).size).toBe(20);
         expect((await store("s")).lastEventId).toBe(Math.max(...ids));
         expect(await listAll(storage, "s", "", { recursive: false })).toHaveLength(20);
+      });
+    });
+
+    describe("putFiles (WriteMany's files; putEach where the adapter has none)", () => {
+      beforeEach(async () => {
+        await storage.createStore(config("s", "snapshot"), T0);
+      });
+      const putFiles = (files: { path: string; blob: BlobInfo; type: string; pre: Preconditions }[], now = T0) =>
+        storage.putFiles ? storage.putFiles("s", files, now) : putEach(storage, "s", files, now);
+      const received = (contents: Uint8Array) => storage.writeBlob(chunked(contents), { maxSize: MAX, store: "s" });
+
+      it("writes each file in order with its own outcome: a refused one changes nothing, the others are written", async () => {
+        const { node: kept } = await put("s", "kept.txt", "kept");
+        const last = (await store("s")).lastEventId;
+        const large = randomBytes(inlineLimit + 1);
+        const before = await blobsNow();
+        const answers = await putFiles([
+          { path: "a.txt", blob: await received(text("one")), type: "text/plain", pre: {} },
+          { path: "kept.txt", blob: await received(large), type: "text/plain", pre: { ifMatch: ["stale"] } },
+          { path: "no/parent.txt", blob: await received(text("x")), type: "text/plain", pre: {} },
+          { path: "a.txt", blob: await received(text("two")), type: "text/plain", pre: {} },
+        ]);
+        expect(answers.map((a) => ("error" in a ? a.error?.constructor.name : a.result.created))).toEqual([
+          true,
+          "PreconditionFailedError",
+          "NotFoundError",
+          false,
+        ]);
+        const written = answers[3] as { result: { node: NodeRecord } };
+        expect((await readAll(storage, await node("s", "a.txt"))).toString()).toBe("two");
+        expect(written.result.node.prevTag).toBe((answers[0] as { result: { node: NodeRecord } }).result.node.tag);
+        expect(await node("s", "kept.txt")).toEqual(kept);
+        expect(await storage.getNode("s", "no/parent.txt")).toBeUndefined();
+        // Each written file has its own event, in order.
+        const first = (answers[0] as { result: { node: NodeRecord } }).result.node;
+        expect(first.eventId).toBeGreaterThan(last);
+        expect(written.result.node.eventId).toBeGreaterThan(first.eventId);
+        // The refused large blob is discarded, as putFile's would be.
+        expect(await blobsNow()).toEqual(before);
       });
     });
 

@@ -23,6 +23,7 @@ import {
   type ListOptions,
   type NodeRecord,
   type Preconditions,
+  putEach,
   type ReportRecord,
   type RestoreTarget,
   type SnapshotHold,
@@ -523,6 +524,35 @@ export class FilesystemStorage implements StoragePort {
 
   listNodes(store: string, dir: string, options: ListOptions): AsyncIterable<NodeRecord[]> {
     return this.inner.listNodes(store, dir, options);
+  }
+
+  /**
+   * Files of a store that is no filesystem store here, each received as such (writeBlob's plain
+   * uploads), go together to the inner adapter's putFiles. Anything else (a filesystem store's
+   * folder, an inner adapter without putFiles) goes one file at a time, as putFile.
+   */
+  async putFiles(
+    store: string,
+    files: readonly { path: string; blob: BlobInfo; type: string; pre: Preconditions }[],
+    now: number,
+    user?: string,
+  ): Promise<({ result: WriteResult } | { error: unknown })[]> {
+    const plain =
+      this.inner.putFiles !== undefined &&
+      !this.folders.has(store) &&
+      files.every((file) => !this.uploads.has(file.blob.blob) && this.plainUploads.get(file.blob.blob) === store);
+    if (!plain || this.inner.putFiles === undefined) return putEach(this, store, files, now, user);
+    for (const file of files) this.plainUploads.delete(file.blob.blob);
+    const marked = files.map((file) => ({ ...file, pre: { ...file.pre, notInFolder: true } }));
+    const answers = await this.inner.putFiles(store, marked, now, user);
+    // A store that is a filesystem store after all (made by another instance): small contents go
+    // again one by one, into its folder, as putFile's do; larger ones are to be sent again.
+    const again = answers.map((answer, i) =>
+      "error" in answer && answer.error instanceof UnavailableError && (files[i] as (typeof files)[number]).blob.inline
+        ? putEach(this, store, [files[i] as (typeof files)[number]], now, user).then(([only]) => only ?? answer)
+        : answer,
+    );
+    return Promise.all(again);
   }
 
   async putFile(

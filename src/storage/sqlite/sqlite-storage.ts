@@ -270,6 +270,15 @@ export class SqliteStorage implements StoragePort {
     return this.writes.putFile(store, path, blob, type, pre, now, user);
   }
 
+  putFiles(
+    store: string,
+    files: readonly { path: string; blob: BlobInfo; type: string; pre: Preconditions }[],
+    now: number,
+    user?: string,
+  ): Promise<({ result: WriteResult } | { error: unknown })[]> {
+    return this.writes.putFiles(store, files, now, user);
+  }
+
   makeDirectory(store: string, path: string, pre: Preconditions, now: number, user?: string): Promise<WriteResult> {
     return this.writes.makeDirectory(store, path, pre, now, user);
   }

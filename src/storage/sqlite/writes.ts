@@ -40,6 +40,9 @@ export interface SqliteNodeWritesOptions {
   changed(store: string): void;
 }
 
+/** One file of putFiles. */
+type PutFileInput = { path: string; blob: BlobInfo; type: string; pre: Preconditions };
+
 export class SqliteNodeWrites {
   private readonly stmt: Statements;
   private readonly reads: SqliteReads;
@@ -59,6 +62,10 @@ export class SqliteNodeWrites {
     this.reserve = options.reserve;
     this.changed = options.changed;
     const db = options.db;
+    const putOne = db.transaction(
+      (store: string, path: string, blob: BlobInfo, type: string, pre: Preconditions, now: number, user: string) =>
+        this.putFileTx(store, path, blob, type, pre, now, user),
+    );
     // Made once: db.transaction() builds four wrapper functions on every call.
     this.tx = {
       createStore: db.transaction((config: StoreConfig, now: number) => this.createStoreTx(config, now)).immediate,
@@ -67,6 +74,19 @@ export class SqliteNodeWrites {
       putFile: db.transaction(
         (store: string, path: string, blob: BlobInfo, type: string, pre: Preconditions, now: number, user: string) =>
           this.putFileTx(store, path, blob, type, pre, now, user),
+      ).immediate,
+      // Each file in a savepoint of its own (better-sqlite3 nests a transaction function called
+      // inside another as a savepoint): a refused file is rolled back alone, the others commit.
+      putFiles: db.transaction((store: string, files: readonly PutFileInput[], now: number, user: string) =>
+        files.map((file) => {
+          try {
+            return { outcome: putOne(store, file.path, file.blob, file.type, file.pre, now, user) };
+          } catch (error) {
+            // The database's own failure (a full disk, I/O) ends the transaction: nothing commits.
+            if (isSqliteError(error)) throw error;
+            return { error };
+          }
+        }),
       ).immediate,
       makeDirectory: db.transaction((store: string, path: string, pre: Preconditions, now: number, user: string) =>
         this.makeDirectoryTx(store, path, pre, now, user),
@@ -155,6 +175,38 @@ export class SqliteNodeWrites {
     this.changed(store);
     await this.contents.removeReplaced(outcome.replaced ? [outcome.replaced] : []);
     return outcome.result;
+  }
+
+  /** putFile for several files of one store in one transaction (StoragePort.putFiles). */
+  async putFiles(
+    store: string,
+    files: readonly PutFileInput[],
+    now: number,
+    user = "",
+  ): Promise<({ result: WriteResult } | { error: unknown })[]> {
+    let outcomes: ReturnType<typeof this.tx.putFiles>;
+    try {
+      outcomes = await this.turns.write(() => this.tx.putFiles(store, files, now, user));
+    } catch (err) {
+      // Nothing committed: every blob is ours to discard, as after a failed putFile.
+      for (const file of files) await this.contents.discardUnreferenced(file.blob);
+      throw err;
+    }
+    const replaced: Replaced[] = [];
+    const answers: ({ result: WriteResult } | { error: unknown })[] = [];
+    for (const [i, outcome] of outcomes.entries()) {
+      if ("error" in outcome) {
+        // Rolled back to its savepoint: its blob is unreferenced unless the same one was written twice.
+        await this.contents.discardUnreferenced((files[i] as PutFileInput).blob);
+        answers.push({ error: outcome.error });
+        continue;
+      }
+      if (outcome.outcome.replaced) replaced.push(outcome.outcome.replaced);
+      answers.push({ result: outcome.outcome.result });
+    }
+    if (answers.some((answer) => "result" in answer)) this.changed(store);
+    await this.contents.removeReplaced(replaced);
+    return answers;
   }
 
   private putFileTx(
@@ -363,4 +415,10 @@ export class SqliteNodeWrites {
       eventId += 1;
     }
   }
+}
+
+/** An error of SQLite itself (better-sqlite3's SqliteError: a code SQLITE_*), not a refusal of the rules. */
+function isSqliteError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_");
 }
