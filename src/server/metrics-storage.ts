@@ -76,8 +76,7 @@ export function measuredStorage(storage: StoragePort, observer: StorageObserver)
     else if (name === "putFiles") {
       const written = (result as ({ result: unknown } | { error: unknown })[]).filter((r) => "result" in r).length;
       if (written > 0) observer.changed("put", written);
-    }
-    else if (name === "makeDirectory") {
+    } else if (name === "makeDirectory") {
       // An existing directory answers without a change.
       if ((result as { created: boolean }).created) observer.changed("mkdir", 1);
     } else if (name === "deleteTree") observer.changed("delete", (result as { count: number }).count);
