@@ -71,6 +71,7 @@ try {
         TROVE_URL: server.url,
         HOME: work,
         XDG_CONFIG_HOME: join(work, ".config"),
+        TROVE_DATA: join(work, "none"),
         ...(server.authorization ? { TROVE_TOKEN: server.authorization.slice("Bearer ".length) } : {}),
       };
       const before = cpuOf(server.pid);

@@ -37,7 +37,13 @@ const row = (label, r, floor) =>
 async function main() {
   const server = await startTrove({ auth: "off" });
   const work = mkdtempSync(join(tmpdir(), "trove-bench-transfer-memory-"));
-  const env = { TROVE_URL: server.url, HOME: work, XDG_CONFIG_HOME: join(work, ".config") };
+  // TROVE_DATA: no development issuer's key from a .trove-data in the directory the bench runs in.
+  const env = {
+    TROVE_URL: server.url,
+    HOME: work,
+    XDG_CONFIG_HOME: join(work, ".config"),
+    TROVE_DATA: join(work, "none"),
+  };
   const cli = (...args) => timed(process.execPath, [TROVE_BIN, ...args, "-q"], env);
   const rows = [];
   try {

@@ -77,7 +77,13 @@ async function changeSome(source, put) {
 
 async function troveRound(source, work) {
   const server = await startTrove({ auth: "off" });
-  const env = { TROVE_URL: server.url, HOME: work, XDG_CONFIG_HOME: join(work, ".config") };
+  // TROVE_DATA: no development issuer's key from a .trove-data in the directory the bench runs in.
+  const env = {
+    TROVE_URL: server.url,
+    HOME: work,
+    XDG_CONFIG_HOME: join(work, ".config"),
+    TROVE_DATA: join(work, "none"),
+  };
   const cli = (command, ...args) => timed(process.execPath, [TROVE_BIN, command, "-q", ...args], env);
   try {
     const dst = join(work, "trove-pull");

@@ -52,7 +52,9 @@ async function archiveOf(files: number): Promise<{ archive: string; expected: un
 
 /** What `trove serve` says of a target marked as being restored: exit 7 and the reason. */
 async function serveRefuses(args: string[]): Promise<void> {
-  const served = await trove(["serve", ...args, "--port", "0", "--log-level", "silent"]);
+  // On MongoDB too, a data directory of its own (the development issuer's key): never the checkout's .trove-data.
+  const data = args.includes("--data") ? [] : ["--data", await tempDir()];
+  const served = await trove(["serve", ...args, ...data, "--port", "0", "--log-level", "silent"]);
   expect(served.code).toBe(7);
   expect(served.stderr).toMatch(/the restore has not finished: run the same trove restore again/);
 }
