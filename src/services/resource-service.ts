@@ -329,7 +329,8 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
     for (const [i, answer] of answers.entries()) {
       const { at } = ready[i] as (typeof ready)[number];
       if ("error" in answer) {
-        // The server's state (putEach ends there, SQLite's one transaction commits nothing): the call's refusal.
+        // A refusal of the server's or the store's state (read-only, a database away, a full disk,
+        // a filesystem store's contents not in its folder): the call's refusal, as putEach's.
         if (isServerState(answer.error)) throw inFaceNames(answer.error, ctx);
         outcomes[at] = { error: inFaceNames(answer.error, ctx) };
         continue;

@@ -4,7 +4,7 @@
 // local state, and the failures of files that changed on the server after the listing. Against
 // a real server on 127.0.0.1.
 
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +20,7 @@ import {
 import type { ReadManyResult } from "../../sdk/src/rest/read-many.js";
 import { stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { startServer, type TestServer } from "../support/server.js";
+import { contentsOf, LARGE, makeBatchTree, SMALL, TREE_BYTES } from "./batch-tree.js";
 
 const READ_MANY = "/trove.resources.v2.ResourceService/ReadMany";
 
@@ -27,9 +28,6 @@ let work: string;
 let server: TestServer;
 let rest: TroveRestClient;
 let source: string;
-const LARGE = Buffer.alloc(300 * 1024, "large ");
-/** 250 small files in two folders, and one over 256 KiB. */
-const SMALL = Array.from({ length: 250 }, (_, i) => `${i < 125 ? "a" : "b"}/f${String(i).padStart(3, "0")}.txt`);
 
 /** A client whose fetch counts ReadMany calls and GETs of files, and can act before a ReadMany goes. */
 function counted(before?: (body: Uint8Array) => Promise<Response | undefined>) {
@@ -57,7 +55,7 @@ function counted(before?: (body: Uint8Array) => Promise<Response | undefined>) {
 }
 
 async function same(dir: string): Promise<void> {
-  for (const f of SMALL) expect(await readFile(join(dir, f), "utf8")).toBe(`contents of ${f}\n`);
+  for (const f of SMALL) expect(await readFile(join(dir, f), "utf8")).toBe(contentsOf(f));
   expect((await readFile(join(dir, "large.bin"))).equals(LARGE)).toBe(true);
 }
 
@@ -66,9 +64,7 @@ beforeAll(async () => {
   server = await startServer();
   rest = createRestClient({ baseUrl: server.url });
   source = join(work, "source");
-  for (const d of ["a", "b"]) await mkdir(join(source, d), { recursive: true });
-  for (const f of SMALL) await writeFile(join(source, f), `contents of ${f}\n`);
-  await writeFile(join(source, "large.bin"), LARGE);
+  await makeBatchTree(source);
   await rest.stores.create("batch");
   await push({ client: rest, store: "batch", directory: source, state: false });
 }, 60_000);
@@ -86,7 +82,7 @@ describe("pull by batches of ReadMany", () => {
     const summary = await pull({ client, store: "batch", directory: copy, stateDirectory: states });
     expect(summary).toMatchObject({
       transferred: 251,
-      bytes: LARGE.length + SMALL.reduce((n, f) => n + 13 + f.length, 0),
+      bytes: TREE_BYTES,
     });
     expect(seen).toEqual({ readMany: 3, gets: 1 });
     await same(copy);
@@ -160,7 +156,7 @@ describe("pull by batches of ReadMany", () => {
     const names = (await readdir(copy, { recursive: true })).filter((n) => n.endsWith(".txt") || n.endsWith(".bin"));
     expect(names.filter((n) => n.split("/").pop()?.startsWith("."))).toEqual([]);
     for (const n of names.filter((name) => name.endsWith(".txt"))) {
-      expect(await readFile(join(copy, n), "utf8")).toBe(`contents of ${n}\n`);
+      expect(await readFile(join(copy, n), "utf8")).toBe(contentsOf(n));
     }
     const again = await pull({ client: rest, store: "batch", directory: copy, state: false });
     expect(again.transferred).toBe(251 - names.length);

@@ -5,7 +5,7 @@
 // Against a real server on 127.0.0.1.
 
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +19,7 @@ import {
 } from "../../sdk/src/index.js";
 import { stateFileOf } from "../../sdk/src/transfer/local-state.js";
 import { startServer, type TestServer } from "../support/server.js";
+import { contentsOf, LARGE, makeBatchTree, SMALL, TREE_BYTES } from "./batch-tree.js";
 
 const WRITE_MANY = "/trove.resources.v2.ResourceService/WriteMany";
 
@@ -26,9 +27,6 @@ let work: string;
 let server: TestServer;
 let rest: TroveRestClient;
 let source: string;
-const LARGE = Buffer.alloc(300 * 1024, "large ");
-/** 250 small files in two folders, and one over 256 KiB. */
-const SMALL = Array.from({ length: 250 }, (_, i) => `${i < 125 ? "a" : "b"}/f${String(i).padStart(3, "0")}.txt`);
 
 /** A client whose fetch counts WriteMany calls and PUTs of files, and can act before a WriteMany goes. */
 function counted(before?: () => Promise<Response | undefined>) {
@@ -61,8 +59,8 @@ async function stored(store: string, path: string) {
 async function same(store: string): Promise<void> {
   for (const f of SMALL) {
     const got = await stored(store, f);
-    expect(got.text).toBe(`contents of ${f}\n`);
-    expect(got.md5).toBe(createHash("md5").update(`contents of ${f}\n`).digest("base64"));
+    expect(got.text).toBe(contentsOf(f));
+    expect(got.md5).toBe(createHash("md5").update(contentsOf(f)).digest("base64"));
   }
   expect((await stored(store, "large.bin")).bytes.equals(LARGE)).toBe(true);
 }
@@ -72,9 +70,7 @@ beforeAll(async () => {
   server = await startServer();
   rest = createRestClient({ baseUrl: server.url });
   source = join(work, "source");
-  for (const d of ["a", "b"]) await mkdir(join(source, d), { recursive: true });
-  for (const f of SMALL) await writeFile(join(source, f), `contents of ${f}\n`);
-  await writeFile(join(source, "large.bin"), LARGE);
+  await makeBatchTree(source);
 }, 60_000);
 
 afterAll(async () => {
@@ -90,7 +86,7 @@ describe("push by batches of WriteMany", () => {
     const summary = await push({ client, store: "batched", directory: source, stateDirectory: states });
     expect(summary).toMatchObject({
       transferred: 251,
-      bytes: LARGE.length + SMALL.reduce((n, f) => n + 13 + f.length, 0),
+      bytes: TREE_BYTES,
     });
     expect(seen).toEqual({ writeMany: 3, puts: 1 });
     await same("batched");
@@ -99,7 +95,7 @@ describe("push by batches of WriteMany", () => {
     expect(lines).toHaveLength(251);
     for (const line of lines) {
       const [path, size, , md5] = JSON.parse(line) as [string, number, string, string];
-      const bytes = path === "large.bin" ? LARGE : Buffer.from(`contents of ${path}\n`);
+      const bytes = path === "large.bin" ? LARGE : Buffer.from(contentsOf(path));
       expect([size, md5]).toEqual([bytes.length, createHash("md5").update(bytes).digest("base64")]);
     }
     const again = counted();
