@@ -114,3 +114,11 @@ export class PermissionDeniedError extends Error {
 export class HistoryPurgedError extends Error {
   override name = "HistoryPurgedError";
 }
+
+/**
+ * A refusal of the server's state, not of one write (read-only, a database away, a full disk): the
+ * writes after it would be refused alike, so a series of writes (WriteMany) ends there.
+ */
+export function isServerStateError(error: unknown): boolean {
+  return error instanceof UnavailableError || error instanceof InsufficientStorageError;
+}

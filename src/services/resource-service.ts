@@ -33,12 +33,11 @@ import { accessOf, callerKey, type Operation } from "../auth/caller.js";
 import {
   BadRequestError,
   DeletedError,
-  InsufficientStorageError,
+  isServerStateError,
   NotEmptyError,
   NotFoundError,
   PreconditionFailedError,
   TooLargeError,
-  UnavailableError,
 } from "../domain/errors.js";
 import { parseTagList, tagMatches } from "../domain/etag.js";
 import { isMediaType, typeFromName } from "../domain/mime.js";
@@ -309,14 +308,13 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
             contentType: item.contentType,
             contentMd5: item.contentMd5,
             contentLength: BigInt(item.contents.byteLength),
-            contents: only(item.contents),
           },
           ctx,
         );
         const { blob, pre } = await this.receive(store, path, only(item.contents), { ...options, received: true });
         ready.push({ at, file: { path, blob, type: options.type, pre } });
       } catch (error) {
-        if (isServerState(error)) await giveUp(error);
+        if (isServerStateError(error)) await giveUp(error);
         outcomes[at] = { error: inFaceNames(error, ctx) };
       }
     }
@@ -331,7 +329,7 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
       if ("error" in answer) {
         // A refusal of the server's or the store's state (read-only, a database away, a full disk,
         // a filesystem store's contents not in its folder): the call's refusal, as putEach's.
-        if (isServerState(answer.error)) throw inFaceNames(answer.error, ctx);
+        if (isServerStateError(answer.error)) throw inFaceNames(answer.error, ctx);
         outcomes[at] = { error: inFaceNames(answer.error, ctx) };
         continue;
       }
@@ -416,7 +414,7 @@ export class ResourceCore implements Omit<ServiceImpl<typeof ResourceService>, "
   }
 
   /** What a write's input asks for, checked before any of its contents is received: the caller's grant, the type, the MD5, the size. */
-  private writeOf(input: WriteInput, ctx: HandlerContext) {
+  private writeOf(input: Omit<WriteInput, "contents">, ctx: HandlerContext) {
     const { store, path } = this.target(input);
     if (path === "") throw new BadRequestError("a resource needs a name; the root is a directory");
     requireOperation(ctx.values.get(callerKey), "write", { store, path });
@@ -734,9 +732,4 @@ async function* chunksOf(iterator: AsyncIterator<WriteRequest>): AsyncIterable<U
 /** Contents given whole, as the one chunk of a write. */
 async function* only(contents: Uint8Array): AsyncIterable<Uint8Array> {
   yield contents;
-}
-
-/** A refusal of the server's state, not of one write (read-only, a database away, a full disk). */
-function isServerState(error: unknown): boolean {
-  return error instanceof UnavailableError || error instanceof InsufficientStorageError;
 }

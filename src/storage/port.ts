@@ -2,7 +2,7 @@
 // terms. Each write is atomic on its own; no operation needs a multi-document
 // transaction (see docs/storage.md).
 
-import { InsufficientStorageError, UnavailableError } from "../domain/errors.js";
+import { isServerStateError, UnavailableError } from "../domain/errors.js";
 import type { TagConditions } from "../domain/rules.js";
 import type { StoreConfig } from "../domain/store.js";
 
@@ -111,9 +111,8 @@ export async function putEach(
     try {
       answers.push({ result: await storage.putFile(store, file.path, file.blob, file.type, file.pre, now, user) });
     } catch (error) {
-      // The server's state, not the file's (read-only, a database away, a full disk): the next
-      // files would be refused alike, so the series ends; those before stay written.
-      if (error instanceof UnavailableError || error instanceof InsufficientStorageError) throw error;
+      // The server's state, not the file's: the series ends; those before stay written.
+      if (isServerStateError(error)) throw error;
       answers.push({ error });
     }
   }

@@ -10,7 +10,7 @@ import { mkdtemp, open, readdir, rm, stat, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   ResourceService,
@@ -23,6 +23,7 @@ import { InsufficientStorageError } from "../../src/domain/errors.js";
 import { ensureHomeStore } from "../../src/server/main.js";
 import { createTroveServer, type TroveServer } from "../../src/server/server.js";
 import { SqliteStorage, type SqliteStorageOptions } from "../../src/storage/sqlite/sqlite-storage.js";
+import { codeOf } from "../auth/support.js";
 import { tmpfsMountable } from "../support/tmpfs.js";
 import { DATA, expectError, type RestClient, restClient, storeState } from "./rest-client.js";
 
@@ -77,16 +78,6 @@ async function* writeMessages(
 
 async function* once(data: Uint8Array): AsyncIterable<Uint8Array> {
   yield data;
-}
-
-async function codeOf(call: () => Promise<unknown>): Promise<[Code, string]> {
-  try {
-    await call();
-  } catch (err) {
-    const ce = ConnectError.from(err);
-    return [ce.code, ce.rawMessage];
-  }
-  throw new Error("the call succeeded");
 }
 
 /** What a client sees of every write refused for a full disk: REST and gRPC. */

@@ -19,6 +19,12 @@ const WRITE_IO_ERRORS = new Set([
 /** Free space below which a write I/O error is taken for a full disk. */
 const NEARLY_FULL = 1 << 20;
 
+/** An error of SQLite itself (better-sqlite3's SqliteError: a code SQLITE_*), not a refusal of the rules. */
+export function isSqliteError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_");
+}
+
 /** Whether an error of a write to the database in `dataDir` means the disk or the cap is full. */
 export function isDatabaseFull(err: unknown, dataDir: string): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;

@@ -26,7 +26,7 @@ import type { SqliteHistory } from "./history.js";
 import type { SqliteReads } from "./reads.js";
 import { type NodeRow, newDirectory, type Replaced, rawNode, toConfig, toNode, upsertParams } from "./rows.js";
 import type { Statements } from "./schema.js";
-import type { SqliteWrites } from "./sqlite-errors.js";
+import { isSqliteError, type SqliteWrites } from "./sqlite-errors.js";
 
 export interface SqliteNodeWritesOptions {
   db: Database.Database;
@@ -434,10 +434,4 @@ export class SqliteNodeWrites {
       eventId += 1;
     }
   }
-}
-
-/** An error of SQLite itself (better-sqlite3's SqliteError: a code SQLITE_*), not a refusal of the rules. */
-function isSqliteError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_");
 }
